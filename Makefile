@@ -1,0 +1,51 @@
+# Decide — the front door. `make test` takes a fresh Debian machine from clone to green.
+#   make deps    system packages the build needs (apt-get; idempotent, quick when present)
+#   make build   debug build of every module
+#   make test    unit tests, README example check, transport tests under ASan, a short fuzz run
+#   make bench   release build, then every benchmark beside its baseline
+
+SWIFT ?= swift
+APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev
+BENCH_BUILD := .build-bench
+BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
+
+.PHONY: deps build test unit-test check-readme bench bench-core clean
+
+deps:
+	@missing=""; for package in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		if [ "$$(id -u)" -ne 0 ]; then echo "deps: need root to apt-get install$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "deps: all present ($(APT_PACKAGES))"; fi
+
+build: deps
+	$(SWIFT) build
+
+unit-test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+check-readme:
+	bash scripts/check-readme-example.sh
+
+test: unit-test check-readme test-transport-asan fuzz-smoke
+
+$(BENCH_BIN): deps FORCE
+	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench
+
+bench: $(BENCH_BIN)
+	$(BENCH_BIN) core transport
+
+bench-core: $(BENCH_BIN)
+	$(BENCH_BIN) core
+
+clean:
+	rm -rf .build .build-*
+
+.PHONY: FORCE
+FORCE:
+
+include mk/transport.mk

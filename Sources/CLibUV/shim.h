@@ -1,0 +1,31 @@
+// CLibUV: the system libuv (pkg-config libuv, Debian libuv1-dev) seen from Swift.
+// The inline helpers below only convert between libuv's handle "subclasses"; C does that with a
+// cast, Swift cannot name the cast directly.
+#ifndef DECIDE_CLIBUV_SHIM_H
+#define DECIDE_CLIBUV_SHIM_H
+
+#include <uv.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+static inline uv_handle_t *decide_uv_tcp_as_handle(uv_tcp_t *tcp) { return (uv_handle_t *)tcp; }
+static inline uv_stream_t *decide_uv_tcp_as_stream(uv_tcp_t *tcp) { return (uv_stream_t *)tcp; }
+static inline uv_tcp_t *decide_uv_stream_as_tcp(uv_stream_t *stream) { return (uv_tcp_t *)stream; }
+static inline uv_handle_t *decide_uv_stream_as_handle(uv_stream_t *stream) { return (uv_handle_t *)stream; }
+static inline uv_handle_t *decide_uv_timer_as_handle(uv_timer_t *timer) { return (uv_handle_t *)timer; }
+static inline uv_handle_t *decide_uv_async_as_handle(uv_async_t *async) { return (uv_handle_t *)async; }
+static inline const struct sockaddr *decide_sockaddr_storage_as_sockaddr(const struct sockaddr_storage *s) {
+    return (const struct sockaddr *)s;
+}
+static inline struct sockaddr *decide_sockaddr_storage_as_mutable_sockaddr(struct sockaddr_storage *s) {
+    return (struct sockaddr *)s;
+}
+static inline const struct sockaddr_in *decide_sockaddr_as_in(const struct sockaddr *s) {
+    return (const struct sockaddr_in *)s;
+}
+static inline const struct sockaddr_in6 *decide_sockaddr_as_in6(const struct sockaddr *s) {
+    return (const struct sockaddr_in6 *)s;
+}
+
+#endif

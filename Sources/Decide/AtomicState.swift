@@ -1,0 +1,35 @@
+/// One replicated property: a key whose value every node can read, and only Decisions change.
+///
+/// Guarantees: the key's identity on the wire is `name`, so renaming the Swift type keeps the
+/// data as long as `name` is overridden with the old value. A key never written (or deleted)
+/// reads as `defaultValue()`.
+public protocol AtomicState {
+    associatedtype Value: Codable & Sendable & Equatable
+    /// The value of the key before any write, and after a delete.
+    static func defaultValue() -> Value
+    /// The stable wire name; defaults to the type's full name (`Module.Outer.Inner`).
+    /// Override it for types declared inside functions, whose reflected name is not stable.
+    static var name: String { get }
+}
+
+extension AtomicState {
+    public static var name: String { String(reflecting: Self.self) }
+}
+
+/// A family of replicated properties, one per element id: each element is its own key with
+/// its own version, so writes to different elements never conflict.
+///
+/// Guarantees: element `id` is addressed on the wire by (`name`, JSON encoding of `id`); an
+/// element never written (or deleted) reads as `defaultValue(at: id)`.
+public protocol CollectionState {
+    associatedtype ID: Codable & Sendable & Hashable
+    associatedtype Value: Codable & Sendable & Equatable
+    /// The value of element `id` before any write, and after a delete.
+    static func defaultValue(at id: ID) -> Value
+    /// The stable wire name; defaults to the type's full name.
+    static var name: String { get }
+}
+
+extension CollectionState {
+    public static var name: String { String(reflecting: Self.self) }
+}

@@ -1,0 +1,29 @@
+/// What became of a decision.
+public enum Commit: Hashable, Sendable {
+    /// Its writes are applied on this node's state with this version, visible to every local
+    /// reader, and handed to the commit listeners (replication) before `decide` returned.
+    case committed(Version)
+    /// It wrote nothing; no version was taken. Its effect still runs.
+    case unchanged
+    /// A value could not be encoded, or a key or value is over `Configuration.limits`;
+    /// nothing was written and its effect did not run.
+    case aborted(reason: String)
+
+    /// The version of the writes, when there were any.
+    public var version: Version? {
+        if case .committed(let version) = self { return version }
+        return nil
+    }
+}
+
+/// A delta as the node's commit path hands it to replication: a local decision, or a remote
+/// delta applied here.
+public struct CommittedDelta: Sendable {
+    public enum Origin: Hashable, Sendable {
+        case local
+        case remote
+    }
+
+    public let delta: Delta
+    public let origin: Origin
+}

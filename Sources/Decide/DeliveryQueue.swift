@@ -1,0 +1,60 @@
+import Synchronization
+
+/// Hands committed changes to observers outside the node's lock, in commit order, one
+/// delivery at a time, keeping only the newest pending change per observer.
+///
+/// Guarantees: memory is bounded by the number of observers (a slow observer skips to the
+/// newest value instead of queueing every change); an observer that makes a decision from
+/// inside its callback does not deadlock (the thread already delivering picks up the new
+/// changes); each observer sees its key's values in commit order.
+final class DeliveryQueue: Sendable {
+    struct Notice: Sendable {
+        let observer: Observer
+        let entry: Entry?
+        let decoded: (any Sendable)?
+    }
+
+    private struct State: ~Copyable {
+        var order: [UInt64] = []
+        var latest: [UInt64: Notice] = [:]
+        var draining = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Call with the node's lock held, so notices are queued in commit order.
+    func enqueue(_ notice: Notice) {
+        state.withLock { state in
+            if state.latest.updateValue(notice, forKey: notice.observer.id) == nil {
+                state.order.append(notice.observer.id)
+            }
+        }
+    }
+
+    /// Delivers everything queued, unless another thread is already doing so (then it will).
+    /// Call without the node's lock.
+    func drain() {
+        let mine = state.withLock { state -> Bool in
+            guard !state.draining, !state.order.isEmpty else { return false }
+            state.draining = true
+            return true
+        }
+        guard mine else { return }
+        while true {
+            let batch = state.withLock { state -> [Notice] in
+                guard !state.order.isEmpty else {
+                    state.draining = false
+                    return []
+                }
+                let batch = state.order.compactMap { state.latest[$0] }
+                state.order.removeAll(keepingCapacity: true)
+                state.latest.removeAll(keepingCapacity: true)
+                return batch
+            }
+            if batch.isEmpty { return }
+            for notice in batch where !notice.observer.isCancelled {
+                notice.observer.deliver(entry: notice.entry, decoded: notice.decoded)
+            }
+        }
+    }
+}

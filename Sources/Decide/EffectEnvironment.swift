@@ -1,0 +1,28 @@
+/// A key into `EffectEnvironment`: the type of a dependency and the value used until a node or
+/// a test sets another.
+public protocol EnvironmentKey {
+    associatedtype Value: Sendable
+    static var defaultValue: Value { get }
+}
+
+/// The dependencies effects reach (services, clients, constants), swappable per node so a test
+/// replaces a service without subclassing anything.
+///
+/// Add a dependency with an `EnvironmentKey` and a computed property:
+/// ```swift
+/// private enum PagerKey: EnvironmentKey { static let defaultValue: any Pager = LivePager() }
+/// extension EffectEnvironment {
+///     var pager: any Pager { get { self[PagerKey.self] } set { self[PagerKey.self] = newValue } }
+/// }
+/// ```
+public struct EffectEnvironment: Sendable {
+    private var values: [ObjectIdentifier: any Sendable] = [:]
+
+    public init() {}
+
+    /// The value set for `key`, or its default.
+    public subscript<Key: EnvironmentKey>(key: Key.Type) -> Key.Value {
+        get { values[ObjectIdentifier(key)] as? Key.Value ?? Key.defaultValue }
+        set { values[ObjectIdentifier(key)] = newValue }
+    }
+}

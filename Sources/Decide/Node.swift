@@ -1,0 +1,423 @@
+import Logging
+import Synchronization
+
+/// A Decide node: the state of this process, changed only by decisions, observed by anyone,
+/// and (with a replication engine attached) kept equal to its peers'.
+///
+/// Guarantees:
+/// - decisions run one at a time; each commits all of its writes with one version, or none;
+/// - readers (`read`, observers, decisions) never see part of a decision;
+/// - a local version is greater than every version this node has committed or applied before;
+/// - effects run only here, after their decision commits, on a bounded task pool.
+public final class Node: Sendable {
+    public let id: String
+    let configuration: Configuration
+    let logger: Logger
+    private let core: Mutex<NodeCore>
+    private let delivery = DeliveryQueue()
+    private let pool: TaskPool
+    private let environmentBox: Mutex<EffectEnvironment>
+
+    /// Creates a node with an empty state. Throws for an invalid id or bound.
+    public init(configuration: Configuration) throws(NodeConfigurationError) {
+        let idBytes = configuration.id.utf8.count
+        guard idBytes >= 1 && idBytes <= 255 else { throw .invalidNodeID(configuration.id) }
+        guard configuration.effectConcurrency >= 1 else { throw .invalidBound("effectConcurrency must be at least 1") }
+        guard configuration.maxQueuedEffects >= 0 else { throw .invalidBound("maxQueuedEffects must not be negative") }
+        guard configuration.maxClockSkewMilliseconds >= 1 else { throw .invalidBound("maxClockSkewMilliseconds must be at least 1") }
+        self.id = configuration.id
+        self.configuration = configuration
+        var logger = configuration.logger
+        logger[metadataKey: "node"] = "\(configuration.id)"
+        self.logger = logger
+        let core = NodeCore(
+            table: EntryTable(),
+            clock: HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds),
+            logger: logger, limits: configuration.limits)
+        self.core = Mutex(core)
+        self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
+        self.environmentBox = Mutex(configuration.environment)
+    }
+
+    /// The dependencies effects get from now on (effects already running keep theirs).
+    public var environment: EffectEnvironment {
+        get { environmentBox.withLock { $0 } }
+        set { environmentBox.withLock { $0 = newValue } }
+    }
+
+    // MARK: deciding
+
+    /// Runs `decision`, commits its writes, then performs its effect: `.decide` follow-ups
+    /// before returning, `.run` operations on the task pool. Returns what became of
+    /// `decision` itself. Safe to call from any thread and from async code; never blocks on
+    /// I/O. Must not be called from inside `Decision.execute` or `read`.
+    @discardableResult
+    public func decide(_ decision: some Decision) -> Commit {
+        var followUps: [any Decision] = []
+        let commit = runOne(decision, followUps: &followUps)
+        var index = 0
+        while index < followUps.count {
+            let next = followUps[index]
+            index += 1
+            runOne(next, followUps: &followUps)
+        }
+        return commit
+    }
+
+    /// Writes `value` into `key` as a decision of its own (an escape hatch for tools and tests).
+    @discardableResult
+    public func set<K: AtomicState>(_ value: K.Value, into key: K.Type) -> Commit {
+        decide(SetValue<K>(value: value))
+    }
+
+    /// Waits until no effect runs or waits on this node's task pool.
+    public func effectsIdle() async {
+        await pool.waitUntilIdle()
+    }
+
+    @discardableResult
+    private func runOne(_ decision: any Decision, followUps: inout [any Decision]) -> Commit {
+        let (commit, effect) = core.withLock { core -> (Commit, Effect) in
+            let transaction = core.transaction!
+            let generation = transaction.begin()
+            let effect = decision.execute(
+                read: StorageReader(transaction: transaction, generation: generation),
+                write: StorageWriter(transaction: transaction, generation: generation))
+            transaction.end()
+            if let failure = transaction.failure {
+                logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
+                return (.aborted(reason: failure), .none)
+            }
+            let writes = transaction.pending
+            guard !writes.isEmpty else { return (.unchanged, effect) }
+            let timestamp = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds())
+            let version = Version(timestamp: timestamp, node: id)
+            for write in writes {
+                let entry = Entry(version: version, value: write.value)
+                let outcome = core.table.merge(entry, for: write.key, decoded: write.decoded)
+                precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+                notifyObservers(core, key: write.key, entry: entry, decoded: write.decoded)
+            }
+            core.committedDecisions += 1
+            if !core.commitListeners.isEmpty {
+                let delta = CommittedDelta(
+                    delta: Delta(version: version, writes: writes.map { Delta.Write(key: $0.key, value: $0.value) }),
+                    origin: .local)
+                for listener in core.commitListeners.values { listener(delta) }
+            }
+            return (.committed(version), effect)
+        }
+        delivery.drain()
+        perform(effect, handlers: [], followUps: &followUps)
+        return commit
+    }
+
+    // MARK: effects
+
+    private func perform(
+        _ effect: Effect, handlers: [@Sendable (any Error) -> Effect], followUps: inout [any Decision]
+    ) {
+        switch effect.operation {
+        case .none:
+            return
+        case .decide(let decision):
+            followUps.append(decision)
+        case .merge(let effects):
+            for effect in effects { perform(effect, handlers: handlers, followUps: &followUps) }
+        case .mapError(let inner, let transform):
+            perform(inner, handlers: [transform] + handlers, followUps: &followUps)
+        case .run(let operation):
+            let context = EffectContext(environment: environment, node: self)
+            let accepted = pool.submit { [self] in
+                do {
+                    try await operation(context)
+                } catch {
+                    self.handle(error, handlers: handlers)
+                }
+            }
+            if !accepted {
+                handle(EffectPoolSaturated(maxQueuedEffects: configuration.maxQueuedEffects), handlers: handlers)
+            }
+        }
+    }
+
+    private func handle(_ error: any Error, handlers: [@Sendable (any Error) -> Effect]) {
+        logger.warning("effect failed: \(error)")
+        let mapped: Effect
+        var outer = handlers
+        if outer.isEmpty {
+            mapped = configuration.mapError(error)
+        } else {
+            mapped = outer.removeFirst()(error)
+        }
+        var followUps: [any Decision] = []
+        perform(mapped, handlers: outer, followUps: &followUps)
+        for decision in followUps { decide(AnyDecision(decision)) }
+    }
+
+    // MARK: reading
+
+    /// The value of `key` now.
+    public func read<K: AtomicState>(_ key: K.Type) -> K.Value {
+        read { $0(key) }
+    }
+
+    /// The value of element `id` of `collection` now.
+    public func read<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
+        read { $0(collection, at: id) }
+    }
+
+    /// Runs `body` against one consistent snapshot: no decision commits while it runs. Keep it
+    /// short; it holds the node.
+    public func read<T>(_ body: (StorageReader) -> T) -> T {
+        core.withLock { core in
+            let transaction = core.transaction!
+            let generation = transaction.begin()
+            defer { transaction.end() }
+            return body(StorageReader(transaction: transaction, generation: generation))
+        }
+    }
+
+    /// The stored entry of an untyped key (tombstones included), nil when never written.
+    public func entry(for key: StateKey) -> Entry? {
+        core.withLock { $0.table.entry(for: key) }
+    }
+
+    /// Every stored entry, tombstones included, sorted by key.
+    public func entries() -> [KeyedEntry] {
+        core.withLock { core in core.table.sortedEntries().map { KeyedEntry(key: $0.key, entry: $0.entry) } }
+    }
+
+    /// A summary of the node's state for status displays and convergence checks.
+    public var stateSummary: StateSummary {
+        core.withLock { core in
+            StateSummary(
+                entryCount: core.table.count, tombstoneCount: core.table.tombstoneCount,
+                digest: core.table.digest.root, highestVersion: core.table.highestVersion,
+                committedDecisions: core.committedDecisions, appliedRemoteDeltas: core.appliedRemoteDeltas)
+        }
+    }
+
+    /// The digest tree (a copy), for anti-entropy.
+    public var digest: StateDigest {
+        core.withLock { $0.table.digest }
+    }
+
+    // MARK: observing
+
+    /// The values of `key`: the current one first, then every change (local or replicated),
+    /// skipping equal values and keeping only the newest unread one.
+    public func observe<K: AtomicState>(_ key: K.Type) -> Observation<K.Value> {
+        let stateKey = core.withLock { $0.key(for: key) }
+        return observation(of: stateKey, default: { K.defaultValue() })
+    }
+
+    /// The values of element `id` of `collection`, as `observe(_:)` gives them.
+    public func observe<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> Observation<C.Value> {
+        guard let stateKey = try? core.withLock({ core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }) else {
+            let (stream, continuation) = AsyncStream<C.Value>.makeStream()
+            logger.error("cannot observe \(C.name): its element id does not encode as JSON")
+            continuation.finish()
+            return Observation(stream: stream)
+        }
+        return observation(of: stateKey, default: { C.defaultValue(at: id) })
+    }
+
+    /// Calls `handler` with the current value of `key`, then with every change, one call at a
+    /// time, outside the node's lock (it may make decisions). Equal values are skipped; a
+    /// handler that falls behind gets the newest value, not every one.
+    public func subscribe<K: AtomicState>(
+        _ key: K.Type, handler: @escaping @Sendable (K.Value) -> Void
+    ) -> Subscription {
+        let stateKey = core.withLock { $0.key(for: key) }
+        return register(key: stateKey) { id in
+            self.typedObserver(id: id, key: stateKey, default: { K.defaultValue() }, handler: handler)
+        }
+    }
+
+    /// Calls `handler` with the entry of an untyped key (nil when never written), then with
+    /// every new entry of it, tombstones included. For tools.
+    public func subscribe(entryOf key: StateKey, handler: @escaping @Sendable (Entry?) -> Void) -> Subscription {
+        register(key: key) { id in EntryObserver(id: id, key: key, handler: handler) }
+    }
+
+    private func observation<Value: Codable & Sendable & Equatable>(
+        of key: StateKey, default defaultValue: @escaping @Sendable () -> Value
+    ) -> Observation<Value> {
+        let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let subscription = register(key: key) { id in
+            self.typedObserver(id: id, key: key, default: defaultValue, onFinish: { continuation.finish() }) {
+                continuation.yield($0)
+            }
+        }
+        continuation.onTermination = { _ in subscription.cancel() }
+        return Observation(stream: stream)
+    }
+
+    private func typedObserver<Value: Codable & Sendable & Equatable>(
+        id: UInt64, key: StateKey, default defaultValue: @escaping @Sendable () -> Value,
+        onFinish: (@Sendable () -> Void)? = nil,
+        handler: @escaping @Sendable (Value) -> Void
+    ) -> Observer {
+        let logger = self.logger
+        return TypedObserver(
+            id: id, key: key, defaultValue: defaultValue,
+            onDecodeFailure: { key, error in logger.warning("observing \(key) as its default value: \(error)") },
+            onFinish: onFinish, handler: handler)
+    }
+
+    private func register(key: StateKey, make: (UInt64) -> Observer) -> Subscription {
+        let observer = core.withLock { core -> Observer in
+            let observer = make(core.makeID())
+            core.observers[key, default: [:]][observer.id] = observer
+            let slot = core.table.slot(for: key)
+            delivery.enqueue(.init(observer: observer, entry: slot?.entry, decoded: slot?.decoded))
+            return observer
+        }
+        delivery.drain()
+        return Subscription { [weak self] in
+            observer.cancel()
+            self?.core.withLock { core in
+                core.observers[key]?[observer.id] = nil
+                if core.observers[key]?.isEmpty == true { core.observers[key] = nil }
+            }
+        }
+    }
+
+    /// Call with the lock held.
+    private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry, decoded: (any Sendable)?) {
+        guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
+        for observer in observers.values {
+            delivery.enqueue(.init(observer: observer, entry: entry, decoded: decoded))
+        }
+    }
+
+    // MARK: the replication seam
+
+    /// Every delta this node commits from now on, and every remote delta applied through
+    /// `apply(_:)` that changed at least one key, in commit order, with a bounded buffer (see
+    /// `DeltaStream`). Catch-up batches (`apply(entries:)`) are not deltas and do not appear.
+    public func deltas(maxBuffered: Int = 4096) -> DeltaStream {
+        let channel = DeltaStream.Channel(maxBuffered: maxBuffered)
+        let token = core.withLock { core in
+            let id = core.makeID()
+            core.commitListeners[id] = { channel.push($0) }
+            core.deltaChannels[id] = channel
+            return id
+        }
+        channel.onFinish.withLock { $0 = { [weak self] in self?.removeCommitListener(token) } }
+        return DeltaStream(channel: channel)
+    }
+
+    /// Ends every `observe` sequence and `deltas` stream, stops every callback, and waits for
+    /// running and queued effects to finish. The state stays readable; decisions made after
+    /// this still commit, but nothing observes them.
+    public func shutdown() async {
+        let (observers, channels) = core.withLock { core -> ([Observer], [DeltaStream.Channel]) in
+            let observers = core.observers.values.flatMap(\.values)
+            let channels = Array(core.deltaChannels.values)
+            core.observers.removeAll()
+            core.deltaChannels.removeAll()
+            core.commitListeners.removeAll()
+            return (observers, channels)
+        }
+        for observer in observers {
+            observer.cancel()
+            observer.onFinish?()
+        }
+        for channel in channels { channel.finish() }
+        await pool.waitUntilIdle()
+        logger.debug("node shut down")
+    }
+
+    /// Calls `listener` with every delta committed or applied here, under the node's lock and
+    /// in commit order. It must only hand the delta on (e.g. into a bounded queue).
+    package func addCommitListener(_ listener: @escaping @Sendable (CommittedDelta) -> Void) -> UInt64 {
+        core.withLock { core in
+            let id = core.makeID()
+            core.commitListeners[id] = listener
+            return id
+        }
+    }
+
+    package func removeCommitListener(_ id: UInt64) {
+        core.withLock { core in
+            core.commitListeners[id] = nil
+            core.deltaChannels[id] = nil
+        }
+    }
+
+    /// Applies a delta from another node exactly as a local commit is applied: the clock merges
+    /// its timestamp (refusing one too far ahead, and then applying nothing), every write is
+    /// merged last-writer-wins, and observers hear of the keys that actually changed, all at
+    /// once. Returns how many keys changed.
+    @discardableResult
+    public func apply(_ delta: Delta) throws(ClockError) -> Int {
+        let changed = try core.withLock { core throws(ClockError) -> Int in
+            try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: configuration.clock.nowMilliseconds())
+            var changed = 0
+            for write in delta.writes {
+                let entry = Entry(version: delta.version, value: write.value)
+                if core.table.merge(entry, for: write.key).changed {
+                    changed += 1
+                    notifyObservers(core, key: write.key, entry: entry, decoded: nil)
+                }
+            }
+            core.appliedRemoteDeltas += 1
+            if changed > 0 && !core.commitListeners.isEmpty {
+                let committed = CommittedDelta(delta: delta, origin: .remote)
+                for listener in core.commitListeners.values { listener(committed) }
+            }
+            return changed
+        }
+        delivery.drain()
+        return changed
+    }
+
+    /// Applies entries received in a catch-up (each with its own version) like `apply(_:)`.
+    /// Refuses the whole batch, applying nothing, when any timestamp is too far ahead.
+    @discardableResult
+    public func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
+        guard let newest = entries.map(\.entry.version.timestamp).max() else { return 0 }
+        let changed = try core.withLock { core throws(ClockError) -> Int in
+            try core.clock.merge(remote: newest, physicalMilliseconds: configuration.clock.nowMilliseconds())
+            var changed = 0
+            for item in entries where core.table.merge(item.entry, for: item.key).changed {
+                changed += 1
+                notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
+            }
+            return changed
+        }
+        delivery.drain()
+        return changed
+    }
+}
+
+/// Counts and the digest of a node's state at one moment.
+public struct StateSummary: Hashable, Sendable {
+    public let entryCount: Int
+    public let tombstoneCount: Int
+    /// The root of the digest tree: equal on two nodes iff their entries are equal.
+    public let digest: UInt64
+    public let highestVersion: Version?
+    public let committedDecisions: UInt64
+    public let appliedRemoteDeltas: UInt64
+}
+
+/// The decision behind `Node.set`.
+struct SetValue<K: AtomicState>: Decision {
+    let value: K.Value
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        write(value, into: K.self)
+        return .none
+    }
+}
+
+/// Lets an existential decision go through the generic `decide`.
+struct AnyDecision: Decision {
+    let base: any Decision
+    init(_ base: any Decision) { self.base = base }
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        base.execute(read: read, write: write)
+    }
+}

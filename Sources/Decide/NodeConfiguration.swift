@@ -1,0 +1,57 @@
+import Foundation
+import Logging
+
+extension Node {
+    /// How a node is set up. Every bound and interval is here, with units in its name.
+    public struct Configuration: Sendable {
+        /// This node's id: non-empty, at most 255 UTF-8 bytes, unique in the cluster. It breaks
+        /// version ties, so two nodes must never share one.
+        public var id: String
+        /// A remote timestamp more than this far ahead of local physical time is refused.
+        public var maxClockSkewMilliseconds: UInt64 = 60_000
+        /// Effect operations running at once (default: the number of cores).
+        public var effectConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount
+        /// Effect operations waiting for a worker before new ones are refused (and reported
+        /// to `mapError` as `EffectPoolSaturated`).
+        public var maxQueuedEffects: Int = 10_000
+        /// The physical time the hybrid logical clock follows.
+        public var clock: any PhysicalClock = SystemClock()
+        /// The dependencies effects use; `Node.environment` can swap it later.
+        public var environment = EffectEnvironment()
+        /// Turns an error no `Effect.mapError` handled into a follow-up effect (default: none;
+        /// the error is logged either way).
+        public var mapError: @Sendable (any Error) -> Effect = { _ in .none }
+        /// The largest names, element ids, values and decisions this node commits: the same
+        /// bounds its peers' decoders enforce, so whatever commits here can replicate. A
+        /// decision over them is aborted (`Commit.aborted`).
+        public var limits = WireCodec.Limits()
+        /// Where the node says what happened.
+        public var logger = Logger(label: "decide.node")
+
+        public init(id: String) {
+            self.id = id
+        }
+    }
+}
+
+/// Why a node could not be created.
+public enum NodeConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    case invalidNodeID(String)
+    case invalidBound(String)
+
+    public var description: String {
+        switch self {
+        case .invalidNodeID(let id): return "invalid node id \"\(id)\": it must be 1 to 255 UTF-8 bytes"
+        case .invalidBound(let text): return "invalid configuration: \(text)"
+        }
+    }
+}
+
+/// The error an effect gets when the node's task pool backlog is full; it goes through
+/// `mapError` like any thrown error.
+public struct EffectPoolSaturated: Error, CustomStringConvertible {
+    public let maxQueuedEffects: Int
+    public var description: String {
+        "effect refused: \(maxQueuedEffects) effects already wait for the task pool"
+    }
+}

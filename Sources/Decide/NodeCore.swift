@@ -1,0 +1,53 @@
+import DecideCore
+import Logging
+
+/// Everything a node guards with its one lock: the entry table, the clock, the key caches,
+/// the observers and the commit listeners. Only ever touched while `Node.core` is locked.
+/// `@unchecked Sendable`: only ever touched inside `Node.core.withLock`.
+final class NodeCore: @unchecked Sendable {
+    var table: EntryTable
+    var clock: HybridLogicalClock
+    private var atomicKeys: [ObjectIdentifier: StateKey] = [:]
+    private var names: [ObjectIdentifier: String] = [:]
+    var observers: [StateKey: [UInt64: Observer]] = [:]
+    var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
+    /// The channels behind `Node.deltas()`, by their listener id, so shutdown can end them.
+    var deltaChannels: [UInt64: DeltaStream.Channel] = [:]
+    var nextID: UInt64 = 0
+    var committedDecisions: UInt64 = 0
+    var appliedRemoteDeltas: UInt64 = 0
+
+    /// The node's one transaction, reused by every decision and snapshot read.
+    private(set) var transaction: Transaction!
+
+    init(table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits) {
+        self.table = table
+        self.clock = clock
+        self.transaction = Transaction(core: self, logger: logger, limits: limits)
+    }
+
+    func makeID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
+    func key<K: AtomicState>(for key: K.Type) -> StateKey {
+        let id = ObjectIdentifier(key)
+        if let known = atomicKeys[id] { return known }
+        let made = StateKey(name: K.name)
+        atomicKeys[id] = made
+        return made
+    }
+
+    func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
+        let id = ObjectIdentifier(collection)
+        let name: String
+        if let known = names[id] {
+            name = known
+        } else {
+            name = C.name
+            names[id] = name
+        }
+        return StateKey(name: name, element: try ValueCoding.encode(element))
+    }
+}

@@ -1,0 +1,27 @@
+/// Reads state inside a decision (or a `Node.read` snapshot). Valid only during that call.
+///
+/// Guarantees: every read within one call sees one consistent state (no other decision commits
+/// in between), plus the writes the current decision has made so far.
+public struct StorageReader {
+    let transaction: Transaction
+    let generation: UInt64
+
+    /// The value of `key`, or its default when never written, deleted, or not decodable as
+    /// `K.Value` (the last is logged).
+    public func callAsFunction<K: AtomicState>(_ key: K.Type) -> K.Value {
+        transaction.check(generation)
+        return transaction.read(key)
+    }
+
+    /// The value of element `id` of `collection`, or its default.
+    public func callAsFunction<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
+        transaction.check(generation)
+        return transaction.read(collection, at: id)
+    }
+
+    /// The stored entry of an untyped key (nil when never written); includes tombstones.
+    public func entry(_ key: StateKey) -> Entry? {
+        transaction.check(generation)
+        return transaction.entry(for: key)
+    }
+}

@@ -1,0 +1,170 @@
+import Logging
+
+/// The working set of the decision (or snapshot read) that holds the node's lock. One instance
+/// per node, reused: `generation` changes on every `begin`, so a reader or writer kept past
+/// its call is caught by a precondition instead of touching a later decision.
+final class Transaction: @unchecked Sendable {
+    struct PendingWrite {
+        let key: StateKey
+        var value: [UInt8]?
+        var decoded: (any Sendable)?
+    }
+
+    private unowned(unsafe) let core: NodeCore
+    private let logger: Logger
+    private(set) var generation: UInt64 = 0
+    private(set) var isOpen = false
+    private(set) var pending: [PendingWrite] = []
+    /// Built only for decisions with many writes; small ones search `pending` linearly.
+    private var pendingIndex: [StateKey: Int] = [:]
+    /// Why the decision must abort (the first reason found), or nil.
+    private(set) var failure: String?
+
+    private static let linearSearchLimit = 8
+
+    private let limits: WireCodec.Limits
+
+    init(core: NodeCore, logger: Logger, limits: WireCodec.Limits) {
+        self.core = core
+        self.logger = logger
+        self.limits = limits
+    }
+
+    func begin() -> UInt64 {
+        precondition(!isOpen, "a decision started while another held the node")
+        generation &+= 1
+        isOpen = true
+        pending.removeAll(keepingCapacity: true)
+        if !pendingIndex.isEmpty { pendingIndex.removeAll(keepingCapacity: true) }
+        failure = nil
+        return generation
+    }
+
+    func end() { isOpen = false }
+
+    func check(_ generation: UInt64) {
+        precondition(isOpen && generation == self.generation,
+                     "a StorageReader or StorageWriter was used outside the call it was given to")
+    }
+
+    // MARK: reads
+
+    func read<K: AtomicState>(_ key: K.Type) -> K.Value {
+        let stateKey = core.key(for: key)
+        return value(of: stateKey, as: K.Value.self) ?? K.defaultValue()
+    }
+
+    func read<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
+        guard let stateKey = try? core.key(for: collection, at: id) else { return C.defaultValue(at: id) }
+        return value(of: stateKey, as: C.Value.self) ?? C.defaultValue(at: id)
+    }
+
+    func entry(for key: StateKey) -> Entry? {
+        core.table.entry(for: key)
+    }
+
+    /// The typed value of a key with the current decision's writes applied; nil means "the
+    /// default" (absent, deleted, or not decodable).
+    private func value<Value: Decodable & Sendable>(of key: StateKey, as type: Value.Type) -> Value? {
+        if let index = indexOfPending(key) {
+            let write = pending[index]
+            if let decoded = write.decoded as? Value { return decoded }
+            guard let bytes = write.value else { return nil }
+            return decode(type, bytes, key: key)
+        }
+        guard let slot = core.table.slot(for: key), let bytes = slot.entry.value else { return nil }
+        if let decoded = slot.decoded as? Value { return decoded }
+        guard let decoded = decode(type, bytes, key: key) else { return nil }
+        core.table.cache(decoded, for: key, version: slot.entry.version)
+        return decoded
+    }
+
+    private func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8], key: StateKey) -> Value? {
+        do {
+            return try ValueCoding.decode(type, from: bytes)
+        } catch {
+            logger.warning("reading \(key) as its default value: \(error)")
+            return nil
+        }
+    }
+
+    // MARK: writes
+
+    func write<K: AtomicState>(_ value: K.Value, into key: K.Type) {
+        record(core.key(for: key), value)
+    }
+
+    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
+        do {
+            record(try core.key(for: collection, at: id), value)
+        } catch {
+            failure = failure ?? "\(error)"
+        }
+    }
+
+    func delete<K: AtomicState>(_ key: K.Type) {
+        store(PendingWrite(key: core.key(for: key), value: nil, decoded: nil))
+    }
+
+    func delete<C: CollectionState>(_ collection: C.Type, at id: C.ID) {
+        do {
+            store(PendingWrite(key: try core.key(for: collection, at: id), value: nil, decoded: nil))
+        } catch {
+            failure = failure ?? "\(error)"
+        }
+    }
+
+    func writeRaw(_ value: [UInt8]?, into key: StateKey) {
+        store(PendingWrite(key: key, value: value, decoded: nil))
+    }
+
+    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value) {
+        do {
+            store(PendingWrite(key: key, value: try ValueCoding.encode(value), decoded: value))
+        } catch {
+            failure = failure ?? "\(error)"
+        }
+    }
+
+    private func store(_ write: PendingWrite) {
+        guard withinLimits(write) else { return }
+        if let index = indexOfPending(write.key) {
+            pending[index] = write
+            return
+        }
+        pending.append(write)
+        if pending.count > Self.linearSearchLimit {
+            if pendingIndex.isEmpty {
+                for (index, item) in pending.enumerated() { pendingIndex[item.key] = index }
+            } else {
+                pendingIndex[write.key] = pending.count - 1
+            }
+        }
+    }
+
+    /// Whether every peer's decoder would accept this write; records the failure if not.
+    private func withinLimits(_ write: PendingWrite) -> Bool {
+        var problem: String?
+        if write.key.name.utf8.count > limits.maxNameBytes {
+            problem = "state name of \(write.key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
+        } else if write.key.element.count > limits.maxElementBytes {
+            problem = "element id of \(write.key.element.count) bytes in \(write.key.name) is over maxElementBytes \(limits.maxElementBytes)"
+        } else if let value = write.value, value.count > limits.maxValueBytes {
+            problem = "value of \(value.count) bytes for \(write.key) is over maxValueBytes \(limits.maxValueBytes)"
+        } else if pending.count >= limits.maxEntriesPerMessage {
+            problem = "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
+        }
+        guard let problem else { return true }
+        failure = failure ?? problem
+        return false
+    }
+
+    private func indexOfPending(_ key: StateKey) -> Int? {
+        if pending.isEmpty { return nil }
+        if pending.count > Self.linearSearchLimit { return pendingIndex[key] }
+        for index in pending.indices where pending[index].key.stableHash == key.stableHash && pending[index].key == key {
+            return index
+        }
+        return nil
+    }
+}

@@ -1,0 +1,101 @@
+/// Identifies one live link of a `Transport`. Never reused within one transport's lifetime.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "conn#\(rawValue)" }
+}
+
+/// What a peer proved about itself in the handshake. A `Transport` reports a link only after
+/// the handshake (and, with a cluster secret, the mutual proof) has succeeded.
+public struct PeerInfo: Hashable, Sendable {
+    /// The peer's node id, as it sent it in its hello.
+    public let nodeID: String
+    /// The address the peer says it listens on (`HOST:PORT`), or "" when it does not listen.
+    public let listenAddress: String
+    /// True when this side opened the link (`connect`), false when the peer dialled in.
+    public let outbound: Bool
+
+    public init(nodeID: String, listenAddress: String, outbound: Bool) {
+        self.nodeID = nodeID
+        self.listenAddress = listenAddress
+        self.outbound = outbound
+    }
+}
+
+/// Why a link ended. Carried to the delegate so the engine and the logs can say what happened.
+public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
+    /// This side called `close` or `shutdown`.
+    case closedLocally
+    /// The peer closed the stream (EOF) after the handshake.
+    case closedByPeer
+    /// `connect` could not reach the address, or the socket failed (the text is the OS error).
+    case networkError(String)
+    /// The peer broke the protocol: bad frame, oversize length, unknown message, bad handshake.
+    case protocolViolation(String)
+    /// The peer failed the handshake: wrong cluster, wrong or missing secret, unsupported version.
+    case refused(String)
+    /// Nothing arrived within the handshake or idle deadline.
+    case timedOut(String)
+
+    public var description: String {
+        switch self {
+        case .closedLocally: return "closed locally"
+        case .closedByPeer: return "closed by peer"
+        case .networkError(let text): return "network error: \(text)"
+        case .protocolViolation(let text): return "protocol violation: \(text)"
+        case .refused(let text): return "refused: \(text)"
+        case .timedOut(let text): return "timed out: \(text)"
+        }
+    }
+}
+
+/// The answer of `Transport.send`: whether the frame was taken.
+public enum SendResult: Hashable, Sendable {
+    /// The frame is queued and will be written in order after every frame queued before it.
+    case queued
+    /// Queuing it would pass the link's outbound byte limit; the frame was **not** queued.
+    /// The delegate is also told (`outboundLimitExceeded`). The engine drops its own queue for
+    /// that peer and marks it for catch-up (anti-entropy repairs what was not sent).
+    case overLimit
+    /// The link is gone (or was never there); the frame was not queued.
+    case notConnected
+}
+
+/// Receives a transport's events. Calls come from the transport's own thread, one at a time,
+/// in the order the events happened on each link; an implementation must not block in them.
+public protocol TransportDelegate: AnyObject, Sendable {
+    /// A link finished its handshake; frames may now be sent and will be received.
+    func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo)
+    /// One whole frame arrived on a connected link (the length prefix already removed).
+    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID)
+    /// A `send` was refused because the link's queued outbound bytes would pass the limit.
+    func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID)
+    /// A link that had been reported by `didConnect` is gone. Called exactly once per link.
+    func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason)
+    /// An outbound `connect` failed before a handshake completed (no `didConnect` was sent).
+    func transport(_ transport: any Transport, didFailToConnect address: String, reason: DisconnectReason)
+}
+
+/// A message link between nodes. The replication engine talks to the network only through this
+/// protocol, so the same engine runs over libuv (`DecideUV`) and over the seeded simulator.
+///
+/// Guarantees an implementation gives:
+/// - frames on one link arrive whole, in the order they were sent, or the link is reported gone;
+/// - a link is reported to the delegate only after its handshake succeeded;
+/// - queued outbound bytes per link stay under the configured limit (`send` says `.overLimit`);
+/// - after `shutdown` returns, no delegate call is made and every resource is released.
+public protocol Transport: AnyObject, Sendable {
+    /// Begins delivering events to `delegate`. Call once, before `listen` or `connect`.
+    func start(delegate: any TransportDelegate) throws
+    /// Accepts links on `address` (`HOST:PORT`; port 0 picks a free one). Returns the bound
+    /// address, with the real port.
+    func listen(on address: String) throws -> String
+    /// Dials `address`; the result arrives as `didConnect` or `didFailToConnect`.
+    func connect(to address: String)
+    /// Queues one frame for the link. Thread-safe; never blocks on the network.
+    func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult
+    /// Closes one link; `didDisconnect(.closedLocally)` follows.
+    func close(_ connection: ConnectionID)
+    /// Closes every link and listener and releases every resource; waits until that is done.
+    func shutdown()
+}

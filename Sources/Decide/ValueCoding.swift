@@ -1,0 +1,125 @@
+import Foundation
+
+/// Encodes values and element ids as JSON (UTF-8), the one encoding every node and every tool
+/// (`syncnode put KEY JSON-VALUE`) agrees on. Bool, integers and plain strings take a fast path
+/// that writes the same text JSONEncoder would.
+enum ValueCoding {
+    enum Failure: Error, CustomStringConvertible {
+        case encoding(type: String, underlying: String)
+        case decoding(type: String, underlying: String)
+        var description: String {
+            switch self {
+            case let .encoding(type, underlying): return "cannot encode \(type) as JSON: \(underlying)"
+            case let .decoding(type, underlying): return "cannot decode \(type) from the stored JSON: \(underlying)"
+            }
+        }
+    }
+
+    static func encode<Value: Encodable>(_ value: Value) throws(Failure) -> [UInt8] {
+        // Metadata comparisons, not dynamic casts: this runs on every write.
+        if Value.self == Int.self { return encodeInteger(Int64(unsafeBitCast(value, to: Int.self))) }
+        if Value.self == Bool.self {
+            return unsafeBitCast(value, to: Bool.self) ? Array("true".utf8) : Array("false".utf8)
+        }
+        if Value.self == String.self { return encodeString(unsafeBitCast(value, to: String.self)) }
+        if Value.self == Int64.self { return encodeInteger(unsafeBitCast(value, to: Int64.self)) }
+        if Value.self == Int32.self { return encodeInteger(Int64(unsafeBitCast(value, to: Int32.self))) }
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return Array(try encoder.encode(value))
+        } catch {
+            throw .encoding(type: String(describing: Value.self), underlying: "\(error)")
+        }
+    }
+
+    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
+        if Value.self == Bool.self {
+            if bytes.elementsEqual("true".utf8) { return true as! Value }
+            if bytes.elementsEqual("false".utf8) { return false as! Value }
+        } else if Value.self == Int.self, let number = decodeInteger(bytes) {
+            return Int(number) as! Value
+        } else if Value.self == Int64.self, let number = decodeInteger(bytes) {
+            return number as! Value
+        } else if Value.self == String.self, let text = decodePlainString(bytes) {
+            return text as! Value
+        }
+        do {
+            return try JSONDecoder().decode(Value.self, from: Data(bytes))
+        } catch {
+            throw .decoding(type: String(describing: Value.self), underlying: "\(error)")
+        }
+    }
+
+    private static func encodeInteger(_ number: Int64) -> [UInt8] {
+        if number == 0 { return [UInt8(ascii: "0")] }
+        var digits: [UInt8] = []
+        digits.reserveCapacity(20)
+        var rest = number.magnitude
+        while rest > 0 {
+            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        }
+        if number < 0 { digits.append(UInt8(ascii: "-")) }
+        digits.reverse()
+        return digits
+    }
+
+    /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to
+    /// JSONDecoder, which decides.
+    private static func decodeInteger(_ bytes: [UInt8]) -> Int64? {
+        guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+        let negative = bytes[0] == UInt8(ascii: "-")
+        let digits = negative ? bytes.dropFirst() : bytes[...]
+        guard let first = digits.first, first != UInt8(ascii: "0") || digits.count == 1 else { return nil }
+        var magnitude: UInt64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            magnitude = sum
+        }
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        }
+        guard magnitude <= UInt64(Int64.max) else { return nil }
+        return Int64(magnitude)
+    }
+
+    private static func encodeString(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + 2)
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+        return out
+    }
+
+    /// A quoted string with no escapes and no control characters; anything else goes to JSONDecoder.
+    private static func decodePlainString(_ bytes: [UInt8]) -> String? {
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
+        let body = bytes[1..<bytes.count - 1]
+        for byte in body where byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") || byte < 0x20 {
+            return nil
+        }
+        return String(validating: body, as: UTF8.self)
+    }
+}

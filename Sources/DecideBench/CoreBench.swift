@@ -1,0 +1,99 @@
+import Decide
+import Foundation
+import Synchronization
+
+/// `DecideBench core`: one-write and ten-write decisions per second on one node in memory,
+/// beside the same writes into a Swift dictionary behind a `Mutex`, measured in the same run.
+enum CoreBench {
+    struct Counter: AtomicState {
+        static func defaultValue() -> Int { 0 }
+        static var name: String { "bench.counter" }
+    }
+
+    /// Ten keys for the ten-write decision: elements 0...9 of one collection would also measure
+    /// id encoding; separate keys measure the commit path alone.
+    struct K0: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K1: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K2: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K3: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K4: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K5: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K6: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K7: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K8: AtomicState { static func defaultValue() -> Int { 0 } }
+    struct K9: AtomicState { static func defaultValue() -> Int { 0 } }
+
+    struct WriteOne: Decision {
+        let value: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(value, into: Counter.self)
+            return .none
+        }
+    }
+
+    struct WriteTen: Decision {
+        let value: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(value, into: K0.self); write(value, into: K1.self)
+            write(value, into: K2.self); write(value, into: K3.self)
+            write(value, into: K4.self); write(value, into: K5.self)
+            write(value, into: K6.self); write(value, into: K7.self)
+            write(value, into: K8.self); write(value, into: K9.self)
+            return .none
+        }
+    }
+
+    static func run(seconds: Double) {
+        print("== core: decisions per second on one node, in memory (best of 3 runs of \(seconds) s each)")
+        let baselineOne = best { baselineRate(writesPerOperation: 1, seconds: seconds) }
+        let decideOne = best { decideRate(seconds: seconds) { WriteOne(value: $0) } }
+        let baselineTen = best { baselineRate(writesPerOperation: 10, seconds: seconds) }
+        let decideTen = best { decideRate(seconds: seconds) { WriteTen(value: $0) } }
+        BenchTable.print(rows: [
+            ["one-write", format(decideOne), format(baselineOne), ratio(baselineOne, decideOne)],
+            ["ten-write", format(decideTen), format(baselineTen), ratio(baselineTen, decideTen)],
+        ], header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide"])
+    }
+
+    static func best(_ measure: () -> Double) -> Double {
+        (0..<3).map { _ in measure() }.max() ?? 0
+    }
+
+    static func decideRate<D: Decision>(seconds: Double, make: (Int) -> D) -> Double {
+        let node = try! Node(configuration: .init(id: "bench"))
+        return rate(seconds: seconds) { iteration in node.decide(make(iteration)) }
+    }
+
+    static func baselineRate(writesPerOperation: Int, seconds: Double) -> Double {
+        let keys = (0..<writesPerOperation).map { "bench.key\($0)" }
+        let table = Mutex<[String: Int]>([:])
+        return rate(seconds: seconds) { iteration in
+            table.withLock { table in
+                for key in keys { table[key] = iteration }
+            }
+        }
+    }
+
+    /// Operations per second of `body`, timed in batches until `seconds` pass.
+    static func rate(seconds: Double, _ body: (Int) -> Void) -> Double {
+        let batch = 10_000
+        var done = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(seconds * 1e9)
+        var now = start
+        while now < deadline {
+            for iteration in done..<done + batch { body(iteration) }
+            done += batch
+            now = DispatchTime.now().uptimeNanoseconds
+        }
+        return Double(done) / (Double(now - start) / 1e9)
+    }
+
+    static func format(_ rate: Double) -> String {
+        rate >= 1e6 ? String(format: "%.2f M", rate / 1e6) : String(format: "%.0f k", rate / 1e3)
+    }
+
+    static func ratio(_ baseline: Double, _ measured: Double) -> String {
+        String(format: "%.2f×", baseline / measured)
+    }
+}

@@ -1,0 +1,38 @@
+/// One committed decision as it travels between nodes: the decision's version and its writes.
+///
+/// Guarantees: every write of the decision is here with the one version, so a replica applies
+/// the whole decision or none of it.
+public struct Delta: Hashable, Sendable {
+    /// One write of a decision: the key and the new value bytes (`nil` deletes the key).
+    public struct Write: Hashable, Sendable {
+        public let key: StateKey
+        public let value: [UInt8]?
+        public init(key: StateKey, value: [UInt8]?) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    public let version: Version
+    public let writes: [Write]
+
+    public init(version: Version, writes: [Write]) {
+        self.version = version
+        self.writes = writes
+    }
+
+    /// The writes as entries, each carrying the decision's version.
+    public var entries: [KeyedEntry] {
+        writes.map { KeyedEntry(key: $0.key, entry: Entry(version: version, value: $0.value)) }
+    }
+}
+
+/// A key with its entry: the unit of catch-up transfers and dumps.
+public struct KeyedEntry: Hashable, Sendable {
+    public let key: StateKey
+    public let entry: Entry
+    public init(key: StateKey, entry: Entry) {
+        self.key = key
+        self.entry = entry
+    }
+}

@@ -1,0 +1,88 @@
+/// A hash tree over the key space, updated incrementally on every write, that two nodes compare
+/// to find where their states differ (anti-entropy).
+///
+/// Each key falls in one leaf bucket by its `StateKey.stableHash`; a bucket holds the XOR of
+/// the hashes of its (key, version, value bytes or tombstone); every inner node holds the XOR of its
+/// children, so one write costs `depth + 1` XORs. Two tables with the same entries have equal
+/// digests at every node of the tree, whatever order the entries arrived in; a difference in
+/// one key shows in exactly one leaf and its ancestors.
+public struct StateDigest: Hashable, Sendable {
+    /// Children per inner node, as a power of two.
+    public let fanoutBits: Int
+    /// Levels below the root; there are `1 << (fanoutBits * depth)` leaves.
+    public let depth: Int
+    /// Level 0 is the root; level `depth` the leaves; all levels stored one after another.
+    private var nodes: [UInt64]
+
+    /// Trees must match in shape to be compared; the default has 65,536 leaves (69,905 nodes, 546 KiB).
+    public init(fanoutBits: Int = 4, depth: Int = 4) {
+        precondition(fanoutBits >= 1 && depth >= 0 && fanoutBits * depth <= 24, "digest shape too large")
+        self.fanoutBits = fanoutBits
+        self.depth = depth
+        var total = 0
+        for level in 0...depth { total += 1 << (fanoutBits * level) }
+        nodes = [UInt64](repeating: 0, count: total)
+    }
+
+    /// The digest of the whole state: equal on two nodes (up to hash collisions) iff their
+    /// entries are equal.
+    public var root: UInt64 { nodes[0] }
+
+    /// Number of nodes at `level` (0 = root).
+    public func width(ofLevel level: Int) -> Int { 1 << (fanoutBits * level) }
+
+    /// The node hashes of one level, left to right.
+    public func level(_ level: Int) -> ArraySlice<UInt64> {
+        let start = offset(ofLevel: level)
+        return nodes[start..<start + width(ofLevel: level)]
+    }
+
+    /// The hash of node `index` at `level`.
+    public func node(level: Int, index: Int) -> UInt64 { nodes[offset(ofLevel: level) + index] }
+
+    /// The leaf bucket a key falls in.
+    public func bucket(of key: StateKey) -> Int {
+        Int(truncatingIfNeeded: key.stableHash >> UInt64(64 - fanoutBits * depth)) & (width(ofLevel: depth) - 1)
+    }
+
+    /// The hash one entry contributes to its bucket.
+    public static func contribution(of key: StateKey, _ entry: Entry) -> UInt64 {
+        var hash = StableHash(seed: key.stableHash)
+        hash.combine(entry.version.timestamp.rawValue)
+        hash.combine(entry.version.nodeHash)
+        if let value = entry.value {
+            hash.combine(1)
+            hash.combine(bytes: value)
+        } else {
+            hash.combine(0)
+        }
+        return hash.value
+    }
+
+    /// Replaces `old` (nil when the key was absent) by `new` for `key`.
+    public mutating func update(key: StateKey, from old: Entry?, to new: Entry) {
+        var delta = Self.contribution(of: key, new)
+        if let old { delta ^= Self.contribution(of: key, old) }
+        apply(delta: delta, bucket: bucket(of: key))
+    }
+
+    /// Takes `entry` of `key` out (used when a tombstone is collected).
+    public mutating func remove(key: StateKey, entry: Entry) {
+        apply(delta: Self.contribution(of: key, entry), bucket: bucket(of: key))
+    }
+
+    private mutating func apply(delta: UInt64, bucket: Int) {
+        var index = bucket
+        var level = depth
+        while level >= 0 {
+            nodes[offset(ofLevel: level) + index] ^= delta
+            index >>= fanoutBits
+            level -= 1
+        }
+    }
+
+    private func offset(ofLevel level: Int) -> Int {
+        // 1 + F + F^2 + ... + F^(level-1), F = 1 << fanoutBits
+        ((1 << (fanoutBits * level)) - 1) / ((1 << fanoutBits) - 1)
+    }
+}

@@ -1,0 +1,38 @@
+/// The address of one replicated property: a state's wire name and, for a collection, the
+/// encoded element id (empty for an atomic state).
+///
+/// Guarantees: `stableHash` is the same on every node for the same key, and is what places the
+/// key in a `StateDigest` bucket; keys order by name, then element bytes (the order of dumps).
+public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let name: String
+    public let element: [UInt8]
+    /// `StableHash` of (name, element), computed once.
+    public let stableHash: UInt64
+
+    public init(name: String, element: [UInt8] = []) {
+        self.name = name
+        self.element = element
+        var hash = StableHash()
+        hash.combine(bytes: name.utf8)
+        hash.combine(bytes: element)
+        self.stableHash = hash.value
+    }
+
+    public static func == (lhs: StateKey, rhs: StateKey) -> Bool {
+        lhs.stableHash == rhs.stableHash && lhs.name == rhs.name && lhs.element == rhs.element
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(stableHash) }
+
+    public static func < (lhs: StateKey, rhs: StateKey) -> Bool {
+        if lhs.name != rhs.name { return lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8) }
+        return lhs.element.lexicographicallyPrecedes(rhs.element)
+    }
+
+    /// `name` for an atomic state, `name[element]` with the element as text when it is UTF-8.
+    public var description: String {
+        if element.isEmpty { return name }
+        if let text = String(validating: element, as: UTF8.self) { return "\(name)[\(text)]" }
+        return "\(name)[0x\(element.map { String($0, radix: 16) }.joined())]"
+    }
+}

@@ -1,0 +1,130 @@
+/// The binary encoding of deltas and entry batches (docs/protocol.md, "Payloads").
+///
+/// Layout: `u8 format (= 1)`, `u8 kind` (1 delta, 2 entry batch), then the body, all integers
+/// little-endian, lengths and counts as LEB128 varints.
+/// - delta: `u64 timestamp`, `str node`, `varint n`, n × (`str name`, `bytes element`,
+///   `u8 present (0|1)`, [`bytes value` when present]).
+/// - entry batch: `varint n`, n × (`str name`, `bytes element`, `u64 timestamp`, `str node`,
+///   `u8 present`, [`bytes value`]).
+///
+/// Guarantees: `decode(encode(x)) == x`; any other input, including every truncation of a
+/// valid encoding and any length over `Limits`, throws a `WireDecodeError`.
+public struct WireCodec: Sendable {
+    /// Upper bounds the decoder enforces before it allocates.
+    public struct Limits: Hashable, Sendable {
+        public var maxNodeIDBytes = 255
+        public var maxNameBytes = 1024
+        public var maxElementBytes = 64 * 1024
+        public var maxValueBytes = 16 * 1024 * 1024
+        public var maxEntriesPerMessage = 1 << 20
+        public init() {}
+    }
+
+    public static let format: UInt8 = 1
+    public static let deltaKind: UInt8 = 1
+    public static let entryBatchKind: UInt8 = 2
+
+    public let limits: Limits
+
+    public init(limits: Limits = Limits()) { self.limits = limits }
+
+    public func encode(_ delta: Delta) -> [UInt8] {
+        var writer = WireWriter(reservingCapacity: 32 + delta.writes.count * 48)
+        writer.writeUInt8(Self.format)
+        writer.writeUInt8(Self.deltaKind)
+        writer.writeUInt64(delta.version.timestamp.rawValue)
+        writer.writeString(delta.version.node)
+        writer.writeVarint(UInt64(delta.writes.count))
+        for write in delta.writes {
+            writeKey(write.key, into: &writer)
+            writeValue(write.value, into: &writer)
+        }
+        return writer.bytes
+    }
+
+    public func decodeDelta(_ bytes: [UInt8]) throws(WireDecodeError) -> Delta {
+        var reader = WireReader(bytes)
+        try readHeader(&reader, kind: Self.deltaKind)
+        let version = try readVersion(&reader)
+        let count = try reader.readCount("delta.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 3)
+        var writes: [Delta.Write] = []
+        writes.reserveCapacity(count)
+        for _ in 0..<count {
+            let key = try readKey(&reader)
+            writes.append(Delta.Write(key: key, value: try readValue(&reader)))
+        }
+        try reader.expectEnd()
+        return Delta(version: version, writes: writes)
+    }
+
+    public func encode(_ entries: [KeyedEntry]) -> [UInt8] {
+        var writer = WireWriter(reservingCapacity: 8 + entries.count * 64)
+        writer.writeUInt8(Self.format)
+        writer.writeUInt8(Self.entryBatchKind)
+        writer.writeVarint(UInt64(entries.count))
+        for item in entries {
+            writeKey(item.key, into: &writer)
+            writer.writeUInt64(item.entry.version.timestamp.rawValue)
+            writer.writeString(item.entry.version.node)
+            writeValue(item.entry.value, into: &writer)
+        }
+        return writer.bytes
+    }
+
+    public func decodeEntries(_ bytes: [UInt8]) throws(WireDecodeError) -> [KeyedEntry] {
+        var reader = WireReader(bytes)
+        try readHeader(&reader, kind: Self.entryBatchKind)
+        let count = try reader.readCount("entries.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 12)
+        var entries: [KeyedEntry] = []
+        entries.reserveCapacity(count)
+        for _ in 0..<count {
+            let key = try readKey(&reader)
+            let version = try readVersion(&reader)
+            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: try readValue(&reader))))
+        }
+        try reader.expectEnd()
+        return entries
+    }
+
+    private func writeKey(_ key: StateKey, into writer: inout WireWriter) {
+        writer.writeString(key.name)
+        writer.writeBytes(key.element)
+    }
+
+    private func writeValue(_ value: [UInt8]?, into writer: inout WireWriter) {
+        if let value {
+            writer.writeUInt8(1)
+            writer.writeBytes(value)
+        } else {
+            writer.writeUInt8(0)
+        }
+    }
+
+    private func readHeader(_ reader: inout WireReader, kind: UInt8) throws(WireDecodeError) {
+        let format = try reader.readUInt8("format")
+        guard format == Self.format else { throw .unsupportedFormat(format) }
+        let found = try reader.readUInt8("kind")
+        guard found == kind else { throw .unexpectedKind(expected: kind, found: found) }
+    }
+
+    private func readVersion(_ reader: inout WireReader) throws(WireDecodeError) -> Version {
+        let timestamp = HLCTimestamp(rawValue: try reader.readUInt64("version.timestamp"))
+        let node = try reader.readString("version.node", limit: limits.maxNodeIDBytes)
+        return Version(timestamp: timestamp, node: node)
+    }
+
+    private func readKey(_ reader: inout WireReader) throws(WireDecodeError) -> StateKey {
+        let name = try reader.readString("key.name", limit: limits.maxNameBytes)
+        let element = try reader.readBytes("key.element", limit: limits.maxElementBytes)
+        return StateKey(name: name, element: element)
+    }
+
+    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> [UInt8]? {
+        let present = try reader.readUInt8("value.present")
+        switch present {
+        case 0: return nil
+        case 1: return try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
+        default: throw .invalidFlag(field: "value.present", value: present)
+        }
+    }
+}

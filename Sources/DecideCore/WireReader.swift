@@ -1,0 +1,86 @@
+/// Reads what `WireWriter` writes, checking every length against the input and the limits.
+///
+/// Guarantees: never reads past the end of the input; never allocates more than a limit allows
+/// or than the remaining input could fill; every failure is a `WireDecodeError`.
+public struct WireReader {
+    private let bytes: [UInt8]
+    public private(set) var position: Int
+
+    public init(_ bytes: [UInt8], position: Int = 0) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    public var remaining: Int { bytes.count - position }
+
+    public mutating func readUInt8(_ field: String) throws(WireDecodeError) -> UInt8 {
+        try need(1, field)
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    public mutating func readUInt16(_ field: String) throws(WireDecodeError) -> UInt16 {
+        UInt16(truncatingIfNeeded: try readLittleEndian(byteCount: 2, field))
+    }
+
+    public mutating func readUInt32(_ field: String) throws(WireDecodeError) -> UInt32 {
+        UInt32(truncatingIfNeeded: try readLittleEndian(byteCount: 4, field))
+    }
+
+    public mutating func readUInt64(_ field: String) throws(WireDecodeError) -> UInt64 {
+        try readLittleEndian(byteCount: 8, field)
+    }
+
+    public mutating func readVarint(_ field: String) throws(WireDecodeError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try readUInt8(field)
+            if shift == 63 && byte > 1 { throw .malformedVarint(field: field) }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw .malformedVarint(field: field) }
+        }
+    }
+
+    /// A count of items that will each take at least `minimumItemBytes` of the remaining input.
+    public mutating func readCount(_ field: String, limit: Int, minimumItemBytes: Int) throws(WireDecodeError) -> Int {
+        let count = try readVarint(field)
+        guard count <= UInt64(limit) else { throw .tooLarge(field: field, length: count, limit: limit) }
+        let needed = Int(count) * max(minimumItemBytes, 1)
+        guard needed <= remaining else { throw .truncated(field: field, needed: needed - remaining) }
+        return Int(count)
+    }
+
+    public mutating func readBytes(_ field: String, limit: Int) throws(WireDecodeError) -> [UInt8] {
+        let length = try readVarint(field)
+        guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
+        try need(Int(length), field)
+        defer { position += Int(length) }
+        return Array(bytes[position..<position + Int(length)])
+    }
+
+    public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {
+        let raw = try readBytes(field, limit: limit)
+        guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidUTF8(field: field) }
+        return text
+    }
+
+    /// Throws unless the whole input has been read.
+    public func expectEnd() throws(WireDecodeError) {
+        if remaining != 0 { throw .trailingBytes(count: remaining) }
+    }
+
+    private mutating func need(_ count: Int, _ field: String) throws(WireDecodeError) {
+        if count > remaining { throw .truncated(field: field, needed: count - remaining) }
+    }
+
+    private mutating func readLittleEndian(byteCount: Int, _ field: String) throws(WireDecodeError) -> UInt64 {
+        try need(byteCount, field)
+        var value: UInt64 = 0
+        for index in 0..<byteCount { value |= UInt64(bytes[position + index]) << UInt64(8 * index) }
+        position += byteCount
+        return value
+    }
+}

@@ -1,0 +1,99 @@
+import Synchronization
+
+/// The frames each established link has queued for writing, shared between the threads that
+/// call `send` and the loop thread that writes. Bounded: a link's queued plus in-flight bytes
+/// (length prefixes included) never pass `maxOutboundBytes`.
+final class OutboundQueues: Sendable {
+    private final class Outbox: @unchecked Sendable {  // fields guarded by `OutboundQueues.state`
+        var frames: [[UInt8]] = []
+        var frameBytes = 0          // bytes in `frames`, prefixes included
+        var committedBytes = 0      // bytes in `frames` plus bytes handed to uv_write, not yet done
+        var dirty = false
+        var limitNoticePending = false
+    }
+    private struct State {
+        var outboxes: [UInt64: Outbox] = [:]
+        var dirty: [UInt64] = []
+    }
+    /// The result of `enqueue`.
+    enum EnqueueResult { case queued(wakeLoop: Bool), overLimit(notify: Bool), notConnected }
+
+    private let state = Mutex(State())
+    let maxOutboundBytes: Int
+
+    init(maxOutboundBytes: Int) {
+        self.maxOutboundBytes = maxOutboundBytes
+    }
+
+    /// Opens the queue of a link that just became established.
+    func open(_ id: UInt64) {
+        state.withLock { state in
+            precondition(state.outboxes[id] == nil, "outbox opened twice")
+            state.outboxes[id] = Outbox()
+        }
+    }
+
+    /// Drops the queue of a link that is gone; later `enqueue`s answer `.notConnected`.
+    func remove(_ id: UInt64) {
+        _ = state.withLock { state in state.outboxes.removeValue(forKey: id) }
+    }
+
+    /// Queues one frame unless that passes the limit. `wakeLoop` is true when the loop must be woken.
+    func enqueue(_ frame: [UInt8], to id: UInt64) -> EnqueueResult {
+        let bytes = frame.count + WireProtocol.frameHeaderBytes
+        return state.withLock { state in
+            guard let box = state.outboxes[id] else { return .notConnected }
+            guard box.committedBytes + bytes <= maxOutboundBytes else {
+                let notify = !box.limitNoticePending
+                box.limitNoticePending = true
+                return .overLimit(notify: notify)
+            }
+            box.frames.append(frame)
+            box.frameBytes += bytes
+            box.committedBytes += bytes
+            if !box.dirty {
+                box.dirty = true
+                state.dirty.append(id)
+                return .queued(wakeLoop: state.dirty.count == 1)
+            }
+            return .queued(wakeLoop: false)
+        }
+    }
+
+    /// Loop thread: the frames to write now, per link, in the order they were queued.
+    func takeDirty(into body: (UInt64, [[UInt8]], Int) -> Void) {
+        let batches = state.withLock { state -> [(UInt64, [[UInt8]], Int)] in
+            var batches: [(UInt64, [[UInt8]], Int)] = []
+            batches.reserveCapacity(state.dirty.count)
+            for id in state.dirty {
+                guard let box = state.outboxes[id] else { continue }
+                batches.append((id, box.frames, box.frameBytes))
+                box.frames = []
+                box.frameBytes = 0
+                box.dirty = false
+            }
+            state.dirty.removeAll(keepingCapacity: true)
+            return batches
+        }
+        for (id, frames, bytes) in batches { body(id, frames, bytes) }
+    }
+
+    /// Loop thread: `bytes` handed to uv_write for link `id` are done (written or failed).
+    func release(_ bytes: Int, of id: UInt64) {
+        state.withLock { state in
+            guard let box = state.outboxes[id] else { return }
+            box.committedBytes -= bytes
+            precondition(box.committedBytes >= box.frameBytes, "outbound byte accounting went wrong")
+        }
+    }
+
+    /// Loop thread: the over-limit notice for `id` was delivered; the next refusal notifies again.
+    func limitNoticeDelivered(_ id: UInt64) {
+        state.withLock { state in state.outboxes[id]?.limitNoticePending = false }
+    }
+
+    /// Bytes queued or in flight for `id` (0 when the link is gone). For tests and diagnostics.
+    func committedBytes(of id: UInt64) -> Int {
+        state.withLock { state in state.outboxes[id]?.committedBytes ?? 0 }
+    }
+}

@@ -1,0 +1,497 @@
+import CLibUV
+import Decide
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything the transport does on its loop thread: listeners, connections, handshakes,
+/// reads, batched writes, refusals and shutdown. Every method runs on the loop thread only
+/// (the transport hands work over through `UVEventLoop.execute`).
+final class UVReactor: @unchecked Sendable {
+    static let readBufferBytes = 64 * 1024
+    /// How long a refused link waits for the peer's EOF after sending its refusal.
+    static let lingerMilliseconds: UInt64 = 1_000
+
+    let configuration: UVTransport.Configuration
+    let queues: OutboundQueues
+    var logger: Logger
+    weak var transport: UVTransport?
+    var delegate: (any TransportDelegate)?
+    private(set) var eventLoop: UVEventLoop!
+    var loop: UnsafeMutablePointer<uv_loop_t> { eventLoop.loop }
+
+    private(set) var connections: [UInt64: UVConnection] = [:]
+    private var listeners: [UVListener] = []
+    private var resolves: [ObjectIdentifier: PendingResolve] = [:]
+    private var nextID: UInt64 = 1
+    private var stopping = false
+    /// The address this node advertises in its hellos (its first listener's), or "".
+    private var advertisedAddress = ""
+    /// One read buffer for every connection: libuv reads into it and `onRead` consumes it at once.
+    private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferBytes, alignment: 16)
+
+    let liveConnections = LiveCounter()
+    let liveBatches = LiveCounter()
+    let liveListeners = LiveCounter()
+
+    init(configuration: UVTransport.Configuration) throws(UVTransportError) {
+        self.configuration = configuration
+        queues = OutboundQueues(maxOutboundBytes: configuration.maxOutboundBytes)
+        logger = configuration.logger
+        logger[metadataKey: "node"] = "\(configuration.nodeID)"
+        eventLoop = try UVEventLoop(afterTasks: { [unowned self] in flush() })
+    }
+
+    deinit {
+        readBuffer.deallocate()
+    }
+
+    // MARK: Listening
+
+    /// Binds and listens; returns the bound address (real port).
+    func listen(on address: SocketAddress) throws(UVTransportError) -> String {
+        precondition(!stopping, "listen after shutdown began")
+        let listener = UVListener(loop: loop, liveCounter: liveListeners)
+        var status = address.withSockaddr { uv_tcp_bind(listener.tcp, $0, 0) }
+        if status == 0 {
+            status = uv_listen(decide_uv_tcp_as_stream(listener.tcp), 128) { server, status in
+                let listener = UVListener.from(server!.pointee.data)
+                let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(server!.pointee.loop)).takeUnretainedValue()
+                reactor.accept(on: listener, status: status)
+            }
+        }
+        guard status == 0 else {
+            listener.close()
+            throw .system("cannot listen on \(address): \(UVError.text(status))")
+        }
+        var bound = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let nameStatus = uv_tcp_getsockname(listener.tcp, decide_sockaddr_storage_as_mutable_sockaddr(&bound), &length)
+        precondition(nameStatus == 0, "uv_tcp_getsockname failed: \(UVError.text(nameStatus))")
+        listener.boundAddress = withUnsafePointer(to: &bound) { SocketAddress(decide_sockaddr_storage_as_sockaddr($0))!.description }
+        listeners.append(listener)
+        if advertisedAddress.isEmpty { advertisedAddress = listener.boundAddress }
+        return listener.boundAddress
+    }
+
+    private func accept(on listener: UVListener, status: Int32) {
+        guard status == 0 else {
+            logger.warning("accept failed", metadata: ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(status))"])
+            return
+        }
+        guard !stopping, !listener.closing else { return }
+        let connection = makeConnection(outbound: false, remoteAddress: "?")
+        let acceptStatus = uv_accept(decide_uv_tcp_as_stream(listener.tcp), connection.stream)
+        guard acceptStatus == 0 else {
+            logger.warning("accept failed", metadata: ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(acceptStatus))"])
+            closeHandles(connection)
+            return
+        }
+        connection.remoteAddress = peerName(connection)
+        if connections.count > configuration.maxConnections {
+            close(connection, reason: .refused("too many connections (\(configuration.maxConnections))"),
+                  refusal: Refusal(code: .tooManyConnections, reason: "too many connections"))
+            return
+        }
+        beginHandshake(connection)
+    }
+
+    // MARK: Connecting
+
+    /// Dials `text`: literal addresses at once, names after an asynchronous lookup.
+    func connect(to text: String) {
+        guard !stopping else { return }
+        guard let hostPort = HostPort(text) else {
+            failConnect(text, .networkError("invalid address '\(text)': expected HOST:PORT ([v6]:PORT for IPv6)"))
+            return
+        }
+        if let literal = SocketAddress(literal: hostPort) {
+            startConnect(to: literal, label: text)
+            return
+        }
+        let pending = PendingResolve(label: text)
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        pending.request.pointee.data = Unmanaged.passUnretained(pending).toOpaque()
+        let status = uv_getaddrinfo(loop, pending.request, { request, status, result in
+            let pending = Unmanaged<PendingResolve>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(request!.pointee.loop)).takeUnretainedValue()
+            var address: SocketAddress?
+            var cursor = result
+            while let entry = cursor, address == nil {
+                if let raw = entry.pointee.ai_addr { address = SocketAddress(raw) }
+                cursor = entry.pointee.ai_next
+            }
+            if let result { uv_freeaddrinfo(result) }
+            reactor.resolved(pending, status: status, address: address)
+        }, hostPort.host, String(hostPort.port), &hints)
+        guard status == 0 else {
+            failConnect(text, .networkError("cannot resolve \(hostPort.host): \(UVError.text(status))"))
+            return
+        }
+        resolves[ObjectIdentifier(pending)] = pending
+    }
+
+    private func resolved(_ pending: PendingResolve, status: Int32, address: SocketAddress?) {
+        resolves.removeValue(forKey: ObjectIdentifier(pending))
+        if stopping {
+            failConnect(pending.label, .closedLocally)
+        } else if status != 0 {
+            failConnect(pending.label, .networkError("cannot resolve \(pending.label): \(UVError.text(status))"))
+        } else if let address {
+            startConnect(to: address, label: pending.label)
+        } else {
+            failConnect(pending.label, .networkError("cannot resolve \(pending.label): no IPv4 or IPv6 address"))
+        }
+    }
+
+    private func startConnect(to address: SocketAddress, label: String) {
+        guard connections.count < configuration.maxConnections else {
+            failConnect(label, .networkError("too many connections (\(configuration.maxConnections))"))
+            return
+        }
+        let connection = makeConnection(outbound: true, remoteAddress: label)
+        startHandshakeTimer(connection)
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passUnretained(connection).toOpaque()
+        let status = address.withSockaddr { sockaddr in
+            uv_tcp_connect(request, connection.tcp, sockaddr) { request, status in
+                let connection = UVConnection.from(request!.pointee.data)
+                let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(request!.pointee.handle.pointee.loop)).takeUnretainedValue()
+                request!.deallocate()
+                reactor.connected(connection, status: status)
+            }
+        }
+        if status != 0 {
+            request.deallocate()
+            close(connection, reason: .networkError("connect to \(label): \(UVError.text(status))"), refusal: nil)
+        }
+    }
+
+    private func connected(_ connection: UVConnection, status: Int32) {
+        guard connection.phase == .connecting else { return }  // closed meanwhile (timeout, shutdown)
+        guard status == 0 else {
+            close(connection, reason: .networkError("connect to \(connection.remoteAddress): \(UVError.text(status))"), refusal: nil)
+            return
+        }
+        connection.phase = .handshaking
+        beginHandshake(connection)
+    }
+
+    private func failConnect(_ label: String, _ reason: DisconnectReason) {
+        logger.warning("connect failed", metadata: ["peer": "\(label)", "reason": "\(reason)"])
+        if let transport, let delegate { delegate.transport(transport, didFailToConnect: label, reason: reason) }
+    }
+
+    // MARK: Connections
+
+    private func makeConnection(outbound: Bool, remoteAddress: String) -> UVConnection {
+        let id = nextID
+        nextID += 1
+        var random = SystemRandomNumberGenerator()
+        let nonce = (0 ..< WireProtocol.nonceBytes).map { _ in UInt8.random(in: 0 ... 255, using: &random) }
+        let handshake = Handshake(clusterName: configuration.clusterName, nodeID: configuration.nodeID,
+                                  listenAddress: advertisedAddress, secret: configuration.clusterSecret,
+                                  outbound: outbound, nonce: nonce, versions: configuration.protocolVersions)
+        let connection = UVConnection(id: id, outbound: outbound, remoteAddress: remoteAddress, loop: loop,
+                                      handshake: handshake, liveCounter: liveConnections)
+        connections[id] = connection
+        return connection
+    }
+
+    private func beginHandshake(_ connection: UVConnection) {
+        _ = uv_tcp_nodelay(connection.tcp, 1)
+        if configuration.keepaliveSeconds > 0 {
+            _ = uv_tcp_keepalive(connection.tcp, 1, configuration.keepaliveSeconds)
+        }
+        if !connection.outbound { startHandshakeTimer(connection) }
+        let status = startReading(connection)
+        guard status == 0 else {
+            close(connection, reason: .networkError("read start: \(UVError.text(status))"), refusal: nil)
+            return
+        }
+        writeDirect(connection, [connection.handshake.helloPayload])
+    }
+
+    private func startHandshakeTimer(_ connection: UVConnection) {
+        uv_timer_start(connection.timer, { timer in
+            let connection = UVConnection.from(timer!.pointee.data)
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(timer!.pointee.loop)).takeUnretainedValue()
+            reactor.timerFired(connection)
+        }, configuration.handshakeTimeoutMilliseconds, 0)
+    }
+
+    private func timerFired(_ connection: UVConnection) {
+        switch connection.phase {
+        case .connecting:
+            close(connection, reason: .timedOut("no connection within \(configuration.handshakeTimeoutMilliseconds) ms"), refusal: nil)
+        case .handshaking:
+            let text = "no handshake within \(configuration.handshakeTimeoutMilliseconds) ms"
+            close(connection, reason: .timedOut(text), refusal: Refusal(code: .handshakeTimeout, reason: text))
+        case .lingering:
+            closeHandles(connection)
+        case .established, .closed:
+            break
+        }
+    }
+
+    private func startReading(_ connection: UVConnection) -> Int32 {
+        uv_read_start(connection.stream, { handle, _, buffer in
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(handle!.pointee.loop)).takeUnretainedValue()
+            buffer!.pointee = uv_buf_init(reactor.readBuffer.assumingMemoryBound(to: CChar.self), UInt32(UVReactor.readBufferBytes))
+        }, { stream, count, _ in
+            let connection = UVConnection.from(stream!.pointee.data)
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(stream!.pointee.loop)).takeUnretainedValue()
+            reactor.onRead(connection, count: count)
+        })
+    }
+
+    private func onRead(_ connection: UVConnection, count: Int) {
+        if count == 0 { return }  // EAGAIN
+        if count < 0 {
+            let status = Int32(count)
+            switch connection.phase {
+            case .lingering:
+                closeHandles(connection)
+            case .established where status == UV_EOF.rawValue:
+                if connection.decoder.hasPartialFrame {
+                    close(connection, reason: .protocolViolation("truncated frame: the peer closed mid-frame"), refusal: nil)
+                } else {
+                    close(connection, reason: .closedByPeer, refusal: nil)
+                }
+            case .handshaking where status == UV_EOF.rawValue:
+                close(connection, reason: .networkError("the peer closed the connection during the handshake"), refusal: nil)
+            case .established, .handshaking, .connecting:
+                close(connection, reason: .networkError("read: \(UVError.text(status))"), refusal: nil)
+            case .closed:
+                break
+            }
+            return
+        }
+        guard connection.phase == .established || connection.phase == .handshaking else { return }  // lingering: discard
+        let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
+        var offset = 0
+        while (connection.phase == .established || connection.phase == .handshaking) && !connection.closeRequested {
+            let frame: [UInt8]
+            do {
+                guard let next = try connection.decoder.next(from: input, offset: &offset) else { break }
+                frame = next
+            } catch {
+                close(connection, reason: .protocolViolation(error.description),
+                      refusal: Refusal(code: .protocolViolation, reason: error.description))
+                return
+            }
+            if connection.phase == .established {
+                deliver(frame, on: connection)
+            } else {
+                handshakeFrame(frame, on: connection)
+            }
+        }
+    }
+
+    private func deliver(_ frame: [UInt8], on connection: UVConnection) {
+        let type = frame[0]
+        if type >= WireProtocol.firstTransportType {
+            if case .refusal(let refusal)? = try? HandshakeMessage.parse(frame) {
+                close(connection, reason: .refused("peer: \(refusal.reason)"), refusal: nil)
+            } else {
+                let text = "transport frame of type \(type) after the handshake"
+                close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
+            }
+            return
+        }
+        if let transport, let delegate {
+            delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
+        }
+    }
+
+    private func handshakeFrame(_ frame: [UInt8], on connection: UVConnection) {
+        switch connection.handshake.receive(frame) {
+        case .send(let payloads):
+            writeDirect(connection, payloads)
+        case .established(let payloads, let hello, let version):
+            if !payloads.isEmpty { writeDirect(connection, payloads) }
+            establish(connection, hello: hello, version: version)
+        case .refuse(let refusal, let text):
+            let reason: DisconnectReason
+            switch refusal.code {
+            case .malformed, .protocolViolation: reason = .protocolViolation(text)
+            case .handshakeTimeout: reason = .timedOut(text)
+            default: reason = .refused(text)
+            }
+            close(connection, reason: reason, refusal: refusal)
+        case .refusedByPeer(let refusal):
+            close(connection, reason: .refused("peer refused (\(refusal.code)): \(refusal.reason)"), refusal: nil)
+        }
+    }
+
+    private func establish(_ connection: UVConnection, hello: Hello, version: UInt16) {
+        uv_timer_stop(connection.timer)
+        connection.phase = .established
+        connection.decoder.maxFrameBytes = configuration.maxFrameBytes
+        let peer = PeerInfo(nodeID: hello.nodeID, listenAddress: hello.listenAddress, outbound: connection.outbound)
+        connection.peer = peer
+        queues.open(connection.id)
+        logger.info("link up", metadata: [
+            "conn": "\(connection.id)", "peer": "\(hello.nodeID)", "address": "\(connection.remoteAddress)",
+            "direction": "\(connection.outbound ? "out" : "in")", "version": "\(version)",
+            "auth": "\(configuration.clusterSecret == nil ? "none" : "hmac-sha256")",
+        ])
+        if let transport, let delegate {
+            delegate.transport(transport, didConnect: ConnectionID(rawValue: connection.id), peer: peer)
+        }
+    }
+
+    /// Ends a link: one log line, the delegate told (didDisconnect once for established links,
+    /// didFailToConnect for outbound ones that never got there), then either a refusal is written
+    /// and the link lingers for the peer's EOF, or both handles close now.
+    private func close(_ connection: UVConnection, reason: DisconnectReason, refusal: Refusal?) {
+        let phase = connection.phase
+        guard phase != .lingering && phase != .closed else { return }
+        let id = ConnectionID(rawValue: connection.id)
+        if phase == .established {
+            queues.remove(connection.id)
+            let level: Logger.Level = (reason == .closedLocally || reason == .closedByPeer) ? .info : .warning
+            logger.log(level: level, "link closed", metadata: [
+                "conn": "\(connection.id)", "peer": "\(connection.peer?.nodeID ?? "?")",
+                "address": "\(connection.remoteAddress)", "reason": "\(reason)",
+            ])
+            if let transport, let delegate { delegate.transport(transport, didDisconnect: id, reason: reason) }
+        } else {
+            logger.warning(connection.outbound ? "connect failed" : "link refused", metadata: [
+                "conn": "\(connection.id)", "address": "\(connection.remoteAddress)", "reason": "\(reason)",
+            ])
+            if connection.outbound, let transport, let delegate {
+                delegate.transport(transport, didFailToConnect: connection.remoteAddress, reason: reason)
+            }
+        }
+        if let refusal, phase != .connecting, !stopping {
+            connection.phase = .lingering
+            writeDirect(connection, [HandshakeMessage.refusal(refusal).encoded()])
+            let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+            let status = uv_shutdown(request, connection.stream) { request, _ in request!.deallocate() }
+            if status != 0 { request.deallocate() }
+            uv_timer_stop(connection.timer)
+            uv_timer_start(connection.timer, { timer in
+                let connection = UVConnection.from(timer!.pointee.data)
+                let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(timer!.pointee.loop)).takeUnretainedValue()
+                reactor.timerFired(connection)
+            }, Self.lingerMilliseconds, 0)
+        } else {
+            closeHandles(connection)
+        }
+    }
+
+    /// `uv_close` on both handles; the connection is released when both callbacks ran.
+    private func closeHandles(_ connection: UVConnection) {
+        guard connection.phase != .closed else { return }
+        connection.phase = .closed
+        let onClose: uv_close_cb = { handle in
+            let connection = UVConnection.from(handle!.pointee.data)
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(handle!.pointee.loop)).takeUnretainedValue()
+            connection.openHandles -= 1
+            if connection.openHandles == 0 { reactor.connections.removeValue(forKey: connection.id) }
+        }
+        uv_close(decide_uv_tcp_as_handle(connection.tcp), onClose)
+        uv_close(decide_uv_timer_as_handle(connection.timer), onClose)
+    }
+
+    private func peerName(_ connection: UVConnection) -> String {
+        var name = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        guard uv_tcp_getpeername(connection.tcp, decide_sockaddr_storage_as_mutable_sockaddr(&name), &length) == 0 else { return "?" }
+        return withUnsafePointer(to: &name) { SocketAddress(decide_sockaddr_storage_as_sockaddr($0))?.description ?? "?" }
+    }
+
+    // MARK: Writing
+
+    /// Writes handshake frames (outside the outbound queues: they are few and small).
+    private func writeDirect(_ connection: UVConnection, _ payloads: [[UInt8]]) {
+        let bytes = payloads.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
+        let batch = WriteBatch(connectionID: connection.id, frames: payloads, totalBytes: bytes, liveCounter: liveBatches)
+        let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
+            writeFinished(batch, status: status, queued: false)
+        }
+        if status != 0 { writeFinished(batch, status: status, queued: false) }
+    }
+
+    /// After each batch of loop tasks: one `uv_write` per link with everything it queued.
+    private func flush() {
+        queues.takeDirty { id, frames, bytes in
+            guard let connection = connections[id], connection.phase == .established else { return }
+            let batch = WriteBatch(connectionID: id, frames: frames, totalBytes: bytes, liveCounter: liveBatches)
+            let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
+                writeFinished(batch, status: status, queued: true)
+            }
+            if status != 0 { writeFinished(batch, status: status, queued: true) }
+        }
+    }
+
+    private func writeFinished(_ batch: WriteBatch, status: Int32, queued: Bool) {
+        if queued { queues.release(batch.totalBytes, of: batch.connectionID) }
+        guard status != 0, status != UV_ECANCELED.rawValue, let connection = connections[batch.connectionID] else { return }
+        if connection.phase == .lingering {
+            closeHandles(connection)
+        } else {
+            close(connection, reason: .networkError("write: \(UVError.text(status))"), refusal: nil)
+        }
+    }
+
+    // MARK: Requests from other threads
+
+    /// `send` was refused for `id`: tell the delegate (once per refusal streak).
+    func notifyOverLimit(_ id: UInt64) {
+        queues.limitNoticeDelivered(id)
+        guard let connection = connections[id], connection.phase == .established else { return }
+        if let transport, let delegate {
+            delegate.transport(transport, outboundLimitExceeded: ConnectionID(rawValue: id))
+        }
+    }
+
+    /// `close` called on the loop thread (inside a delegate callback): stop delivering at once,
+    /// close on the next turn so that delegate calls never nest.
+    func requestClose(_ id: UInt64) {
+        connections[id]?.closeRequested = true
+        eventLoop.execute { [unowned self] in closeByUser(id) }
+    }
+
+    /// The user closed a link.
+    func closeByUser(_ id: UInt64) {
+        guard let connection = connections[id] else { return }
+        close(connection, reason: .closedLocally, refusal: nil)
+    }
+
+    /// Closes every listener, connection and lookup; the loop ends when their callbacks ran.
+    func shutdownAll() {
+        stopping = true
+        for listener in listeners { listener.close() }
+        listeners.removeAll()
+        for connection in connections.values.sorted(by: { $0.id < $1.id }) {
+            if connection.phase == .lingering {
+                closeHandles(connection)
+            } else {
+                close(connection, reason: .closedLocally, refusal: nil)
+            }
+        }
+        for pending in resolves.values { _ = uv_cancel(pending.requestAsReq) }
+    }
+
+    /// Registers this reactor as the loop's data (callbacks find it there) and starts the thread.
+    func startLoop() {
+        uv_loop_set_data(loop, Unmanaged.passUnretained(self).toOpaque())
+        eventLoop.start()
+    }
+}
+
+/// A host-name lookup for `connect`, alive until its callback ran.
+final class PendingResolve {
+    let label: String
+    let request = UnsafeMutablePointer<uv_getaddrinfo_t>.allocate(capacity: 1)
+    init(label: String) { self.label = label }
+    deinit { request.deallocate() }
+    var requestAsReq: UnsafeMutablePointer<uv_req_t> {
+        UnsafeMutableRawPointer(request).assumingMemoryBound(to: uv_req_t.self)
+    }
+}

@@ -1,0 +1,160 @@
+import Decide
+import Dispatch
+import Logging
+import Synchronization
+
+/// The libuv `Transport`: one event-loop thread, TCP links over IPv4/IPv6, length-prefixed
+/// frames (docs/protocol.md), an authenticated handshake, and bounded memory per link.
+///
+/// Guarantees, beyond those of `Transport`:
+/// - every delegate call comes from the transport's own loop thread, never concurrently;
+/// - with `clusterSecret`, no link is reported before both sides proved the secret;
+/// - without it, `listen` accepts loopback addresses only unless `insecure` is set;
+/// - a peer sending bad bytes loses its own link only (one log line says why);
+/// - a link never buffers more than `maxOutboundBytes` outbound or `maxFrameBytes` (+4) inbound;
+/// - `shutdown` is idempotent, returns after every handle closed and the thread ended, and
+///   is also run by `deinit` if it was not called.
+///
+/// Thread-safety: every method may be called from any thread, except `shutdown` from inside a
+/// delegate callback (that would wait for itself). Swift concurrency is never used on the loop.
+public final class UVTransport: Transport, @unchecked Sendable {
+    /// The configuration the transport was made with.
+    public let configuration: Configuration
+    private let reactor: UVReactor
+    private enum Lifecycle { case idle, running, stopped }
+    private let lifecycle = Mutex(Lifecycle.idle)
+    private let shutdownLock = Mutex(())
+
+    /// Makes a transport; nothing runs until `start`. Throws `.invalidConfiguration`.
+    public init(configuration: Configuration) throws(UVTransportError) {
+        try configuration.validate()
+        self.configuration = configuration
+        reactor = try UVReactor(configuration: configuration)
+        reactor.transport = self
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Starts the loop thread; events go to `delegate` from then on. Throws if called twice.
+    public func start(delegate: any TransportDelegate) throws {
+        try lifecycle.withLock { state throws(UVTransportError) in
+            guard state == .idle else { throw .notRunning("start may be called once, before shutdown") }
+            state = .running
+        }
+        reactor.delegate = delegate
+        reactor.startLoop()
+    }
+
+    /// Listens on `address` (`HOST:PORT`, `[v6]:PORT`; port 0 picks one) and returns the bound
+    /// address with the real port. Without a cluster secret a non-loopback address is refused
+    /// unless `insecure` is set. Blocks until the loop has bound the socket.
+    public func listen(on address: String) throws -> String {
+        guard let hostPort = HostPort(address) else { throw UVTransportError.invalidAddress(address) }
+        let socketAddress = try SocketAddress.resolveBlocking(hostPort)
+        let logger = reactor.logger
+        if configuration.clusterSecret == nil {
+            if !socketAddress.isLoopback && !configuration.insecure {
+                logger.error("listen refused: no cluster secret and not loopback", metadata: ["listen": "\(address)"])
+                throw UVTransportError.insecureListenRefused(address)
+            }
+        }
+        let reactor = self.reactor
+        let result = try onLoop { () throws(UVTransportError) -> String in try reactor.listen(on: socketAddress) }
+        if configuration.clusterSecret == nil {
+            logger.warning("listening WITHOUT authentication (no cluster secret)", metadata: ["listen": "\(result)"])
+        } else {
+            logger.info("listening", metadata: ["listen": "\(result)", "auth": "hmac-sha256"])
+        }
+        return result
+    }
+
+    /// Dials `address` (`HOST:PORT`, `[v6]:PORT` or a host name); the outcome arrives as
+    /// `didConnect` or `didFailToConnect`. Ignored after `shutdown`.
+    public func connect(to address: String) {
+        precondition(lifecycle.withLock { $0 } != .idle, "connect before start")
+        let reactor = self.reactor
+        reactor.eventLoop.execute { reactor.connect(to: address) }
+    }
+
+    /// Queues `frame` (1...`maxFrameBytes` bytes; its first byte is the message type, below
+    /// 0xF0) for `connection`. Never blocks on the network; answers `.overLimit` instead of
+    /// letting the link's outbound bytes pass `maxOutboundBytes`.
+    public func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult {
+        precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
+        precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")
+        switch reactor.queues.enqueue(frame, to: connection.rawValue) {
+        case .queued(let wakeLoop):
+            if wakeLoop { reactor.eventLoop.wake() }
+            return .queued
+        case .overLimit(let notify):
+            if notify {
+                let reactor = self.reactor
+                reactor.eventLoop.execute { reactor.notifyOverLimit(connection.rawValue) }
+            }
+            return .overLimit
+        case .notConnected:
+            return .notConnected
+        }
+    }
+
+    /// Closes `connection`; `didDisconnect(.closedLocally)` follows on a later loop turn (never
+    /// nested in the caller's delegate callback; no frame of that link is delivered after a
+    /// `close` made inside a callback). Unknown or already closed links are ignored.
+    public func close(_ connection: ConnectionID) {
+        let reactor = self.reactor
+        if reactor.eventLoop.isLoopThread {
+            reactor.requestClose(connection.rawValue)
+        } else {
+            reactor.eventLoop.execute { reactor.closeByUser(connection.rawValue) }
+        }
+    }
+
+    /// Closes every link (each gets `didDisconnect(.closedLocally)`) and listener, waits for
+    /// every libuv close callback and joins the loop thread. Idempotent; later calls return at once.
+    public func shutdown() {
+        precondition(!reactor.eventLoop.isLoopThread, "shutdown from a delegate callback would wait for itself")
+        shutdownLock.withLock { _ in
+            let previous = lifecycle.withLock { state -> Lifecycle in
+                defer { state = .stopped }
+                return state
+            }
+            switch previous {
+            case .stopped: return
+            case .idle:
+                reactor.eventLoop.closeUnstarted()
+                return
+            case .running: break
+            }
+            let reactor = self.reactor
+            reactor.eventLoop.stop { reactor.shutdownAll() }
+            reactor.eventLoop.join()
+            reactor.logger.info("transport stopped")
+        }
+    }
+
+    /// Runs `body` on the loop thread and waits for its result (inline when already there).
+    private func onLoop<T>(_ body: @escaping @Sendable () throws(UVTransportError) -> T) throws(UVTransportError) -> T {
+        guard lifecycle.withLock({ $0 }) == .running else { throw .notRunning("listen before start or after shutdown") }
+        if reactor.eventLoop.isLoopThread { return try body() }
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<T, UVTransportError>?
+        let accepted = reactor.eventLoop.execute {
+            do throws(UVTransportError) { result = .success(try body()) } catch { result = .failure(error) }
+            done.signal()
+        }
+        guard accepted else { throw .notRunning("transport is shutting down") }
+        done.wait()
+        return try result!.get()
+    }
+
+    // MARK: Diagnostics for tests
+
+    /// Bytes queued or in flight for `connection`.
+    package func outboundBytes(of connection: ConnectionID) -> Int { reactor.queues.committedBytes(of: connection.rawValue) }
+    /// Live connection objects, write batches and listeners (all zero after `shutdown`).
+    package var liveResources: (connections: Int, writeBatches: Int, listeners: Int) {
+        (reactor.liveConnections.current, reactor.liveBatches.current, reactor.liveListeners.current)
+    }
+}

@@ -1,0 +1,74 @@
+import DecideCore
+import Testing
+
+@Suite struct DigestTests {
+    @Test func oneDifferentKeyShowsInExactlyOneLeafAndItsAncestors() {
+        forEachSeed(0..<40) { seed, gen in
+            var left = EntryTable()
+            var right = EntryTable()
+            for index in 0..<200 {
+                let key = StateKey(name: "k", element: Array("\(index)".utf8))
+                let entry = gen.entry()
+                left.merge(entry, for: key)
+                right.merge(entry, for: key)
+            }
+            #expect(left.digest == right.digest, "seed \(seed)")
+            let changed = StateKey(name: "k", element: Array("\(gen.int(0...199))".utf8))
+            right.merge(Entry(version: Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_000, logical: 0), node: "z"), value: [7]), for: changed)
+            let digest = left.digest
+            #expect(digest.root != right.digest.root, "seed \(seed)")
+            for level in 0...digest.depth {
+                let differing = zip(digest.level(level), right.digest.level(level)).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+                let expectedIndex = digest.bucket(of: changed) >> (digest.fanoutBits * (digest.depth - level))
+                #expect(differing == [expectedIndex], "seed \(seed) level \(level)")
+            }
+        }
+    }
+
+    @Test func innerNodesAreTheXorOfTheirChildren() {
+        var gen = Generators(seed: 7)
+        var table = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+        for _ in 0..<300 { table.merge(gen.entry(), for: gen.key()) }
+        let digest = table.digest
+        for level in 0..<digest.depth {
+            for index in 0..<digest.width(ofLevel: level) {
+                let fanout = 1 << digest.fanoutBits
+                let children = (0..<fanout).map { digest.node(level: level + 1, index: index * fanout + $0) }
+                #expect(digest.node(level: level, index: index) == children.reduce(0, ^))
+            }
+        }
+    }
+
+    @Test func collectingATombstoneTakesItOutOfTheDigest() {
+        var table = EntryTable()
+        let key = StateKey(name: "gone")
+        let empty = table.digest
+        let tombstone = Entry(version: Version(timestamp: HLCTimestamp(rawValue: 9), node: "a"), value: nil)
+        table.merge(tombstone, for: key)
+        #expect(table.digest != empty)
+        let staleCollected = table.collectTombstone(for: key, version: Version(timestamp: HLCTimestamp(rawValue: 8), node: "a"))
+        #expect(!staleCollected)
+        let collected = table.collectTombstone(for: key, version: tombstone.version)
+        #expect(collected)
+        #expect(table.digest == empty)
+        #expect(table.count == 0 && table.tombstoneCount == 0)
+    }
+
+    @Test func stableHashGivesOneValueForContiguousAndOtherBytes() {
+        forEachSeed(0..<500) { seed, gen in
+            let bytes = gen.bytes(maxCount: 40)
+            var contiguous = StableHash()
+            contiguous.combine(bytes: bytes)
+            var piecewise = StableHash()
+            piecewise.combine(bytes: bytes.lazy.map { $0 })
+            #expect(contiguous.value == piecewise.value, "seed \(seed)")
+        }
+    }
+
+    @Test func stableHashIsFixedAcrossRuns() {
+        // Digests are compared between processes: these values must never change.
+        #expect(StateKey(name: "flags").stableHash == StateKey(name: "flags").stableHash)
+        #expect(StateKey(name: "ab", element: Array("c".utf8)).stableHash != StateKey(name: "a", element: Array("bc".utf8)).stableHash)
+        #expect(StateKey(name: "Flags.Maintenance").stableHash == 0xb2b2_9f71_d0a2_557b, "StableHash changed: \(String(StateKey(name: "Flags.Maintenance").stableHash, radix: 16))")
+    }
+}

@@ -1,0 +1,135 @@
+import Decide
+import Testing
+
+@Suite struct ObservationTests {
+    @Test func currentValueFirstThenChangesSkippingEqualValues() async {
+        let node = Fixture.node()
+        node.set(1, into: Fixture.Counter.self)
+        var iterator = node.observe(Fixture.Counter.self).makeAsyncIterator()
+        #expect(await iterator.next() == 1)
+        node.set(1, into: Fixture.Counter.self)   // equal: skipped
+        node.set(2, into: Fixture.Counter.self)
+        #expect(await iterator.next() == 2)
+        node.set(2, into: Fixture.Counter.self)
+        node.set(3, into: Fixture.Counter.self)
+        #expect(await iterator.next() == 3)
+    }
+
+    @Test func onlyTheNewestUnreadValueIsKept() async {
+        let node = Fixture.node()
+        var iterator = node.observe(Fixture.Counter.self).makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        for value in 1...1_000 { node.set(value, into: Fixture.Counter.self) }
+        #expect(await iterator.next() == 1_000)
+        // A value that goes away and comes back while unread is not reported again.
+        node.set(5, into: Fixture.Counter.self)
+        node.set(1_000, into: Fixture.Counter.self)
+        node.set(6, into: Fixture.Counter.self)
+        #expect(await iterator.next() == 6)
+    }
+
+    @Test func collectionElementsAreObservedOneByOne() async {
+        let node = Fixture.node()
+        var web = node.observe(Fixture.Quota.self, at: "web").makeAsyncIterator()
+        #expect(await web.next() == 100)
+        node.decide(DecisionTests.SetQuota(id: "batch", value: 1))
+        node.decide(DecisionTests.SetQuota(id: "web", value: 2))
+        #expect(await web.next() == 2)
+    }
+
+    @Test func replicatedChangesAreObservedAndDeletesReadAsDefault() async throws {
+        let origin = Fixture.node("a")
+        let replica = Fixture.node("b")
+        let deltas = Recorder<Delta>()
+        _ = origin.addCommitListener { deltas.append($0.delta) }
+        var iterator = replica.observe(Fixture.Label.self).makeAsyncIterator()
+        #expect(await iterator.next() == "untitled")
+        origin.set("hello", into: Fixture.Label.self)
+        try replica.apply(deltas.all[0])
+        #expect(await iterator.next() == "hello")
+        struct Delete: Decision {
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                write.delete(Fixture.Label.self)
+                return .none
+            }
+        }
+        origin.decide(Delete())
+        try replica.apply(deltas.all[1])
+        #expect(await iterator.next() == "untitled")
+    }
+
+    @Test func callbacksSeeEveryValueOfASingleWriterAndStopWhenCancelled() {
+        let node = Fixture.node()
+        let seen = Recorder<Int>()
+        let subscription = node.subscribe(Fixture.Counter.self) { seen.append($0) }
+        for value in 1...5 { node.set(value, into: Fixture.Counter.self) }
+        node.set(5, into: Fixture.Counter.self)
+        // One thread commits and delivers: nothing is coalesced, equal values are skipped.
+        #expect(seen.all == [0, 1, 2, 3, 4, 5])
+        subscription.cancel()
+        node.set(9, into: Fixture.Counter.self)
+        #expect(seen.all == [0, 1, 2, 3, 4, 5])
+    }
+
+    @Test func aCallbackMayMakeADecisionWithoutDeadlock() {
+        let node = Fixture.node()
+        let subscription = node.subscribe(Fixture.Counter.self) { value in
+            if value > 0 && value < 3 { node.set(value + 1, into: Fixture.Counter.self) }
+        }
+        node.set(1, into: Fixture.Counter.self)
+        #expect(node.read(Fixture.Counter.self) == 3)
+        subscription.cancel()
+    }
+
+    @Test func anObserverNeverSeesHalfADecision() async {
+        // Counter and Mirror are always written together; every callback reads both in one
+        // snapshot and every observed Counter value must come with an equal or newer Mirror.
+        let node = Fixture.node()
+        let violations = Recorder<String>()
+        let seen = Recorder<Int>()
+        let subscription = node.subscribe(Fixture.Counter.self) { counter in
+            let (current, mirror) = node.read { ($0(Fixture.Counter.self), $0(Fixture.Mirror.self)) }
+            if current != mirror { violations.append("snapshot \(current) vs \(mirror)") }
+            if mirror < counter { violations.append("saw counter \(counter) before mirror \(mirror)") }
+            seen.append(counter)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    for step in 0..<500 { node.decide(Fixture.SetPair(value: writer * 1_000 + step)) }
+                }
+            }
+            group.addTask {
+                for _ in 0..<2_000 {
+                    let (a, b) = node.read { ($0(Fixture.Counter.self), $0(Fixture.Mirror.self)) }
+                    if a != b { violations.append("reader saw \(a) vs \(b)") }
+                }
+            }
+        }
+        _ = await seen.wait { !$0.isEmpty }
+        #expect(violations.all.isEmpty, "\(violations.all.prefix(5))")
+        subscription.cancel()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func shutdownEndsObservationsAndDeltaStreams() async {
+        let node = Fixture.node()
+        let observation = node.observe(Fixture.Counter.self)
+        let deltas = node.deltas()
+        async let values: [Int] = {
+            var all: [Int] = []
+            for await value in observation { all.append(value) }
+            return all
+        }()
+        async let deltaCount: Int = {
+            var count = 0
+            for await _ in deltas { count += 1 }
+            return count
+        }()
+        node.set(1, into: Fixture.Counter.self)
+        await node.shutdown()
+        // Both loops end (the test would hang otherwise); the newest value and the delta got through.
+        let observed = await values
+        #expect(observed.last == 1)
+        #expect(await deltaCount == 1)
+    }
+}

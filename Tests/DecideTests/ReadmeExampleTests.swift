@@ -1,0 +1,61 @@
+// The README's library example, compiled and run. `scripts/check-readme-example.sh` (part of
+// `make test`) fails when the README block and the region below differ, ignoring indentation
+// and the lines marked `// test-only`.
+import Decide
+import Testing
+
+// README-EXAMPLE-BEGIN
+import Decide
+
+enum Flags {
+    struct Maintenance: AtomicState {                // one replicated property
+        static func defaultValue() -> Bool { false }
+    }
+    struct Quota: CollectionState {                  // one property per element id
+        static func defaultValue(at id: String) -> Int { 100 }
+    }
+}
+
+struct EnterMaintenance: Decision {                  // the only way state changes
+    let reason: String
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        guard !read(Flags.Maintenance.self) else { return .none }
+        write(true, into: Flags.Maintenance.self)
+        write(0, into: Flags.Quota.self, at: "batch-jobs")
+        return .run { context in                     // runs on this node's task pool
+            try await context.environment.pager.notify(reason)
+        }
+    }
+}
+
+// Effects reach services through the environment; a test swaps them.
+protocol Pager: Sendable { func notify(_ reason: String) async throws }
+struct LogPager: Pager { func notify(_ reason: String) async throws { print("paging:", reason) } }
+enum PagerKey: EnvironmentKey { static let defaultValue: any Pager = LogPager() }
+extension EffectEnvironment {
+    var pager: any Pager { get { self[PagerKey.self] } set { self[PagerKey.self] = newValue } }
+}
+
+func readmeExample(started: @Sendable (Node) -> Void) async throws { // test-only
+let node = try Node(configuration: .init(id: "a"))
+started(node) // test-only
+node.decide(EnterMaintenance(reason: "deploy"))
+for await on in node.observe(Flags.Maintenance.self) { print("maintenance:", on) }
+} // test-only
+// README-EXAMPLE-END
+
+@Suite struct ReadmeExampleTests {
+    @Test(.timeLimit(.minutes(1))) func theReadmeExampleRuns() async throws {
+        let nodes = Recorder<Node>()
+        let example = Task { try await readmeExample { nodes.append($0) } }
+        #expect(await nodes.wait { !$0.isEmpty })
+        let node = nodes.all[0]
+        _ = await Recorder<Bool>().wait(timeoutSeconds: 10) { _ in node.read(Flags.Maintenance.self) }
+        #expect(node.read(Flags.Maintenance.self))
+        #expect(node.read(Flags.Quota.self, at: "batch-jobs") == 0)
+        #expect(node.read(Flags.Quota.self, at: "web") == 100)
+        // Ends the example's observation loop.
+        await node.shutdown()
+        try await example.value
+    }
+}

@@ -1,0 +1,68 @@
+import Testing
+@testable import DecideUV
+
+@Suite("FrameDecoder and HandshakeMessage (pure)")
+struct PureDecoderTests {
+    @Test("frames split at every position decode the same")
+    func splitEverywhere() throws {
+        let frames: [[UInt8]] = [[1], [2, 3, 4], Array(repeating: 9, count: 70)]
+        let stream = frames.flatMap { WireProtocol.frame($0) }
+        for split in 0 ... stream.count {
+            var decoder = FrameDecoder(maxFrameBytes: 100)
+            let first = try decoder.frames(in: Array(stream[..<split]))
+            let second = try decoder.frames(in: Array(stream[split...]))
+            #expect(first + second == frames)
+            #expect(!decoder.hasPartialFrame)
+        }
+    }
+
+    @Test("limits are typed errors")
+    func limits() {
+        var decoder = FrameDecoder(maxFrameBytes: 10)
+        #expect(throws: FrameDecodingError.frameTooLarge(lengthBytes: 11, maxFrameBytes: 10)) {
+            try decoder.frames(in: [11, 0, 0, 0])
+        }
+        var other = FrameDecoder(maxFrameBytes: 10)
+        #expect(throws: FrameDecodingError.emptyFrame) { try other.frames(in: [0, 0, 0, 0]) }
+    }
+
+    @Test("hello, proof and refusal round-trip; damaged ones are typed errors")
+    func handshakeMessages() throws {
+        let hello = HandshakeMessage.hello(Hello(minVersion: 1, maxVersion: 2, hasSecret: true,
+                                                 nonce: Array(0 ..< 32), clusterName: "c", nodeID: "n", listenAddress: "[::1]:1"))
+        for message in [hello, .proof([]), .proof(Array(repeating: 3, count: 32)), .refusal(Refusal(code: .badProof, reason: "why"))] {
+            #expect(try HandshakeMessage.parse(message.encoded()) == message)
+        }
+        let bytes = hello.encoded()
+        for cut in 0 ..< bytes.count {
+            #expect(throws: HandshakeParseError.self) { try HandshakeMessage.parse(Array(bytes[..<cut])) }
+        }
+        #expect(throws: HandshakeParseError.trailingBytes(count: 1)) { try HandshakeMessage.parse(bytes + [0]) }
+        #expect(throws: HandshakeParseError.notHandshakeType(1)) { try HandshakeMessage.parse([1]) }
+        #expect(throws: HandshakeParseError.badProofLength(5)) { try HandshakeMessage.parse([0xF2, 1, 2, 3, 4, 5]) }
+        var flags = bytes
+        flags[9] = 0x80
+        #expect(throws: HandshakeParseError.reservedFlags(0x80)) { try HandshakeMessage.parse(flags) }
+    }
+
+    @Test("HOST:PORT parsing")
+    func hostPort() {
+        #expect(HostPort("127.0.0.1:7401") == HostPort(host: "127.0.0.1", port: 7401))
+        #expect(HostPort("[::1]:7401") == HostPort(host: "::1", port: 7401))
+        #expect(HostPort("node-a:1") == HostPort(host: "node-a", port: 1))
+        for bad in ["", "x", ":1", "::1:80", "[::1]", "[::1]80", "a:99999", "a:-1"] { #expect(HostPort(bad) == nil, "\(bad)") }
+    }
+}
+
+@Suite("docs/protocol.md")
+struct ProtocolDocTests {
+    @Test("the example hello of §8 is what the encoder writes")
+    func exampleHello() {
+        let hello = HandshakeMessage.hello(Hello(minVersion: 1, maxVersion: 1, hasSecret: false, nonce: Array(0 ..< 32),
+                                                 clusterName: "test", nodeID: "b", listenAddress: ""))
+        let expected: [UInt8] = [0x32, 0, 0, 0, 0xF1, 0x44, 0x43, 0x44, 0x45, 1, 0, 1, 0, 0] + Array(0 ..< 32)
+            + [4, 0x74, 0x65, 0x73, 0x74, 1, 0x62, 0]
+        #expect(WireProtocol.frame(hello.encoded()) == expected)
+        #expect(WireProtocol.frame(HandshakeMessage.proof([]).encoded()) == [1, 0, 0, 0, 0xF2])
+    }
+}
