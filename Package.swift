@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DecideCore", targets: ["DecideCore"]),
         .library(name: "Decide", targets: ["Decide"]),
         .library(name: "DecideUV", targets: ["DecideUV"]),
+        .library(name: "DecideSimulation", targets: ["DecideSimulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -41,6 +42,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // A deterministic, seeded Transport and clock for tests: one thread, virtual time.
+        .target(name: "DecideSimulation", dependencies: ["Decide", "DecideCore"]),
         // `make bench`: figures against baselines measured in the same run.
         .executableTarget(
             name: "DecideBench",
@@ -49,5 +52,8 @@ let package = Package(
         .testTarget(name: "DecideCoreTests", dependencies: ["DecideCore"]),
         .testTarget(name: "DecideTests", dependencies: ["Decide", "DecideCore"]),
         .testTarget(name: "DecideUVTests", dependencies: ["DecideUV", "Decide", "DecideCore"]),
+        // Multi-node behaviour: the seeded simulator and real loopback links.
+        .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]),
+        .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
     ]
 )

@@ -34,7 +34,7 @@ fuzz-smoke: $(FUZZ_BIN)
 		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
 
 test-transport-asan: deps
-	swift test --sanitize=address --build-path .build-asan --filter DecideUVTests
+	swift test --sanitize=address --build-path .build-asan --disable-xctest --filter DecideUVTests
 
 bench-transport: deps
 	swift build -c release --build-path .build-bench --product DecideBench

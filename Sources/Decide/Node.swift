@@ -24,6 +24,11 @@ public final class Node: Sendable {
         guard idBytes >= 1 && idBytes <= 255 else { throw .invalidNodeID(configuration.id) }
         guard configuration.effectConcurrency >= 1 else { throw .invalidBound("effectConcurrency must be at least 1") }
         guard configuration.maxQueuedEffects >= 0 else { throw .invalidBound("maxQueuedEffects must not be negative") }
+        guard configuration.digestFanoutBits >= 1, configuration.digestDepth >= 0,
+              configuration.digestFanoutBits * configuration.digestDepth <= 24 else {
+            throw .invalidBound("digestFanoutBits × digestDepth must be at most 24")
+        }
+        guard configuration.recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
         guard configuration.maxClockSkewMilliseconds >= 1 else { throw .invalidBound("maxClockSkewMilliseconds must be at least 1") }
         self.id = configuration.id
         self.configuration = configuration
@@ -31,9 +36,11 @@ public final class Node: Sendable {
         logger[metadataKey: "node"] = "\(configuration.id)"
         self.logger = logger
         let core = NodeCore(
-            table: EntryTable(),
+            table: EntryTable(digest: StateDigest(
+                fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth)),
             clock: HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds),
-            logger: logger, limits: configuration.limits)
+            logger: logger, limits: configuration.limits,
+            recentChangeCapacity: configuration.recentChangeCapacity)
         self.core = Mutex(core)
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
@@ -96,6 +103,7 @@ public final class Node: Sendable {
                 let entry = Entry(version: version, value: write.value)
                 let outcome = core.table.merge(entry, for: write.key, decoded: write.decoded)
                 precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+                core.recordChange(write.key)
                 notifyObservers(core, key: write.key, entry: entry, decoded: write.decoded)
             }
             core.committedDecisions += 1
@@ -360,6 +368,7 @@ public final class Node: Sendable {
                 let entry = Entry(version: delta.version, value: write.value)
                 if core.table.merge(entry, for: write.key).changed {
                     changed += 1
+                    core.recordChange(write.key)
                     notifyObservers(core, key: write.key, entry: entry, decoded: nil)
                 }
             }
@@ -375,21 +384,88 @@ public final class Node: Sendable {
     }
 
     /// Applies entries received in a catch-up (each with its own version) like `apply(_:)`.
-    /// Refuses the whole batch, applying nothing, when any timestamp is too far ahead.
+    /// Refuses the whole batch, applying nothing, when any timestamp is too far ahead. An entry
+    /// for a key this node does not hold is skipped when its version is older than
+    /// `insertingOnlyFrom` (the tombstone horizon: such a key may have been deleted and its
+    /// tombstone collected here, and must not come back).
     @discardableResult
-    public func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
+    public func apply(entries: [KeyedEntry], insertingOnlyFrom floor: HLCTimestamp = .zero) throws(ClockError) -> Int {
         guard let newest = entries.map(\.entry.version.timestamp).max() else { return 0 }
         let changed = try core.withLock { core throws(ClockError) -> Int in
             try core.clock.merge(remote: newest, physicalMilliseconds: configuration.clock.nowMilliseconds())
             var changed = 0
-            for item in entries where core.table.merge(item.entry, for: item.key).changed {
+            for item in entries {
+                if item.entry.version.timestamp < floor && core.table.entry(for: item.key) == nil { continue }
+                guard core.table.merge(item.entry, for: item.key).changed else { continue }
                 changed += 1
+                core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
             }
             return changed
         }
         delivery.drain()
         return changed
+    }
+
+    /// The hashes of digest-tree nodes `indices` at `level` (0 = root), read under the lock
+    /// without copying the tree.
+    package func digestHashes(level: Int, indices: [Int]) -> [UInt64] {
+        core.withLock { core in indices.map { core.table.digest.node(level: level, index: $0) } }
+    }
+
+    /// The shape of this node's digest tree.
+    package var digestShape: (fanoutBits: Int, depth: Int) {
+        core.withLock { ($0.table.digest.fanoutBits, $0.table.digest.depth) }
+    }
+
+    /// Every stored entry whose key falls in one of `buckets` (leaf indices).
+    package func entries(inBuckets buckets: Set<Int>) -> [KeyedEntry] {
+        core.withLock { core in
+            buckets.sorted().flatMap { bucket in
+                core.table.entries(inBucket: bucket).map { KeyedEntry(key: $0.key, entry: $0.entry) }
+            }
+        }
+    }
+
+    /// The number of changes this node's state has seen; compare with `entries(inBuckets:changedAfter:)`.
+    package var changeSequence: UInt64 {
+        core.withLock { $0.changeSequence }
+    }
+
+    /// The entries of `buckets`, plus every entry that changed after change number `sequence`,
+    /// read in one snapshot; nil when more changes happened since `sequence` than the node's
+    /// change log (`Configuration.recentChangeCapacity`) holds.
+    package func entries(inBuckets buckets: Set<Int>, changedAfter sequence: UInt64) -> [KeyedEntry]? {
+        core.withLock { core in
+            guard let changed = core.keysChanged(after: sequence) else { return nil }
+            var result: [KeyedEntry] = []
+            var included = Set<StateKey>()
+            for bucket in buckets.sorted() {
+                for item in core.table.entries(inBucket: bucket) where included.insert(item.key).inserted {
+                    result.append(KeyedEntry(key: item.key, entry: item.entry))
+                }
+            }
+            for key in changed where !included.contains(key) {
+                if let entry = core.table.entry(for: key) {
+                    included.insert(key)
+                    result.append(KeyedEntry(key: key, entry: entry))
+                }
+            }
+            return result
+        }
+    }
+
+    /// Removes tombstones whose version is older than `horizon`; returns how many. Once a
+    /// tombstone is gone, `apply(entries:insertingOnlyFrom:)` with the same horizon keeps older
+    /// writes of that key from coming back.
+    @discardableResult
+    public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
+        core.withLock { core in
+            guard core.table.tombstoneCount > 0 else { return 0 }
+            let expired = core.table.entries.filter { $0.entry.isTombstone && $0.entry.version.timestamp < horizon }
+            for item in expired { core.table.collectTombstone(for: item.key, version: item.entry.version) }
+            return expired.count
+        }
     }
 }
 

@@ -25,6 +25,16 @@ extension Node {
         /// bounds its peers' decoders enforce, so whatever commits here can replicate. A
         /// decision over them is aborted (`Commit.aborted`).
         public var limits = WireCodec.Limits()
+        /// The digest tree's shape: children per inner node as a power of two, and levels below
+        /// the root. Every node of a cluster must use the same shape (anti-entropy refuses to
+        /// compare different ones). The default, 16 × 4 levels, has 65,536 leaves (546 KiB),
+        /// so a walk stays small up to millions of keys; small test clusters use less.
+        public var digestFanoutBits = 4
+        public var digestDepth = 4
+        /// How many recent changes the node remembers so an anti-entropy walk can send
+        /// whole decisions (docs/replication.md, "Atomic catch-up"); a walk during which more
+        /// changes happen is restarted.
+        public var recentChangeCapacity = 65_536
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
 

@@ -15,15 +15,46 @@ final class NodeCore: @unchecked Sendable {
     var deltaChannels: [UInt64: DeltaStream.Channel] = [:]
     var nextID: UInt64 = 0
     var committedDecisions: UInt64 = 0
+    /// Counts every change of the table; `recentChanges` holds the keys of the newest ones.
+    private(set) var changeSequence: UInt64 = 0
+    private var recentChanges: [StateKey] = []
+    private let recentChangeCapacity: Int
     var appliedRemoteDeltas: UInt64 = 0
 
     /// The node's one transaction, reused by every decision and snapshot read.
     private(set) var transaction: Transaction!
 
-    init(table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits) {
+    init(table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits, recentChangeCapacity: Int) {
         self.table = table
         self.clock = clock
+        self.recentChangeCapacity = recentChangeCapacity
         self.transaction = Transaction(core: self, logger: logger, limits: limits)
+    }
+
+    /// Records that `key` changed (after a merge that changed it).
+    func recordChange(_ key: StateKey) {
+        changeSequence += 1
+        if recentChanges.count < recentChangeCapacity {
+            recentChanges.append(key)
+        } else {
+            recentChanges[Int((changeSequence - 1) % UInt64(recentChangeCapacity))] = key
+        }
+    }
+
+    /// The keys changed after sequence number `sequence` (each once), or nil when more changes
+    /// than the log holds happened since.
+    func keysChanged(after sequence: UInt64) -> [StateKey]? {
+        let count = changeSequence - min(sequence, changeSequence)
+        guard count <= UInt64(recentChanges.count) else { return nil }
+        var keys: [StateKey] = []
+        var seen = Set<StateKey>()
+        var position = changeSequence
+        while position > sequence {
+            let key = recentChanges[Int((position - 1) % UInt64(recentChangeCapacity))]
+            if seen.insert(key).inserted { keys.append(key) }
+            position -= 1
+        }
+        return keys
     }
 
     func makeID() -> UInt64 {

@@ -14,11 +14,15 @@ public struct PeerInfo: Hashable, Sendable {
     public let listenAddress: String
     /// True when this side opened the link (`connect`), false when the peer dialled in.
     public let outbound: Bool
+    /// For an outbound link, the address given to `connect` (it may differ from
+    /// `listenAddress`, e.g. a host name against an IP); nil for inbound links.
+    public let dialedAddress: String?
 
-    public init(nodeID: String, listenAddress: String, outbound: Bool) {
+    public init(nodeID: String, listenAddress: String, outbound: Bool, dialedAddress: String? = nil) {
         self.nodeID = nodeID
         self.listenAddress = listenAddress
         self.outbound = outbound
+        self.dialedAddress = dialedAddress
     }
 }
 
@@ -96,6 +100,8 @@ public protocol Transport: AnyObject, Sendable {
     func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult
     /// Closes one link; `didDisconnect(.closedLocally)` follows.
     func close(_ connection: ConnectionID)
+    /// Bytes queued for the link and not yet written (0 for an unknown link).
+    func outboundBytes(for connection: ConnectionID) -> Int
     /// Closes every link and listener and releases every resource; waits until that is done.
     func shutdown()
 }

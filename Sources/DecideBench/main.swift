@@ -4,14 +4,17 @@ import Foundation
 // Figures are rates measured here and now, beside a baseline measured in the same run:
 // compare ratios, not absolute numbers, across machines.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let sections = arguments.isEmpty ? ["core"] : arguments
+let known = ["core", "transport", "replication"]
+let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
 for section in sections {
     switch section {
     case "core": CoreBench.run(seconds: seconds)
+    case "transport": runTransportBench()
+    case "replication": ReplicationBench.run(seconds: seconds)
     default:
-        FileHandle.standardError.write(Data("unknown bench section \(section); known: core\n".utf8))
+        FileHandle.standardError.write(Data("unknown bench section \(section); known: \(known.joined(separator: ", "))\n".utf8))
         exit(2)
     }
 }

@@ -28,6 +28,8 @@ public struct EntryTable: Sendable {
     }
 
     private var slots: [StateKey: Slot] = [:]
+    /// The keys of each digest leaf, so anti-entropy reads a differing leaf without a scan.
+    private var bucketMembers: [[StateKey]]
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
@@ -36,6 +38,7 @@ public struct EntryTable: Sendable {
 
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
+        self.bucketMembers = [[StateKey]](repeating: [], count: digest.width(ofLevel: digest.depth))
     }
 
     /// Stored keys, tombstones included.
@@ -66,6 +69,7 @@ public struct EntryTable: Sendable {
         } else {
             slots[key] = Slot(entry: entry, decoded: decoded)
             digest.update(key: key, from: nil, to: entry)
+            bucketMembers[digest.bucket(of: key)].append(key)
             outcome = .inserted
         }
         if entry.isTombstone { tombstoneCount += 1 }
@@ -87,6 +91,8 @@ public struct EntryTable: Sendable {
         slots[key] = nil
         tombstoneCount -= 1
         digest.remove(key: key, entry: slot.entry)
+        let bucket = digest.bucket(of: key)
+        if let index = bucketMembers[bucket].firstIndex(of: key) { bucketMembers[bucket].remove(at: index) }
         return true
     }
 
@@ -100,8 +106,8 @@ public struct EntryTable: Sendable {
         entries.sorted { $0.key < $1.key }
     }
 
-    /// Every stored (key, entry) whose key falls in digest leaf `bucket`.
+    /// Every stored (key, entry) whose key falls in digest leaf `bucket`, without a scan.
     public func entries(inBucket bucket: Int) -> [(key: StateKey, entry: Entry)] {
-        entries.filter { digest.bucket(of: $0.key) == bucket }
+        bucketMembers[bucket].compactMap { key in slots[key].map { (key: key, entry: $0.entry) } }
     }
 }

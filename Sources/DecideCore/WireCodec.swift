@@ -15,7 +15,7 @@ public struct WireCodec: Sendable {
         public var maxNodeIDBytes = 255
         public var maxNameBytes = 1024
         public var maxElementBytes = 64 * 1024
-        public var maxValueBytes = 16 * 1024 * 1024
+        public var maxValueBytes = 1024 * 1024
         public var maxEntriesPerMessage = 1 << 20
         public init() {}
     }

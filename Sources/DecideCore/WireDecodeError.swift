@@ -9,6 +9,8 @@ public enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible 
     case unsupportedFormat(UInt8)
     /// The kind byte is not a kind this decoder was asked for.
     case unexpectedKind(expected: UInt8, found: UInt8)
+    /// The message type byte is not one this build knows.
+    case unknownMessageType(UInt8)
     /// A variable-length integer is longer than 10 bytes or overflows 64 bits.
     case malformedVarint(field: String)
     /// A text field is not valid UTF-8.
@@ -24,6 +26,7 @@ public enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .tooLarge(field, length, limit): return "\(field) is \(length), over the limit \(limit)"
         case let .unsupportedFormat(format): return "unsupported codec format \(format)"
         case let .unexpectedKind(expected, found): return "expected kind \(expected), found \(found)"
+        case let .unknownMessageType(type): return "unknown message type \(type)"
         case let .malformedVarint(field): return "malformed varint in \(field)"
         case let .invalidUTF8(field): return "\(field) is not valid UTF-8"
         case let .invalidFlag(field, value): return "\(field) has invalid value \(value)"

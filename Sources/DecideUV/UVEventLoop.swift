@@ -10,6 +10,10 @@ import Glibc
 /// Lifecycle: `start` spawns the thread; `stop(finalTask:)` queues a last task (which must
 /// close every handle it knows of) and refuses all later work; the loop then closes its wakeup
 /// handle, `uv_run` returns once every close callback ran, and `join` waits for the thread.
+///
+/// The task queue holds what API calls hand over (listen, connect, close, over-limit notices,
+/// the last coalesced per link); frames never go through it, so it stays as long as the callers'
+/// own bursts of calls. Wakeups are coalesced: one `uv_async_send` per loop turn at most.
 final class UVEventLoop: @unchecked Sendable {
     /// The loop. Touch it only on the loop thread (or before `start` / after `join`).
     let loop: UnsafeMutablePointer<uv_loop_t>

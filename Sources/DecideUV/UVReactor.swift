@@ -331,7 +331,8 @@ final class UVReactor: @unchecked Sendable {
         uv_timer_stop(connection.timer)
         connection.phase = .established
         connection.decoder.maxFrameBytes = configuration.maxFrameBytes
-        let peer = PeerInfo(nodeID: hello.nodeID, listenAddress: hello.listenAddress, outbound: connection.outbound)
+        let peer = PeerInfo(nodeID: hello.nodeID, listenAddress: hello.listenAddress, outbound: connection.outbound,
+                            dialedAddress: connection.outbound ? connection.remoteAddress : nil)
         connection.peer = peer
         queues.open(connection.id)
         logger.info("link up", metadata: [

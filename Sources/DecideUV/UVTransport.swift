@@ -16,7 +16,9 @@ import Synchronization
 ///   is also run by `deinit` if it was not called.
 ///
 /// Thread-safety: every method may be called from any thread, except `shutdown` from inside a
-/// delegate callback (that would wait for itself). Swift concurrency is never used on the loop.
+/// delegate callback (that would wait for itself) — and for the same reason the last reference
+/// to a running transport must not be dropped inside a callback. Swift concurrency is never
+/// used on the loop thread.
 public final class UVTransport: Transport, @unchecked Sendable {
     /// The configuration the transport was made with.
     public let configuration: Configuration
@@ -153,6 +155,9 @@ public final class UVTransport: Transport, @unchecked Sendable {
 
     /// Bytes queued or in flight for `connection`.
     package func outboundBytes(of connection: ConnectionID) -> Int { reactor.queues.committedBytes(of: connection.rawValue) }
+
+    /// Bytes queued or handed to `uv_write` for `connection` and not yet written (0 when unknown).
+    public func outboundBytes(for connection: ConnectionID) -> Int { outboundBytes(of: connection) }
     /// Live connection objects, write batches and listeners (all zero after `shutdown`).
     package var liveResources: (connections: Int, writeBatches: Int, listeners: Int) {
         (reactor.liveConnections.current, reactor.liveBatches.current, reactor.liveListeners.current)

@@ -72,3 +72,26 @@ import Testing
         #expect(StateKey(name: "Flags.Maintenance").stableHash == 0xb2b2_9f71_d0a2_557b, "StableHash changed: \(String(StateKey(name: "Flags.Maintenance").stableHash, radix: 16))")
     }
 }
+
+@Suite struct BucketIndexTests {
+    @Test func entriesInABucketAreExactlyTheKeysThatHashThere() {
+        var gen = Generators(seed: 11)
+        var table = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 2))
+        var keys: [StateKey] = []
+        for index in 0..<400 {
+            let key = StateKey(name: "k", element: Array("\(index)".utf8))
+            keys.append(key)
+            table.merge(gen.entry(), for: key)
+            table.merge(gen.entry(), for: key)
+        }
+        // Collect a few tombstones: they must leave the index too.
+        for key in keys.prefix(100) {
+            if let entry = table.entry(for: key), entry.isTombstone { table.collectTombstone(for: key, version: entry.version) }
+        }
+        for bucket in 0..<table.digest.width(ofLevel: table.digest.depth) {
+            let indexed = Set(table.entries(inBucket: bucket).map(\.key))
+            let scanned = Set(table.entries.filter { table.digest.bucket(of: $0.key) == bucket }.map(\.key))
+            #expect(indexed == scanned, "bucket \(bucket)")
+        }
+    }
+}

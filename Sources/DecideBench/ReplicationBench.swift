@@ -1,0 +1,150 @@
+import Decide
+import DecideUV
+import Foundation
+import Logging
+import Synchronization
+
+/// `DecideBench replication`: two nodes linked by DecideUV over 127.0.0.1.
+/// - throughput: single-write decisions on A, updating 10,000 keys round-robin, until B holds
+///   A's exact state (equal digests), beside the same decisions on a lone node (the in-memory
+///   ceiling, measured in the same run);
+/// - latency: A decides at a paced 10,000 decisions/s; for each, the time from `decide` on A to
+///   the moment B has applied it (B's commit listener), p50 and p99.
+enum ReplicationBench {
+    struct Item: CollectionState {
+        static func defaultValue(at id: Int) -> Int { 0 }
+        static var name: String { "bench.item" }
+    }
+
+    struct Put: Decision {
+        let id: Int
+        let value: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(value, into: Item.self, at: id)
+            return .none
+        }
+    }
+
+    final class Pair {
+        let a: Node
+        let b: Node
+        let transports: [UVTransport]
+        let replicators: [Replicator]
+
+        init() throws {
+            var logger = Logger(label: "bench")
+            logger.logLevel = .error
+            func node(_ id: String) throws -> Node {
+                var configuration = Node.Configuration(id: id)
+                configuration.logger = logger
+                return try Node(configuration: configuration)
+            }
+            a = try node("a")
+            b = try node("b")
+            let ta = try UVTransport(configuration: .init(nodeID: "a", clusterName: "bench", logger: logger))
+            let tb = try UVTransport(configuration: .init(nodeID: "b", clusterName: "bench", logger: logger))
+            var configuration = Replicator.Configuration()
+            configuration.logger = logger
+            configuration.antiEntropyIntervalMilliseconds = 1_000
+            configuration.failureTimeoutMilliseconds = 10_000
+            let ra = Replicator(node: a, transport: ta, configuration: configuration)
+            let address = try ra.start(listeningOn: "127.0.0.1:0")!
+            configuration.seeds = [address]
+            let rb = Replicator(node: b, transport: tb, configuration: configuration)
+            try rb.start(listeningOn: "127.0.0.1:0")
+            ra.startTimer(intervalMilliseconds: 10)
+            rb.startTimer(intervalMilliseconds: 10)
+            transports = [ta, tb]
+            replicators = [ra, rb]
+            let deadline = Date().addingTimeInterval(10)
+            while ra.status.members.first?.link != .connected || rb.status.members.first?.link != .connected {
+                precondition(Date() < deadline, "bench nodes did not connect within 10 s")
+                usleep(1_000)
+            }
+        }
+
+        func stop() {
+            for replicator in replicators { replicator.stop() }
+            for transport in transports { transport.shutdown() }
+        }
+    }
+
+    static func run(seconds: Double) {
+        print("== replication: two nodes over DecideUV on 127.0.0.1")
+        throughput(count: Int(400_000 * max(0.25, min(seconds, 4))))
+        latency(ratePerSecond: 10_000, seconds: max(1, seconds * 2))
+    }
+
+    static func throughput(count: Int) {
+        let lone = try! Node(configuration: .init(id: "lone"))
+        let keys = 10_000
+        let loneStart = DispatchTime.now().uptimeNanoseconds
+        for index in 0..<count { lone.decide(Put(id: index % keys, value: index)) }
+        let loneSeconds = Double(DispatchTime.now().uptimeNanoseconds - loneStart) / 1e9
+
+        let pair = try! Pair()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for index in 0..<count { pair.a.decide(Put(id: index % keys, value: index)) }
+        let written = DispatchTime.now().uptimeNanoseconds
+        let target = pair.a.stateSummary.digest
+        let deadline = Date().addingTimeInterval(120)
+        while pair.b.stateSummary.digest != target && Date() < deadline { usleep(200) }
+        let end = DispatchTime.now().uptimeNanoseconds
+        let complete = pair.b.stateSummary.digest == target
+        let dropped = pair.replicators[0].status.members.first?.droppedDeltas ?? 0
+        pair.stop()
+        let replicatedRate = Double(count) / (Double(end - start) / 1e9)
+        let loneRate = Double(count) / loneSeconds
+        BenchTable.print(rows: [
+            ["replicated (A decides → B holds all)", complete ? CoreBench.format(replicatedRate) : "INCOMPLETE",
+             CoreBench.format(loneRate), String(format: "%.2f×", loneRate / replicatedRate)],
+        ], header: ["\(count) single-write decisions, 10,000 keys", "updates/s", "lone node /s", "lone ÷ replicated"])
+        print(String(format: "   A finished deciding after %.3f s; B held A's state after %.3f s; deltas dropped (repaired by catch-up): %d\n",
+                     Double(written - start) / 1e9, Double(end - start) / 1e9, dropped))
+    }
+
+    static func latency(ratePerSecond: Int, seconds: Double) {
+        let pair = try! Pair()
+        let count = Int(Double(ratePerSecond) * seconds)
+        let sentAt = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: count)
+        let receivedAt = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: count)
+        sentAt.initialize(repeating: 0)
+        receivedAt.initialize(repeating: 0)
+        defer { sentAt.deallocate(); receivedAt.deallocate() }
+        let received = Atomic<Int>(0)
+        let receiveBase = UInt(bitPattern: receivedAt.baseAddress!)
+        _ = pair.b.addCommitListener { committed in
+            guard committed.origin == .remote, let value = committed.delta.writes.first?.value,
+                  let index = Int(String(decoding: value, as: UTF8.self)), index >= 0, index < count else { return }
+            UnsafeMutablePointer<UInt64>(bitPattern: receiveBase)![index] = DispatchTime.now().uptimeNanoseconds
+            received.add(1, ordering: .relaxed)
+        }
+        let interval = 1e9 / Double(ratePerSecond)
+        let start = DispatchTime.now().uptimeNanoseconds
+        for index in 0..<count {
+            let due = start + UInt64(Double(index) * interval)
+            while DispatchTime.now().uptimeNanoseconds < due {
+                let left = Int64(due) - Int64(DispatchTime.now().uptimeNanoseconds)
+                if left > 200_000 { usleep(UInt32(left / 2_000)) }
+            }
+            sentAt[index] = DispatchTime.now().uptimeNanoseconds
+            pair.a.decide(Put(id: index, value: index))
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while received.load(ordering: .relaxed) < count && Date() < deadline { usleep(1_000) }
+        pair.stop()
+        var latencies: [Double] = []
+        for index in 0..<count where receivedAt[index] > 0 {
+            latencies.append(Double(receivedAt[index] &- sentAt[index]) / 1e6)
+        }
+        latencies.sort()
+        func percentile(_ p: Double) -> String {
+            guard !latencies.isEmpty else { return "n/a" }
+            return String(format: "%.3f ms", latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))])
+        }
+        BenchTable.print(rows: [
+            ["\(ratePerSecond)/s for \(String(format: "%.0f", seconds)) s", "\(latencies.count)/\(count)",
+             percentile(0.5), percentile(0.99), percentile(0.999)],
+        ], header: ["propagation A → B", "delivered", "p50", "p99", "p99.9"])
+    }
+}

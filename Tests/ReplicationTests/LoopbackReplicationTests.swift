@@ -1,0 +1,114 @@
+import Decide
+import DecideUV
+import Foundation
+import Logging
+import Testing
+
+/// Three nodes in one process, linked by real DecideUV transports over 127.0.0.1.
+@Suite(.serialized) struct LoopbackReplicationTests {
+    struct Flag: AtomicState {
+        static func defaultValue() -> String { "off" }
+        static var name: String { "test.flag" }
+    }
+    struct Counter: CollectionState {
+        static func defaultValue(at id: Int) -> Int { 0 }
+        static var name: String { "test.counter" }
+    }
+    struct Fill: Decision {
+        let range: Range<Int>
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            for index in range { write(index, into: Counter.self, at: index) }
+            return .none
+        }
+    }
+
+    /// A node, its transport and its replicator, started and listening on a free loopback port.
+    final class Peer {
+        let node: Node
+        let transport: UVTransport
+        let replicator: Replicator
+        let address: String
+
+        init(_ id: String, seeds: [String]) throws {
+            var logger = Logger(label: "test.\(id)")
+            logger.logLevel = .warning
+            var nodeConfiguration = Node.Configuration(id: id)
+            nodeConfiguration.logger = logger
+            node = try Node(configuration: nodeConfiguration)
+            transport = try UVTransport(configuration: .init(nodeID: id, clusterName: "loopback-test", logger: logger))
+            var configuration = Replicator.Configuration()
+            configuration.seeds = seeds
+            configuration.logger = logger
+            configuration.heartbeatIntervalMilliseconds = 100
+            configuration.failureTimeoutMilliseconds = 2_000
+            configuration.antiEntropyIntervalMilliseconds = 500
+            configuration.reconnectBaseMilliseconds = 20
+            configuration.reconnectMaxMilliseconds = 200
+            configuration.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
+            replicator = Replicator(node: node, transport: transport, configuration: configuration)
+            address = try replicator.start(listeningOn: "127.0.0.1:0") ?? ""
+            replicator.startTimer(intervalMilliseconds: 10)
+        }
+
+        func connectedPeers() -> Set<String> {
+            Set(replicator.status.members.filter { $0.link == .connected }.map(\.nodeID))
+        }
+
+        func stop() async {
+            replicator.stop()
+            transport.shutdown()
+            await node.shutdown()
+        }
+    }
+
+    /// Polls `condition` every 10 ms for up to `seconds`.
+    func eventually(_ seconds: Double = 20, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test(.timeLimit(.minutes(2))) func threeNodesFormAMeshReplicateAndARestartedNodeCatchesUp() async throws {
+        let a = try Peer("a", seeds: [])
+        let b = try Peer("b", seeds: [a.address])
+        var c = try Peer("c", seeds: [a.address])
+        // c learns b from gossip (it was only given a), and the mesh closes.
+        #expect(await eventually { a.connectedPeers() == ["b", "c"] && b.connectedPeers() == ["a", "c"] && c.connectedPeers() == ["a", "b"] },
+                "mesh: a \(a.connectedPeers()) b \(b.connectedPeers()) c \(c.connectedPeers())")
+
+        a.node.set("on", into: Flag.self)
+        b.node.decide(Fill(range: 0..<500))
+        #expect(await eventually { [b, c].allSatisfy { $0.node.read(Flag.self) == "on" } })
+        #expect(await eventually { [a, c].allSatisfy { $0.node.read(Counter.self, at: 499) == 499 } })
+
+        // c goes away; writes continue; c comes back empty on a new port and catches up.
+        await c.stop()
+        a.node.decide(Fill(range: 500..<1_000))
+        a.node.set("after-restart", into: Flag.self)
+        c = try Peer("c", seeds: [b.address])
+        #expect(await eventually { c.node.entries() == a.node.entries() && b.node.entries() == a.node.entries() },
+                "entries: a \(a.node.entries().count) b \(b.node.entries().count) c \(c.node.entries().count)")
+        #expect(c.node.read(Flag.self) == "after-restart")
+        #expect(c.node.stateSummary.digest == a.node.stateSummary.digest)
+        #expect(await eventually { a.connectedPeers() == ["b", "c"] })
+
+        for peer in [a, b, c] { await peer.stop() }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aGracefulLeaveIsReportedAndNotRedialled() async throws {
+        let a = try Peer("a", seeds: [])
+        let b = try Peer("b", seeds: [a.address])
+        #expect(await eventually { a.connectedPeers() == ["b"] })
+        b.replicator.leave()
+        #expect(await eventually { a.replicator.status.members.first { $0.nodeID == "b" }?.link == .left })
+        b.transport.shutdown()
+        // Stays left (no redial resurrects it) for a while.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(a.replicator.status.members.first { $0.nodeID == "b" }?.link == .left)
+        await a.stop()
+        await b.node.shutdown()
+    }
+}
