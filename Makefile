@@ -3,13 +3,16 @@
 #   make build   debug build of every module
 #   make test    unit tests, README example check, transport tests under ASan, a short fuzz run
 #   make bench   release build, then every benchmark beside its baseline
+#   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000)
+#   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
 APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps build test unit-test check-readme bench bench-core clean
+.PHONY: deps build test unit-test check-readme bench bench-core sim clean
+SEEDS ?= 10000
 
 deps:
 	@missing=""; for package in $(APT_PACKAGES); do \
@@ -31,16 +34,21 @@ unit-test: deps
 check-readme:
 	bash scripts/check-readme-example.sh
 
-test: unit-test check-readme test-transport-asan fuzz-smoke
+test: unit-test check-readme test-transport-asan fuzz-smoke integration
 
 $(BENCH_BIN): deps FORCE
 	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench
 
 bench: $(BENCH_BIN)
-	$(BENCH_BIN) core transport
+	$(BENCH_BIN) core transport replication anti-entropy durability
 
 bench-core: $(BENCH_BIN)
 	$(BENCH_BIN) core
+
+# A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
+sim: deps
+	$(SWIFT) build --build-tests
+	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.SimulationTests'
 
 clean:
 	rm -rf .build .build-*
@@ -49,3 +57,4 @@ clean:
 FORCE:
 
 include mk/transport.mk
+include mk/syncnode.mk

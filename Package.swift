@@ -9,10 +9,12 @@ let package = Package(
         .library(name: "Decide", targets: ["Decide"]),
         .library(name: "DecideUV", targets: ["DecideUV"]),
         .library(name: "DecideSimulation", targets: ["DecideSimulation"]),
+        .executable(name: "syncnode", targets: ["syncnode"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
@@ -22,8 +24,15 @@ let package = Package(
             name: "Decide",
             dependencies: [
                 "DecideCore",
+                "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // SQLite through pkg-config, for durable nodes; `make deps` installs libsqlite3-dev.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
         ),
         // libuv through pkg-config; `make deps` installs libuv1-dev.
         .systemLibrary(
@@ -44,10 +53,21 @@ let package = Package(
         ),
         // A deterministic, seeded Transport and clock for tests: one thread, virtual time.
         .target(name: "DecideSimulation", dependencies: ["Decide", "DecideCore"]),
+        // The peer executable: `syncnode run` and its admin client commands (DESIGN.md §5).
+        .executableTarget(
+            name: "syncnode",
+            dependencies: [
+                "Decide",
+                "DecideCore",
+                "DecideUV",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // `make bench`: figures against baselines measured in the same run.
         .executableTarget(
             name: "DecideBench",
-            dependencies: ["Decide", "DecideCore", "DecideUV"]
+            dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]
         ),
         .testTarget(name: "DecideCoreTests", dependencies: ["DecideCore"]),
         .testTarget(name: "DecideTests", dependencies: ["Decide", "DecideCore"]),

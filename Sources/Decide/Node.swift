@@ -17,8 +17,17 @@ public final class Node: Sendable {
     private let delivery = DeliveryQueue()
     private let pool: TaskPool
     private let environmentBox: Mutex<EffectEnvironment>
+    /// Where commits go to survive a restart (`InMemoryStorage` when there is no data directory).
+    package let storage: any NodeStorage
+    /// `storage.persists`, read once: a node without a store skips every storage call.
+    private let persists: Bool
+    /// Strict durability: `decide` and `apply` wait until their commit is on disk.
+    private let waitsForDisk: Bool
 
-    /// Creates a node with an empty state. Throws for an invalid id or bound.
+    /// Creates a node. Without a data directory its state starts empty. With one, it loads the
+    /// store into memory and moves its clock past every stored version before any decision.
+    /// Throws for an invalid id, bound or durability, and for a store that cannot be opened
+    /// (corrupt, unreadable, in use, or another node's).
     public init(configuration: Configuration) throws(NodeConfigurationError) {
         let idBytes = configuration.id.utf8.count
         guard idBytes >= 1 && idBytes <= 255 else { throw .invalidNodeID(configuration.id) }
@@ -30,15 +39,53 @@ public final class Node: Sendable {
         }
         guard configuration.recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
         guard configuration.maxClockSkewMilliseconds >= 1 else { throw .invalidBound("maxClockSkewMilliseconds must be at least 1") }
+        guard configuration.maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
+        switch (configuration.durability, configuration.dataDirectory) {
+        case (.memory, nil), (.strict, .some):
+            break
+        case (.batched(let interval), .some):
+            guard (1...60_000).contains(interval) else {
+                throw .invalidDurability("the batch interval must be 1 to 60,000 ms, not \(interval)")
+            }
+        case (.memory, .some):
+            throw .invalidDurability("durability .memory keeps nothing: choose .batched or .strict for a data directory")
+        case (_, nil):
+            throw .invalidDurability("durability \(configuration.durability) needs a dataDirectory")
+        }
         self.id = configuration.id
         self.configuration = configuration
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(configuration.id)"
         self.logger = logger
+        var table = EntryTable(digest: StateDigest(
+            fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth))
+        var clock = HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds)
+        let storage: any NodeStorage
+        do throws(StorageError) {
+            if let directory = configuration.dataDirectory {
+                storage = try SQLiteStorage(
+                    directory: directory, nodeID: configuration.id, durability: configuration.durability,
+                    maxQueuedCommits: configuration.maxQueuedStorageCommits, logger: logger)
+            } else {
+                storage = InMemoryStorage()
+            }
+            let storedClock = try storage.load { key, entry in table.merge(entry, for: key) }
+            clock.advance(pastOrTo: storedClock)
+            if let highest = table.highestVersion { clock.advance(pastOrTo: highest.timestamp) }
+        } catch {
+            logger.error("cannot start: \(error)")
+            throw .storage(error)
+        }
+        if storage.persists {
+            logger.info("loaded store", metadata: [
+                "entries": "\(table.count)", "durability": "\(configuration.durability)",
+                "clock": "\(clock.last)"])
+        }
+        self.storage = storage
+        self.persists = storage.persists
+        self.waitsForDisk = storage.persists && configuration.durability == .strict
         let core = NodeCore(
-            table: EntryTable(digest: StateDigest(
-                fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth)),
-            clock: HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds),
+            table: table, clock: clock,
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity)
         self.core = Mutex(core)
@@ -84,7 +131,12 @@ public final class Node: Sendable {
 
     @discardableResult
     private func runOne(_ decision: any Decision, followUps: inout [any Decision]) -> Commit {
-        let (commit, effect) = core.withLock { core -> (Commit, Effect) in
+        // Back-pressure from the store's writer waits here, before the lock.
+        if persists, let error = storage.admit() {
+            logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
+            return .aborted(reason: "\(error)")
+        }
+        let (commit, effect, ticket) = core.withLock { core -> (Commit, Effect, UInt64) in
             let transaction = core.transaction!
             let generation = transaction.begin()
             let effect = decision.execute(
@@ -92,11 +144,15 @@ public final class Node: Sendable {
                 write: StorageWriter(transaction: transaction, generation: generation))
             transaction.end()
             if let failure = transaction.failure {
+                if persists { storage.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
-                return (.aborted(reason: failure), .none)
+                return (.aborted(reason: failure), .none, 0)
             }
             let writes = transaction.pending
-            guard !writes.isEmpty else { return (.unchanged, effect) }
+            guard !writes.isEmpty else {
+                if persists { storage.cancelAdmission() }
+                return (.unchanged, effect, 0)
+            }
             let timestamp = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds())
             let version = Version(timestamp: timestamp, node: id)
             for write in writes {
@@ -113,7 +169,18 @@ public final class Node: Sendable {
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
             }
-            return (.committed(version), effect)
+            var ticket: UInt64 = 0
+            if persists {
+                ticket = storage.append(StorageBatch(
+                    changes: writes.map { .upsert($0.key, Entry(version: version, value: $0.value)) },
+                    clock: core.clock.last))
+            }
+            return (.committed(version), effect, ticket)
+        }
+        if waitsForDisk && ticket > 0, let error = storage.waitUntilDurable(ticket) {
+            logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped: \(error)")
+            delivery.drain()
+            return .aborted(reason: "committed in memory but not on disk: \(error)")
         }
         delivery.drain()
         perform(effect, handlers: [], followUps: &followUps)
@@ -293,7 +360,7 @@ public final class Node: Sendable {
     }
 
     /// Call with the lock held.
-    private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry, decoded: (any Sendable)?) {
+    private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?) {
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
         for observer in observers.values {
             delivery.enqueue(.init(observer: observer, entry: entry, decoded: decoded))
@@ -318,8 +385,9 @@ public final class Node: Sendable {
     }
 
     /// Ends every `observe` sequence and `deltas` stream, stops every callback, and waits for
-    /// running and queued effects to finish. The state stays readable; decisions made after
-    /// this still commit, but nothing observes them.
+    /// running and queued effects to finish, then flushes the store (with a data directory).
+    /// The state stays readable; decisions made after this still commit, but nothing observes
+    /// them. `close()` releases the store.
     public func shutdown() async {
         let (observers, channels) = core.withLock { core -> ([Observer], [DeltaStream.Channel]) in
             let observers = core.observers.values.flatMap(\.values)
@@ -335,6 +403,11 @@ public final class Node: Sendable {
         }
         for channel in channels { channel.finish() }
         await pool.waitUntilIdle()
+        do {
+            try storage.flush()
+        } catch {
+            logger.error("flushing the store at shutdown: \(error)")
+        }
         logger.debug("node shut down")
     }
 
@@ -361,15 +434,23 @@ public final class Node: Sendable {
     /// once. Returns how many keys changed.
     @discardableResult
     public func apply(_ delta: Delta) throws(ClockError) -> Int {
-        let changed = try core.withLock { core throws(ClockError) -> Int in
-            try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: configuration.clock.nowMilliseconds())
+        let admitted = admitToStorage()
+        let (changed, ticket) = try core.withLock { core throws(ClockError) -> (Int, UInt64) in
+            do throws(ClockError) {
+                try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: configuration.clock.nowMilliseconds())
+            } catch {
+                if admitted { storage.cancelAdmission() }
+                throw error
+            }
             var changed = 0
+            var stored: [StorageChange] = []
             for write in delta.writes {
                 let entry = Entry(version: delta.version, value: write.value)
                 if core.table.merge(entry, for: write.key).changed {
                     changed += 1
                     core.recordChange(write.key)
                     notifyObservers(core, key: write.key, entry: entry, decoded: nil)
+                    if admitted { stored.append(.upsert(write.key, entry)) }
                 }
             }
             core.appliedRemoteDeltas += 1
@@ -377,32 +458,62 @@ public final class Node: Sendable {
                 let committed = CommittedDelta(delta: delta, origin: .remote)
                 for listener in core.commitListeners.values { listener(committed) }
             }
-            return changed
+            return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
         }
+        if waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
         delivery.drain()
         return changed
     }
 
-    /// Applies entries received in a catch-up (each with its own version) like `apply(_:)`.
-    /// Refuses the whole batch, applying nothing, when any timestamp is too far ahead. An entry
-    /// for a key this node does not hold is skipped when its version is older than
-    /// `insertingOnlyFrom` (the tombstone horizon: such a key may have been deleted and its
-    /// tombstone collected here, and must not come back).
+    /// `storage.admit()` for a remote apply: false without a store, or when the store refuses
+    /// writes (failed or closed) — remote entries are then applied in memory only (peers hold
+    /// them, and a restarted node catches up).
+    private func admitToStorage() -> Bool {
+        guard persists else { return false }
+        if let error = storage.admit() {
+            logger.debug("applying in memory only: \(error)")
+            return false
+        }
+        return true
+    }
+
+    /// Call with the lock held, after `admitToStorage` returned `admitted`: queues `changes`
+    /// (or gives the slot back when there are none); returns the ticket, 0 for none.
+    private func appendToStorage(_ admitted: Bool, _ changes: [StorageChange], clock: HLCTimestamp) -> UInt64 {
+        guard admitted else { return 0 }
+        guard !changes.isEmpty else {
+            storage.cancelAdmission()
+            return 0
+        }
+        return storage.append(StorageBatch(changes: changes, clock: clock))
+    }
+
+    /// Applies entries received in a catch-up (each with its own version) like `apply(_:)`:
+    /// all of them as one unit. Refuses the whole batch, applying nothing, when any timestamp
+    /// is too far ahead.
     @discardableResult
-    public func apply(entries: [KeyedEntry], insertingOnlyFrom floor: HLCTimestamp = .zero) throws(ClockError) -> Int {
+    public func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
         guard let newest = entries.map(\.entry.version.timestamp).max() else { return 0 }
-        let changed = try core.withLock { core throws(ClockError) -> Int in
-            try core.clock.merge(remote: newest, physicalMilliseconds: configuration.clock.nowMilliseconds())
+        let admitted = admitToStorage()
+        let (changed, ticket) = try core.withLock { core throws(ClockError) -> (Int, UInt64) in
+            do throws(ClockError) {
+                try core.clock.merge(remote: newest, physicalMilliseconds: configuration.clock.nowMilliseconds())
+            } catch {
+                if admitted { storage.cancelAdmission() }
+                throw error
+            }
             var changed = 0
+            var stored: [StorageChange] = []
             for item in entries {
-                if item.entry.version.timestamp < floor && core.table.entry(for: item.key) == nil { continue }
                 guard core.table.merge(item.entry, for: item.key).changed else { continue }
                 changed += 1
                 core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
+                if admitted { stored.append(.upsert(item.key, item.entry)) }
             }
-            return changed
+            return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
         }
+        if waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
         delivery.drain()
         return changed
     }
@@ -455,16 +566,70 @@ public final class Node: Sendable {
         }
     }
 
-    /// Removes tombstones whose version is older than `horizon`; returns how many. Once a
-    /// tombstone is gone, `apply(entries:insertingOnlyFrom:)` with the same horizon keeps older
-    /// writes of that key from coming back.
+    /// Removes every entry, live or tombstone, whose version is older than `floor`, from memory
+    /// and from the store; observers of those keys see their default value. Returns how many.
+    /// Used by the replication engine when this node was out of sync for longer than the
+    /// tombstone horizon: any of those entries may be a value whose delete the other nodes have
+    /// already collected; the ones still alive come back from peers by anti-entropy.
+    @discardableResult
+    public func discardEntries(olderThan floor: HLCTimestamp) -> Int {
+        let admitted = admitToStorage()
+        let dropped = core.withLock { core -> Int in
+            let expired = core.table.entries.filter { $0.entry.version.timestamp < floor }
+            for item in expired where core.table.discard(item.key, version: item.entry.version) {
+                notifyObservers(core, key: item.key, entry: nil, decoded: nil)
+            }
+            _ = appendToStorage(
+                admitted, expired.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
+            return expired.count
+        }
+        delivery.drain()
+        return dropped
+    }
+
+    /// Removes tombstones whose version is older than `horizon`; returns how many. (A node
+    /// that was out of touch for longer than the horizon drops its old entries before it syncs
+    /// again, `discardEntries(olderThan:)`, so a collected delete does not come back.)
+    /// With a store, the tombstones are deleted from it too (in the next group commit; this
+    /// call does not wait for the disk).
     @discardableResult
     public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
-        core.withLock { core in
-            guard core.table.tombstoneCount > 0 else { return 0 }
+        let admitted = admitToStorage()
+        return core.withLock { core in
+            guard core.table.tombstoneCount > 0 else {
+                _ = appendToStorage(admitted, [], clock: core.clock.last)
+                return 0
+            }
             let expired = core.table.entries.filter { $0.entry.isTombstone && $0.entry.version.timestamp < horizon }
             for item in expired { core.table.collectTombstone(for: item.key, version: item.entry.version) }
+            _ = appendToStorage(
+                admitted, expired.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
             return expired.count
+        }
+    }
+
+    // MARK: durability
+
+    /// Returns once every decision committed and every delta applied before the call is on
+    /// disk. Without a data directory, returns at once. Throws when the store failed or is
+    /// closed.
+    public func flush() throws(StorageError) {
+        try storage.flush()
+    }
+
+    /// Flushes and closes the store, releasing the data directory for another `Node`. After
+    /// this, decisions are refused (`.aborted`) and remote deltas are applied in memory only.
+    /// Idempotent; without a data directory, does nothing. Also done when the node is
+    /// deinitialized.
+    public func close() throws(StorageError) {
+        try storage.close()
+    }
+
+    deinit {
+        do {
+            try storage.close()
+        } catch {
+            logger.error("closing the store: \(error)")
         }
     }
 }

@@ -37,6 +37,16 @@ extension Node {
         public var recentChangeCapacity = 65_536
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
+        /// The directory of this node's store (created when absent; the file inside is
+        /// `decide.sqlite`), or nil to keep nothing across restarts. A directory belongs to one
+        /// node id forever; a store that is corrupt, in use or another node's stops `init`.
+        public var dataDirectory: String?
+        /// What `decide` waits for, and what a crash may lose (docs/consistency.md,
+        /// "Durability"). `.memory` exactly when `dataDirectory` is nil.
+        public var durability: Durability = .memory
+        /// Commits waiting for the store's writer thread before `decide` and `apply` wait
+        /// (back-pressure); each commit is one decision, delta or catch-up batch.
+        public var maxQueuedStorageCommits = 65_536
 
         public init(id: String) {
             self.id = id
@@ -48,11 +58,18 @@ extension Node {
 public enum NodeConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidNodeID(String)
     case invalidBound(String)
+    /// `durability` does not fit `dataDirectory` (a durable level without a directory, or
+    /// `.memory` with one), or its interval is out of range.
+    case invalidDurability(String)
+    /// The store in `dataDirectory` could not be opened or loaded.
+    case storage(StorageError)
 
     public var description: String {
         switch self {
         case .invalidNodeID(let id): return "invalid node id \"\(id)\": it must be 1 to 255 UTF-8 bytes"
         case .invalidBound(let text): return "invalid configuration: \(text)"
+        case .invalidDurability(let text): return "invalid durability: \(text)"
+        case .storage(let error): return error.description
         }
     }
 }

@@ -40,7 +40,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
         self.state = Mutex(ReplicatorState(
-            selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed)))
+            selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed),
+            now: (clock ?? node.configuration.clock).nowMilliseconds()))
     }
 
     // MARK: lifecycle
@@ -117,12 +118,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let connections = state.withLock { Array($0.peers.keys) }
         var queued: [ConnectionID: Int] = [:]
         for connection in connections { queued[connection] = transport.outboundBytes(for: connection) }
-        var actions = state.withLock { state in state.tick(now: now, queuedBytes: queued) }
-        if actions.collectTombstonesBefore != nil, let horizon = actions.collectTombstonesBefore {
-            let collected = node.collectTombstones(olderThan: horizon)
-            if collected > 0 { logger.info("collected tombstones", metadata: ["count": "\(collected)"]) }
-            actions.collectTombstonesBefore = nil
-        }
+        let actions = state.withLock { state in state.tick(now: now, queuedBytes: queued) }
         perform(actions)
     }
 
@@ -204,7 +200,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             }
             guard let complete, !complete.isEmpty else { break }
             do {
-                let changed = try node.apply(entries: complete, insertingOnlyFrom: tombstoneFloor(now: now))
+                let changed = try node.apply(entries: complete)
                 state.withLock { $0.received(entries: complete.count, changed: changed, round: round, on: connection) }
             } catch {
                 logger.warning("refused catch-up entries", metadata: ["peer": "\(peerID)", "error": "\(error)"])
@@ -343,14 +339,19 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         flush()
     }
 
-    private func tombstoneFloor(now: UInt64) -> HLCTimestamp {
-        guard now > configuration.tombstoneHorizonMilliseconds else { return .zero }
-        return HLCTimestamp(physicalMilliseconds: now - configuration.tombstoneHorizonMilliseconds, logical: 0)
-    }
-
     // MARK: performing what the state machine decided
 
     private func perform(_ actions: ReplicatorActions) {
+        for line in actions.logs { logger.log(level: line.level, "\(line.message)", metadata: line.metadata) }
+        // Before any walk message leaves: nothing possibly stale may be offered to a peer.
+        if let floor = actions.discardStaleBefore {
+            let dropped = node.discardEntries(olderThan: floor)
+            logger.warning("dropped entries older than the tombstone horizon", metadata: ["count": "\(dropped)"])
+        }
+        if let horizon = actions.collectTombstonesBefore {
+            let collected = node.collectTombstones(olderThan: horizon)
+            if collected > 0 { logger.info("collected tombstones", metadata: ["count": "\(collected)"]) }
+        }
         for address in actions.dial {
             logger.debug("dialling", metadata: ["address": "\(address)"])
             transport.connect(to: address)
@@ -376,6 +377,5 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                 level: 0, nodes: [.init(index: 0, hash: root[0])])
             _ = transport.send(codec.encode(message), to: connection)
         }
-        for line in actions.logs { logger.log(level: line.level, "\(line.message)", metadata: line.metadata) }
     }
 }

@@ -31,6 +31,11 @@ extension Replicator {
         /// inserted for keys this node does not hold (docs/consistency.md, "Tombstones").
         /// Every node of a cluster must use the same value.
         public var tombstoneHorizonMilliseconds: UInt64 = 7 * 24 * 3_600_000
+        /// When this node last finished an anti-entropy walk, if it ran before (a durable node
+        /// restarting passes what it stored); nil means "now". A node out of sync for longer
+        /// than `tombstoneHorizonMilliseconds` drops its entries older than the horizon before
+        /// it syncs again (docs/consistency.md, "Tombstones").
+        public var lastSyncMilliseconds: UInt64?
         /// How often tombstone collection runs.
         public var tombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
         /// The most catch-up entries held for one link while a walk's messages arrive (they are

@@ -15,6 +15,9 @@ struct ReplicatorActions {
     var gossipRecords: [ReplicationMessage.MemberRecord] = []
     var startWalk: [(ConnectionID, UInt64)] = []
     var collectTombstonesBefore: HLCTimestamp?
+    /// This node was out of sync for longer than the tombstone horizon: drop its entries older
+    /// than this before any walk sends them (they may be deletes the others have collected).
+    var discardStaleBefore: HLCTimestamp?
     var logs: [LogLine] = []
 
     mutating func log(_ level: Logger.Level, _ message: String, _ metadata: Logger.Metadata = [:]) {
@@ -86,11 +89,14 @@ struct ReplicatorState {
     var dials: [String: Dial] = [:]
     /// Addresses that turned out to reach this node itself, or a node reached by another link.
     var addressOwners: [String: String] = [:]
+    /// When this node last finished an anti-entropy walk with any peer (or started).
+    var lastSyncMilliseconds: UInt64
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
     var nextNonce: UInt64 = 0
 
-    init(selfID: String, configuration: Replicator.Configuration, random: SplitMix64) {
+    init(selfID: String, configuration: Replicator.Configuration, random: SplitMix64, now: UInt64) {
+        self.lastSyncMilliseconds = configuration.lastSyncMilliseconds ?? now
         self.selfID = selfID
         self.configuration = configuration
         self.random = random
@@ -103,6 +109,7 @@ struct ReplicatorState {
     mutating func tick(now: UInt64, queuedBytes: [ConnectionID: Int]) -> ReplicatorActions {
         var actions = ReplicatorActions()
         guard !leaving else { return actions }
+        if peers.values.contains(where: { !$0.closing }) { checkStaleness(now: now, into: &actions) }
         for connection in peers.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             guard var link = peers[connection], !link.closing else { continue }
             let silent = now &- link.lastHeard
@@ -152,6 +159,19 @@ struct ReplicatorState {
                 physicalMilliseconds: now - configuration.tombstoneHorizonMilliseconds, logical: 0)
         }
         return actions
+    }
+
+    /// A node that finished no walk for longer than the tombstone horizon may hold values whose
+    /// deletes the others have since collected; before it syncs again it drops everything
+    /// older than the horizon (peers send back whatever of it is still alive).
+    private mutating func checkStaleness(now: UInt64, into actions: inout ReplicatorActions) {
+        guard now > lastSyncMilliseconds, now - lastSyncMilliseconds > configuration.tombstoneHorizonMilliseconds,
+              now > configuration.tombstoneHorizonMilliseconds else { return }
+        actions.discardStaleBefore = HLCTimestamp(
+            physicalMilliseconds: now - configuration.tombstoneHorizonMilliseconds, logical: 0)
+        actions.log(.warning, "out of sync for longer than the tombstone horizon: dropping older entries, catching up from peers",
+                    ["outOfSyncMs": "\(now - lastSyncMilliseconds)", "horizonMs": "\(configuration.tombstoneHorizonMilliseconds)"])
+        lastSyncMilliseconds = now
     }
 
     /// A link whose transport queue holds less than this has drained enough for a catch-up walk.
@@ -215,6 +235,7 @@ struct ReplicatorState {
             actions.close.append((connection, "this node is leaving"))
             return actions
         }
+        checkStaleness(now: now, into: &actions)
         var link = Link(connection: connection, nodeID: peer.nodeID, address: peer.listenAddress, outbound: peer.outbound,
                         connectedAt: now, lastHeard: now, lastPing: now,
                         nextWalkAt: now + configuration.antiEntropyIntervalMilliseconds)
@@ -429,6 +450,7 @@ struct ReplicatorState {
         if let stale = peers[connection]?.pendingEntries.removeValue(forKey: round) {
             peers[connection]!.pendingEntryCount -= stale.count
         }
+        lastSyncMilliseconds = max(lastSyncMilliseconds, now)
         if peers[connection] != nil, !peers[connection]!.finishedRounds.contains(round) {
             peers[connection]!.finishedRounds.append(round)
             if peers[connection]!.finishedRounds.count > 32 { peers[connection]!.finishedRounds.removeFirst() }

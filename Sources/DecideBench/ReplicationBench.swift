@@ -71,8 +71,9 @@ enum ReplicationBench {
 
     static func run(seconds: Double) {
         print("== replication: two nodes over DecideUV on 127.0.0.1")
-        throughput(count: Int(400_000 * max(0.25, min(seconds, 4))))
-        latency(ratePerSecond: 10_000, seconds: max(1, seconds * 2))
+        let parts = ProcessInfo.processInfo.environment["BENCH_REPLICATION"] ?? "throughput,latency"
+        if parts.contains("throughput") { throughput(count: Int(400_000 * max(0.25, min(seconds, 4)))) }
+        if parts.contains("latency") { latency(ratePerSecond: 10_000, seconds: max(1, seconds * 2)) }
     }
 
     static func throughput(count: Int) {

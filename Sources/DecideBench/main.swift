@@ -4,7 +4,7 @@ import Foundation
 // Figures are rates measured here and now, beside a baseline measured in the same run:
 // compare ratios, not absolute numbers, across machines.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let known = ["core", "transport", "replication"]
+let known = ["core", "transport", "replication", "anti-entropy", "durability"]
 let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
@@ -13,6 +13,8 @@ for section in sections {
     case "core": CoreBench.run(seconds: seconds)
     case "transport": runTransportBench()
     case "replication": ReplicationBench.run(seconds: seconds)
+    case "anti-entropy": AntiEntropyBench.run()
+    case "durability": DurabilityBench.run(seconds: seconds)
     default:
         FileHandle.standardError.write(Data("unknown bench section \(section); known: \(known.joined(separator: ", "))\n".utf8))
         exit(2)

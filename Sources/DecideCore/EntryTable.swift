@@ -33,7 +33,7 @@ public struct EntryTable: Sendable {
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
-    /// The highest version stored (or nil for an empty table).
+    /// The highest version ever merged into this table (nil for none); removals do not lower it.
     public private(set) var highestVersion: Version?
 
     public init(digest: StateDigest = StateDigest()) {
@@ -84,16 +84,30 @@ public struct EntryTable: Sendable {
     }
 
     /// Removes the tombstone of `key` if it is still the one at `version` (tombstone
-    /// collection); returns whether it was removed. Live entries are never removed.
+    /// collection); returns whether it was removed. Live entries are never removed here.
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
         guard let slot = slots[key], slot.entry.isTombstone, slot.entry.version == version else { return false }
+        remove(key, slot.entry)
+        return true
+    }
+
+    /// Removes the entry of `key`, live or not, if it is still the one at `version` (a node
+    /// that was out of touch for longer than the tombstone horizon drops what may be stale);
+    /// returns whether it was removed.
+    @discardableResult
+    public mutating func discard(_ key: StateKey, version: Version) -> Bool {
+        guard let slot = slots[key], slot.entry.version == version else { return false }
+        remove(key, slot.entry)
+        return true
+    }
+
+    private mutating func remove(_ key: StateKey, _ entry: Entry) {
         slots[key] = nil
-        tombstoneCount -= 1
-        digest.remove(key: key, entry: slot.entry)
+        if entry.isTombstone { tombstoneCount -= 1 }
+        digest.remove(key: key, entry: entry)
         let bucket = digest.bucket(of: key)
         if let index = bucketMembers[bucket].firstIndex(of: key) { bucketMembers[bucket].remove(at: index) }
-        return true
     }
 
     /// Every stored (key, entry), in no particular order.

@@ -38,7 +38,11 @@ public struct WireReader {
             let byte = try readUInt8(field)
             if shift == 63 && byte > 1 { throw .malformedVarint(field: field) }
             result |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return result }
+            if byte & 0x80 == 0 {
+                // Minimal encodings only (no trailing zero groups), so every value has one encoding.
+                if byte == 0 && shift > 0 { throw .malformedVarint(field: field) }
+                return result
+            }
             shift += 7
             if shift > 63 { throw .malformedVarint(field: field) }
         }

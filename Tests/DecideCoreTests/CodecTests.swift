@@ -79,6 +79,8 @@ import Testing
         #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try reader.readVarint("n") }
         var overflow = WireReader([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02])
         #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try overflow.readVarint("n") }
+        var overlong = WireReader([0x81, 0x00])
+        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try overlong.readVarint("n") }
         var maximum = WireReader([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
         let value = try? maximum.readVarint("n")
         #expect(value == .max)

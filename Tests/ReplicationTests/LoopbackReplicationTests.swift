@@ -112,3 +112,29 @@ import Testing
         await b.node.shutdown()
     }
 }
+
+/// The one-call embedding: `ReplicatedNode` starts node, transport and engine together.
+@Suite(.serialized) struct ReplicatedNodeTests {
+    @Test(.timeLimit(.minutes(1))) func twoReplicatedNodesShareStateAndLeaveCleanly() async throws {
+        var first = ReplicatedNode.Configuration(id: "one", listen: "127.0.0.1:0")
+        first.clusterSecret = Array("a secret both nodes share".utf8)
+        first.node.logger.logLevel = .warning
+        let one = try ReplicatedNode(configuration: first)
+        var second = ReplicatedNode.Configuration(id: "two", listen: "127.0.0.1:0", peers: [one.listenAddress])
+        second.clusterSecret = first.clusterSecret
+        second.node.logger.logLevel = .warning
+        let two = try ReplicatedNode(configuration: second)
+
+        one.node.set("on", into: LoopbackReplicationTests.Flag.self)
+        var values = two.node.observe(LoopbackReplicationTests.Flag.self).makeAsyncIterator()
+        var seen = await values.next()
+        if seen == "off" { seen = await values.next() }
+        #expect(seen == "on")
+
+        await two.leave()
+        let deadline = Date().addingTimeInterval(10)
+        while one.status.members.first?.link != .left && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(one.status.members.first?.link == .left)
+        await one.shutdown()
+    }
+}

@@ -24,14 +24,16 @@ final class SimCluster: @unchecked Sendable {
     let network: SimulatedNetwork
     private(set) var members: [String: Member] = [:]
     private(set) var history: [Committed] = []
-    let ids: [String]
+    /// Every node ever started, in start order (joiners are appended).
+    private(set) var ids: [String]
     var replicatorConfiguration: Replicator.Configuration
     let maxClockSkewMilliseconds: UInt64 = 10_000
     private var restarts: UInt64 = 0
 
     /// `seeds[id]` are the nodes `id` dials at start (default: the first other node).
     init(seed: UInt64, ids: [String], seeds: [String: [String]] = [:],
-         networkConfiguration: SimulatedNetwork.Configuration = .init()) {
+         networkConfiguration: SimulatedNetwork.Configuration = .init(),
+         configure: (inout Replicator.Configuration) -> Void = { _ in }) {
         self.seed = seed
         self.ids = ids
         scheduler = SimulatedScheduler(seed: seed)
@@ -45,6 +47,7 @@ final class SimCluster: @unchecked Sendable {
         configuration.reconnectBaseMilliseconds = 50
         configuration.reconnectMaxMilliseconds = 1_000
         configuration.logger = SimCluster.quietLogger
+        configure(&configuration)
         replicatorConfiguration = configuration
         for id in ids {
             let clock = SimulatedClock(scheduler: scheduler)
@@ -111,6 +114,8 @@ final class SimCluster: @unchecked Sendable {
 
     /// Adds a node that was not there at the start (a late joiner with one seed).
     func join(_ id: String, seed: String) {
+        precondition(members[id] == nil, "\(id) is already a member")
+        ids.append(id)
         let clock = SimulatedClock(scheduler: scheduler)
         members[id] = makeMember(id: id, node: makeNode(id: id, clock: clock), clock: clock, seeds: [SimCluster.address(seed)])
     }

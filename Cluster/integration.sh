@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# `make integration`: multi-process tests with real syncnode peers on 127.0.0.1.
+#
+#   (a) a put on one peer is visible on every peer
+#   (b) kill -9 one peer, write 1,000 keys and some deletes elsewhere, restart it: every peer's
+#       dump becomes identical
+#   (c) a peer started later with only one seed learns every member (and they learn it)
+#   (d) SIGTERM makes a peer leave gracefully: it exits 0 and the others report it left
+#   (e) a peer with a wrong cluster secret is refused, and both sides log why
+#   (f) the admin endpoint and the client: malformed requests get error replies on a connection
+#       that stays usable; KEY syntax; exit codes 1 (no value, deleted) and 2 (nobody answers)
+#
+# Every wait polls with a deadline; ports are picked by the kernel (127.0.0.1:0) and reused
+# only for the restart in (b). Every process started here is stopped on exit (trap), by pid,
+# after checking its command line (Cluster/lib.sh). Ends with `N passed, N failed`; exits 1 on
+# any failure. Logs stay in .run/integration/ for a look after a failure.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+source Cluster/lib.sh
+export RUN_DIR="$ROOT/.run/integration"
+BIN=$(syncnode_binary)
+[ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
+rm -rf "$RUN_DIR"
+mkdir -p "$RUN_DIR"
+PEERS=(a b c d e)
+passed=0
+failed=0
+
+cleanup() {
+    for name in "${PEERS[@]}"; do
+        peer_stop "$name" TERM >/dev/null 2>&1 || peer_stop "$name" KILL >/dev/null 2>&1 || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+    failed=$((failed + 1)); echo "FAIL $1"
+    [ $# -gt 1 ] && echo "     $2"
+    return 0
+}
+
+# The cluster's secret (mode 600), and a wrong one for (e).
+head -c 32 /dev/urandom | base64 > "$RUN_DIR/secret"
+head -c 32 /dev/urandom | base64 > "$RUN_DIR/wrong-secret"
+chmod 600 "$RUN_DIR/secret" "$RUN_DIR/wrong-secret"
+COMMON=(--cluster integration --cluster-secret-file "$RUN_DIR/secret")
+
+status_json() { "$BIN" status --admin "$(peer_admin "$1")" --json; }
+# link_of OBSERVER MEMBER: MEMBER's link state in OBSERVER's status ("" when unknown).
+link_of() {
+    status_json "$1" | tr '{' '\n' | grep "\"id\":\"$2\"" | sed -n 's/.*"link":"\([a-z]*\)".*/\1/p'
+}
+linked() { [ "$(link_of "$1" "$2")" = connected ]; }
+# connected_all OBSERVER MEMBER...: OBSERVER has a live link to every MEMBER.
+connected_all() {
+    local observer=$1 member
+    shift
+    for member in "$@"; do linked "$observer" "$member" || return 1; done
+}
+value_is() { [ "$("$BIN" get --admin "$(peer_admin "$1")" "$2" 2>/dev/null)" = "$3" ]; }
+dump_of() { "$BIN" dump --admin "$(peer_admin "$1")" > "$RUN_DIR/$1.dump"; }
+# dumps_equal PEER...: every peer's dump is byte-for-byte the first one's.
+dumps_equal() {
+    local first=$1 name
+    dump_of "$first" || return 1
+    for name in "$@"; do
+        dump_of "$name" || return 1
+        cmp -s "$RUN_DIR/$first.dump" "$RUN_DIR/$name.dump" || return 1
+    done
+}
+# admin_batch PEER FILE: sends every request line of FILE on one admin connection and prints
+# one reply line per request.
+admin_batch() {
+    local address host port count
+    address=$(peer_admin "$1")
+    host=${address%:*}
+    port=${address##*:}
+    count=$(wc -l < "$2")
+    exec 3<>"/dev/tcp/$host/$port" || return 1
+    cat "$2" >&3 &
+    local writer=$!
+    timeout 60 head -n "$count" <&3
+    wait "$writer"
+    exec 3>&- 3<&-
+}
+
+echo "== starting a, b, c (secret-protected cluster; b and c have a as their only seed)"
+peer_start a 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" || { echo "0 passed, 1 failed"; exit 1; }
+peer_start b 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
+peer_start c 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
+mesh_abc() { connected_all a b c && connected_all b a c && connected_all c a b; }
+if wait_until 20 "a full mesh of a, b, c" mesh_abc; then
+    pass "mesh: a, b and c link to each other (c learnt b from gossip)"
+else
+    fail "mesh: a, b and c link to each other" "$(status_json a)"
+fi
+
+# --- (a) -----------------------------------------------------------------------------------
+"$BIN" put --admin "$(peer_admin b)" 'itest[visible]' '{"from":"b","n":1}' >/dev/null
+ok=1
+for name in a b c; do
+    wait_until 10 "the put on $name" value_is "$name" 'itest[visible]' '{"from":"b","n":1}' || ok=0
+done
+if [ $ok = 1 ]; then pass "(a) a put on b is visible on a, b and c"; else fail "(a) a put on b is visible on a, b and c"; fi
+
+# --- (b) -----------------------------------------------------------------------------------
+c_listen=$(peer_listen c)
+c_admin=$(peer_admin c)
+c_pid=$(peer_pid c)
+{ kill -9 "$c_pid"; wait "$c_pid"; } 2>/dev/null   # reaps it, keeping bash's "Killed" notice out of the output
+rm -f "$RUN_DIR/c/pid"
+c_unlinked() { ! linked a c; }
+wait_until 10 "a to notice c is gone" c_unlinked || true
+# 1,000 keys: 600 written on a and 400 on b at the same time; once a and b agree, 50 of a's
+# keys are deleted on b and 25 of b's on a (after the puts, so each delete is the newest write).
+: > "$RUN_DIR/puts-a.req"
+: > "$RUN_DIR/puts-b.req"
+: > "$RUN_DIR/deletes-a.req"
+: > "$RUN_DIR/deletes-b.req"
+for i in $(seq 1 600); do echo "{\"op\":\"put\",\"key\":\"bulk[$i]\",\"value\":{\"i\":$i,\"by\":\"a\"}}" >> "$RUN_DIR/puts-a.req"; done
+for i in $(seq 601 1000); do echo "{\"op\":\"put\",\"key\":\"bulk[$i]\",\"value\":{\"i\":$i,\"by\":\"b\"}}" >> "$RUN_DIR/puts-b.req"; done
+for i in $(seq 1 50); do echo "{\"op\":\"delete\",\"key\":\"bulk[$i]\"}" >> "$RUN_DIR/deletes-b.req"; done
+for i in $(seq 601 625); do echo "{\"op\":\"delete\",\"key\":\"bulk[$i]\"}" >> "$RUN_DIR/deletes-a.req"; done
+admin_batch a "$RUN_DIR/puts-a.req" > "$RUN_DIR/puts-a.rep" &
+batch_a=$!
+admin_batch b "$RUN_DIR/puts-b.req" > "$RUN_DIR/puts-b.rep"
+wait "$batch_a"
+wait_until 30 "a and b to agree after the puts" dumps_equal a b || true
+admin_batch a "$RUN_DIR/deletes-a.req" > "$RUN_DIR/deletes-a.rep" &
+batch_a=$!
+admin_batch b "$RUN_DIR/deletes-b.req" > "$RUN_DIR/deletes-b.rep"
+wait "$batch_a"
+replies_ok=$(cat "$RUN_DIR"/puts-?.rep "$RUN_DIR"/deletes-?.rep | grep -c '"ok":true')
+if [ "$replies_ok" -eq 1075 ]; then
+    pass "(b) 1,000 puts and 75 deletes committed on a and b while c is down"
+else
+    fail "(b) 1,000 puts and 75 deletes committed on a and b while c is down" "$replies_ok of 1075 replies were ok"
+fi
+if peer_start c "$c_listen" "$c_admin" "${COMMON[@]}" --peer "$(peer_listen a)"; then
+    if wait_until 60 "a, b and c to hold identical dumps" dumps_equal a b c; then
+        entries=$(wc -l < "$RUN_DIR/c.dump")
+        deleted=$(grep -c '"deleted":true' "$RUN_DIR/c.dump")
+        if [ "$entries" -eq 1001 ] && [ "$deleted" -eq 75 ]; then
+            pass "(b) after kill -9 and restart, c's dump equals a's and b's (1001 entries, 75 tombstones)"
+        else
+            fail "(b) after kill -9 and restart, the dumps hold what was written" "$entries entries, $deleted tombstones"
+        fi
+    else
+        fail "(b) after kill -9 and restart, every dump becomes identical" \
+            "$(wc -l "$RUN_DIR"/a.dump "$RUN_DIR"/b.dump "$RUN_DIR"/c.dump | tr '\n' ' ')"
+    fi
+else
+    fail "(b) c restarts on its old ports"
+fi
+
+# --- (c) -----------------------------------------------------------------------------------
+peer_start d 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen b)"
+mesh_with_d() { connected_all d a b c && connected_all a d && connected_all b d && connected_all c d; }
+if wait_until 20 "d to link to a, b and c, and each of them to d" mesh_with_d; then
+    pass "(c) d, seeded with b only, learns a and c and every member links to it"
+else
+    fail "(c) d, seeded with b only, learns every member" "$(status_json d)"
+fi
+if wait_until 30 "d to catch up" dumps_equal a d; then
+    pass "(c) d catches up: its dump equals a's"
+else
+    fail "(c) d catches up: its dump equals a's"
+fi
+
+# --- (d) -----------------------------------------------------------------------------------
+d_pid=$(peer_pid d)
+kill -TERM "$d_pid"
+wait_until 15 "d to exit after SIGTERM" pid_gone "$d_pid"
+wait "$d_pid" 2>/dev/null
+d_status=$?
+rm -f "$RUN_DIR/d/pid"
+if [ "$d_status" -eq 0 ] && grep -q 'leaving the cluster' "$RUN_DIR/d/log" && grep -q '\] stopped' "$RUN_DIR/d/log"; then
+    pass "(d) SIGTERM: d leaves the cluster, stops and exits 0"
+else
+    fail "(d) SIGTERM: d leaves the cluster, stops and exits 0" "exit status $d_status; log tail: $(tail -3 "$RUN_DIR/d/log")"
+fi
+left_everywhere() {
+    local name
+    for name in a b c; do [ "$(link_of "$name" d)" = left ] || return 1; done
+}
+if wait_until 10 "a, b and c to report d left" left_everywhere; then
+    pass "(d) a, b and c report d as left"
+else
+    fail "(d) a, b and c report d as left" "a sees d as '$(link_of a d)'"
+fi
+
+# --- (e) -----------------------------------------------------------------------------------
+peer_start e 127.0.0.1:0 127.0.0.1:0 --cluster integration --cluster-secret-file "$RUN_DIR/wrong-secret" \
+    --peer "$(peer_listen a)"
+if wait_until 15 "a to log a refusal of e's link" grep -q 'link refused.*wrong cluster secret' "$RUN_DIR/a/log" \
+    && wait_until 15 "e to log why its dial failed" grep -qE 'connect failed.*(refused|secret)' "$RUN_DIR/e/log"; then
+    pass "(e) a refuses e (wrong secret) and both log why"
+else
+    fail "(e) a refuses e (wrong secret) and both log why" "a: $(grep -m1 'refused' "$RUN_DIR/a/log"); e: $(grep -m1 'failed' "$RUN_DIR/e/log")"
+fi
+if [ -z "$(link_of a e)" ] && ! status_json e | grep -q '"link":"connected"'; then
+    pass "(e) e is not a member on a, and e has no link"
+else
+    fail "(e) e is not a member on a, and e has no link" "a sees e as '$(link_of a e)'"
+fi
+e_admin=$(peer_admin e)
+peer_stop e TERM
+
+# --- (f) -----------------------------------------------------------------------------------
+printf '%s\n' 'this is not json' '{"op":"frobnicate"}' '{"op":"put","key":"x"}' '{"op":"get"}' \
+    '{"op":"put","key":"q[","value":1}' '{"op":"status"}' > "$RUN_DIR/bad.req"
+admin_batch a "$RUN_DIR/bad.req" > "$RUN_DIR/bad.rep"
+if [ "$(head -5 "$RUN_DIR/bad.rep" | grep -c '"ok":false')" -eq 5 ] && sed -n 6p "$RUN_DIR/bad.rep" | grep -q '"ok":true,"node":"a"'; then
+    pass "(f) five malformed requests get error replies; the same connection then answers status"
+else
+    fail "(f) malformed requests get error replies on a usable connection" "$(cat "$RUN_DIR/bad.rep")"
+fi
+"$BIN" put --admin "$(peer_admin a)" 'quota[batch-jobs]' 7 >/dev/null
+same_id=$("$BIN" get --admin "$(peer_admin a)" 'quota["batch-jobs"]')
+"$BIN" put --admin "$(peer_admin a)" 'quota[7]' '"seven"' >/dev/null
+number_id=$("$BIN" get --admin "$(peer_admin a)" 'quota[7]')
+string_id_status=0
+"$BIN" get --admin "$(peer_admin a)" 'quota["7"]' >/dev/null 2>&1 || string_id_status=$?
+if [ "$same_id" = 7 ] && [ "$number_id" = '"seven"' ] && [ "$string_id_status" -eq 1 ]; then
+    pass "(f) KEY syntax: quota[batch-jobs] is quota[\"batch-jobs\"]; quota[7] is not quota[\"7\"]"
+else
+    fail "(f) KEY syntax" "got '$same_id', '$number_id', exit $string_id_status"
+fi
+absent_out=$("$BIN" get --admin "$(peer_admin a)" never-written 2>&1); absent=$?
+"$BIN" delete --admin "$(peer_admin a)" 'quota[7]' >/dev/null
+deleted_out=$("$BIN" get --admin "$(peer_admin a)" 'quota[7]' 2>&1); deleted=$?
+invalid_out=$("$BIN" put --admin "$(peer_admin a)" bad '{nope' 2>&1); invalid=$?
+gone_out=$("$BIN" status --admin "$e_admin" 2>&1); gone=$?
+if [ $absent -eq 1 ] && [[ "$absent_out" == *"has no value"* ]] && [ $deleted -eq 1 ] && [[ "$deleted_out" == *"was deleted"* ]] \
+    && [ $invalid -ne 0 ] && [[ "$invalid_out" == *"not JSON"* ]] && [ $gone -eq 2 ] && [[ "$gone_out" == *"is it running?"* ]]; then
+    pass "(f) exit codes: absent 1, deleted 1, invalid JSON refused, nobody answering 2 (one line each)"
+else
+    fail "(f) exit codes" "absent $absent ($absent_out); deleted $deleted ($deleted_out); invalid $invalid ($invalid_out); gone $gone ($gone_out)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,123 @@
+# Shared functions for the Cluster/ scripts. Source it; it defines functions only.
+#
+# A peer NAME lives in $RUN_DIR/NAME/: pid, log (stderr of syncnode, appended across restarts),
+# data/ (its --data-dir), listen and admin (the addresses it bound, read from its ready line).
+# A process is signalled only when its pid file names a live process whose command line is
+# `syncnode run --id NAME ... --data-dir $RUN_DIR/NAME/data`: a stale pid reused by another
+# program is never killed.
+
+# The syncnode binary: $SYNCNODE if set, else the debug build in .build-syncnode.
+syncnode_binary() {
+    if [ -n "${SYNCNODE:-}" ]; then echo "$SYNCNODE"; return; fi
+    local root
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    echo "$(cd "$root" && swift build --build-path .build-syncnode --show-bin-path)/syncnode"
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: runs COMMAND every 0.1 s until it succeeds;
+# fails with a message naming DESCRIPTION when SECONDS pass first.
+wait_until() {
+    local seconds=$1 description=$2
+    shift 2
+    local deadline=$(( $(date +%s%N) + seconds * 1000000000 ))
+    while true; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        if [ "$(date +%s%N)" -ge "$deadline" ]; then
+            echo "timed out after ${seconds}s waiting for: $description" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# pid_gone PID: true once PID has exited (a zombie not yet reaped counts as exited).
+pid_gone() {
+    local state
+    state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+    [ -z "$state" ] || [ "$state" = Z ]
+}
+
+# peer_pid NAME: the pid in NAME's pid file if that process is ours and alive; fails otherwise.
+peer_pid() {
+    local name=$1 pidfile="$RUN_DIR/$1/pid" pid cmdline
+    [ -f "$pidfile" ] || return 1
+    pid=$(cat "$pidfile")
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+    cmdline=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
+    case "$cmdline" in
+        *syncnode\ run\ --id\ "$name"\ *--data-dir\ "$RUN_DIR/$name/data"*) echo "$pid"; return 0 ;;
+    esac
+    return 1
+}
+
+# peer_start NAME LISTEN ADMIN [syncnode run flags...]: starts NAME in the background (its own
+# session, so a Ctrl-C in the terminal does not reach it) and waits until it is ready.
+peer_start() {
+    local name=$1 listen=$2 admin=$3
+    shift 3
+    local dir="$RUN_DIR/$name" binary
+    binary=$(syncnode_binary)
+    mkdir -p "$dir/data"
+    if peer_pid "$name" >/dev/null; then
+        echo "$name is already running (pid $(peer_pid "$name"))" >&2
+        return 1
+    fi
+    touch "$dir/log"
+    local skip
+    skip=$(wc -l < "$dir/log")
+    rm -f "$dir/listen" "$dir/admin"
+    setsid "$binary" run --id "$name" --listen "$listen" --admin "$admin" --data-dir "$dir/data" "$@" \
+        >>"$dir/log" 2>&1 </dev/null &
+    echo $! > "$dir/pid"
+    local pid=$!
+    local deadline=$(( $(date +%s%N) + 20 * 1000000000 )) ready=""
+    while [ -z "$ready" ]; do
+        ready=$(tail -n +"$((skip + 1))" "$dir/log" | grep -m1 'syncnode ready' || true)
+        if [ -z "$ready" ]; then
+            if pid_gone "$pid"; then
+                echo "$name exited during start; its log says:" >&2
+                tail -n +"$((skip + 1))" "$dir/log" | tail -5 >&2
+                return 1
+            fi
+            if [ "$(date +%s%N)" -ge "$deadline" ]; then
+                echo "$name did not report ready within 20 s (log: $dir/log)" >&2
+                return 1
+            fi
+            sleep 0.05
+        fi
+    done
+    echo "$ready" | sed -n 's/.* listen=\([^ ]*\).*/\1/p' > "$dir/listen"
+    echo "$ready" | sed -n 's/.* admin=\([^ ]*\).*/\1/p' > "$dir/admin"
+}
+
+# peer_admin NAME / peer_listen NAME: the addresses NAME bound.
+peer_admin() { cat "$RUN_DIR/$1/admin"; }
+peer_listen() { cat "$RUN_DIR/$1/listen"; }
+
+# peer_stop NAME [SIGNAL]: sends SIGNAL (default TERM) to NAME if it is ours, waits up to 15 s
+# for it to exit, and removes its pid file. A pid file naming another process is removed
+# without signalling anything.
+peer_stop() {
+    local name=$1 signal=${2:-TERM} pid
+    if ! pid=$(peer_pid "$name"); then
+        if [ -f "$RUN_DIR/$name/pid" ]; then
+            echo "$name: pid $(cat "$RUN_DIR/$name/pid") is not our syncnode any more; removing the stale pid file" >&2
+            rm -f "$RUN_DIR/$name/pid"
+        fi
+        return 0
+    fi
+    kill "-$signal" "$pid" 2>/dev/null || true
+    if ! wait_until 15 "$name (pid $pid) to exit after SIG$signal" pid_gone "$pid"; then
+        return 1
+    fi
+    rm -f "$RUN_DIR/$name/pid"
+}
+
+# peer_names: every peer with a directory in $RUN_DIR, sorted.
+peer_names() {
+    [ -d "$RUN_DIR" ] || return 0
+    local dir
+    for dir in "$RUN_DIR"/*/; do
+        [ -d "$dir" ] && basename "$dir"
+    done | sort
+}

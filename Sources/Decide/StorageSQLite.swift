@@ -1,0 +1,160 @@
+import DecideCore
+import Foundation
+import Logging
+import Synchronization
+
+/// A node's store in SQLite: `<dataDirectory>/decide.sqlite` (WAL mode), written by one
+/// dedicated thread in group commits.
+///
+/// Guarantees:
+/// - the node's lock is never held while the disk works: commits are handed to a bounded
+///   `StorageWriteQueue` (`maxQueuedCommits`); when it is full, `admit` — and so `decide` and
+///   `apply` — waits for the writer (back-pressure, never unbounded memory);
+/// - `strict`: the writer writes as soon as there is work; every commit queued while it syncs
+///   goes into the next transaction, so concurrent deciders share one sync;
+/// - `batched(intervalMilliseconds: n)`: the writer writes at most every n ms; a commit waits
+///   at most n ms in memory before its transaction starts;
+/// - a group commit writes each key once (its last-writer-wins winner in the group).
+package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
+    /// The file name of the store inside a data directory.
+    package static let fileName = "decide.sqlite"
+
+    package let path: String
+    package let durability: Durability
+    package var persists: Bool { true }
+    private let queue: StorageWriteQueue
+    /// Touched by the opening thread until `load` starts the writer, then only by the writer.
+    private let database: SQLiteDatabase
+    private let logger: Logger
+    private let started = Atomic<Bool>(false)
+    private let closed = Atomic<Bool>(false)
+
+    /// Opens (creating when absent) the store of node `nodeID` in `directory`. Throws when the
+    /// directory cannot be created, the file is corrupt or in use, or belongs to another node.
+    package init(
+        directory: String, nodeID: String, durability: Durability, maxQueuedCommits: Int, logger: Logger
+    ) throws(StorageError) {
+        precondition(durability != .memory, "SQLiteStorage is for batched or strict durability")
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw .unreadable(path: directory, reason: "cannot create the data directory: \(error.localizedDescription)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .unreadable(path: directory, reason: "not a directory")
+        }
+        self.path = (directory as NSString).appendingPathComponent(Self.fileName)
+        self.durability = durability
+        self.logger = logger
+        self.database = try SQLiteDatabase(path: path, nodeID: nodeID)
+        self.queue = StorageWriteQueue(capacityCommits: maxQueuedCommits, eager: durability == .strict)
+    }
+
+    deinit {
+        // Without a writer thread (never loaded) or once closed, there is nothing to flush.
+        if !started.load(ordering: .acquiring) { database.close() }
+    }
+
+    package func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp {
+        precondition(!started.load(ordering: .acquiring), "a store is loaded once")
+        let clock = try database.load(body)
+        started.store(true, ordering: .releasing)
+        queue.writerStarted()
+        let thread = Thread { [self] in runWriter() }
+        thread.name = "decide.storage"
+        thread.start()
+        return clock
+    }
+
+    package func admit() -> StorageError? { queue.admit() }
+
+    package func cancelAdmission() { queue.cancelAdmission() }
+
+    package func append(_ batch: StorageBatch) -> UInt64 { queue.append(batch) }
+
+    package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { queue.waitUntilDurable(ticket) }
+
+    package func flush() throws(StorageError) {
+        if let error = queue.flush() { throw error }
+    }
+
+    package func close() throws(StorageError) {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let flushError = queue.flush()
+        queue.stop(with: .closed(path: path), dropPending: false)
+        if !started.load(ordering: .acquiring) { database.close() }
+        if let flushError, flushError != .closed(path: path) { throw flushError }
+    }
+
+    /// Stops the writer without writing what is queued and closes the file, as if the process
+    /// were killed at this instant (a transaction being written completes first). For tests.
+    package func simulateCrash() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.stop(with: .closed(path: path), dropPending: true)
+        if !started.load(ordering: .acquiring) { database.close() }
+    }
+
+    /// Holds the writer thread before its next transaction (true), or lets it go. For tests
+    /// that observe what waits for the disk.
+    package func pauseWriter(_ paused: Bool) {
+        queue.setPaused(paused)
+    }
+
+    // MARK: the writer thread
+
+    private func runWriter() {
+        let interval: TimeInterval
+        if case .batched(let milliseconds) = durability { interval = Double(milliseconds) / 1_000 } else { interval = 0 }
+        var due = Date.distantPast
+        while let (batches, lastTicket) = queue.take(dueAt: due) {
+            if interval > 0 { due = Date(timeIntervalSinceNow: interval) }
+            let (changes, clock) = Self.coalesce(batches)
+            do {
+                try database.write(changes, clock: clock)
+                queue.markDurable(lastTicket)
+            } catch {
+                let failure = StorageError.writeFailed(path: path, reason: "\(error)")
+                logger.critical("\(failure): later decisions are refused; restart to recover from disk and peers")
+                queue.fail(failure)
+                break
+            }
+        }
+        database.close()
+        queue.writerExited()
+    }
+
+    /// One change per key for a group of commits, equivalent to applying them in order: upserts
+    /// merge last-writer-wins; a tombstone removal cancels a pending upsert it covers.
+    static func coalesce(_ batches: [StorageBatch]) -> ([StateKey: SQLiteDatabase.KeyChange], HLCTimestamp) {
+        var changes: [StateKey: SQLiteDatabase.KeyChange] = [:]
+        changes.reserveCapacity(batches.reduce(0) { $0 + $1.changes.count })
+        var clock = HLCTimestamp.zero
+        for batch in batches {
+            if batch.clock > clock { clock = batch.clock }
+            for change in batch.changes {
+                switch change {
+                case let .upsert(key, entry):
+                    changes[key, default: .init()].upsert.merge(entry)
+                case let .remove(key, upTo: version):
+                    var pending = changes[key, default: .init()]
+                    if let upsert = pending.upsert {
+                        // A pending upsert newer than the tombstone survives the removal.
+                        guard upsert.version <= version else { continue }
+                        pending.upsert = nil
+                    }
+                    if let earlier = pending.removeUpTo, earlier > version {} else { pending.removeUpTo = version }
+                    changes[key] = pending
+                }
+            }
+        }
+        return (changes, clock)
+    }
+}
+
+private extension Optional where Wrapped == Entry {
+    /// Keeps the last-writer-wins winner of the held entry and `entry`.
+    mutating func merge(_ entry: Entry) {
+        if let held = self { self = held.merged(with: entry) } else { self = entry }
+    }
+}

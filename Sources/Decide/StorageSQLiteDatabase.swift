@@ -1,0 +1,371 @@
+import CSQLite
+import DecideCore
+
+/// One SQLite connection to a node's store file, and every statement Decide runs on it.
+///
+/// The file holds two tables:
+/// - `entries(name TEXT, element BLOB, ts INTEGER, node BLOB, value BLOB)`, keyed by
+///   (name, element): the newest entry of every key; `value` is NULL for a tombstone. `ts` is
+///   the HLC timestamp with its top bit flipped (`rawValue ^ 1 << 63`), so SQLite's signed
+///   integer order is the timestamp order; `node` is the node id's UTF-8 bytes, which SQLite
+///   compares as `Version <` does (memcmp, then length).
+/// - `meta(key TEXT, value)`: `format` (1), `node_id`, `clock` (the highest timestamp taken or
+///   merged, encoded as `ts`).
+///
+/// Guarantees: `write` applies a group of changes in one transaction, synced to disk
+/// (`synchronous=FULL` in WAL mode) before it returns; an upsert keeps the entry that wins
+/// under `Entry.wins(over:)`, so replaying any change is idempotent. The connection holds the
+/// file exclusively (`locking_mode=EXCLUSIVE`): a second node cannot open it. Not thread-safe:
+/// one thread at a time (the opening thread, then the writer thread).
+final class SQLiteDatabase {
+    let path: String
+    private var handle: OpaquePointer?
+    private var upsertStatement: OpaquePointer?
+    private var deleteStatement: OpaquePointer?
+    private var clockStatement: OpaquePointer?
+    private var beginStatement: OpaquePointer?
+    private var commitStatement: OpaquePointer?
+    private var rollbackStatement: OpaquePointer?
+
+    static let format: Int64 = 1
+
+    /// One key's changes in a group commit, applied in this order: delete the stored row if
+    /// its version is at most `removeUpTo` (tombstone collection), then upsert `upsert`.
+    struct KeyChange {
+        var removeUpTo: Version?
+        var upsert: Entry?
+    }
+
+    /// Opens (creating when absent) the store at `path` for node `nodeID`: checks that it is
+    /// a healthy Decide store of that node, and takes its lock.
+    init(path: String, nodeID: String) throws(StorageError) {
+        self.path = path
+        var opened: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &opened, flags, nil)
+        handle = opened
+        guard rc == SQLITE_OK, handle != nil else {
+            let reason = opened.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            close()
+            throw .unreadable(path: path, reason: reason)
+        }
+        do throws(StorageError) {
+            sqlite3_extended_result_codes(handle, 1)
+            // Exclusive before WAL: no shared-memory index, and one connection owns the file.
+            try execute("PRAGMA locking_mode=EXCLUSIVE")
+            let mode = try queryText("PRAGMA journal_mode=WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw .unreadable(path: path, reason: "cannot use write-ahead logging (journal_mode is \(mode ?? "unknown"))")
+            }
+            try execute("PRAGMA synchronous=FULL")
+            // 16 MiB of page cache (SQLite's default is 2 MiB): a large group commit or catch-up
+            // batch stays in memory until it is written, instead of spilling and re-reading.
+            try execute("PRAGMA cache_size=-16384")
+            try checkIntegrity()
+            try prepareSchema(nodeID: nodeID)
+            upsertStatement = try prepare("""
+                INSERT INTO entries(name, element, ts, node, value) VALUES(?1, ?2, ?3, ?4, ?5)
+                ON CONFLICT(name, element) DO UPDATE
+                SET ts = excluded.ts, node = excluded.node, value = excluded.value
+                WHERE excluded.ts > entries.ts
+                   OR (excluded.ts = entries.ts AND excluded.node > entries.node)
+                   OR (excluded.ts = entries.ts AND excluded.node = entries.node
+                       AND excluded.value IS NOT NULL
+                       AND (entries.value IS NULL OR excluded.value > entries.value))
+                """)
+            deleteStatement = try prepare("""
+                DELETE FROM entries WHERE name = ?1 AND element = ?2
+                AND (ts < ?3 OR (ts = ?3 AND node <= ?4))
+                """)
+            clockStatement = try prepare(
+                "UPDATE meta SET value = ?1 WHERE key = 'clock' AND value < ?1")
+            beginStatement = try prepare("BEGIN")
+            commitStatement = try prepare("COMMIT")
+            rollbackStatement = try prepare("ROLLBACK")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Finalizes every statement and closes the connection (checkpointing the log). Idempotent.
+    func close() {
+        for statement in [upsertStatement, deleteStatement, clockStatement, beginStatement, commitStatement, rollbackStatement] {
+            sqlite3_finalize(statement)
+        }
+        upsertStatement = nil; deleteStatement = nil; clockStatement = nil
+        beginStatement = nil; commitStatement = nil; rollbackStatement = nil
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    // MARK: start-up
+
+    /// `PRAGMA quick_check`: reads every page, so a truncated or scribbled file is refused
+    /// before anything is loaded from it.
+    private func checkIntegrity() throws(StorageError) {
+        let statement = try prepare("PRAGMA quick_check")
+        defer { sqlite3_finalize(statement) }
+        var problems: [String] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw failure(rc, "integrity check") }
+            let line = text(statement, 0) ?? ""
+            if line != "ok" && problems.count < 3 { problems.append(line) }
+        }
+        if !problems.isEmpty { throw .corrupt(path: path, reason: problems.joined(separator: "; ")) }
+    }
+
+    /// Creates the tables in a new file; in an existing one, checks the format and the node id.
+    private func prepareSchema(nodeID: String) throws(StorageError) {
+        let tables = try queryTexts("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        if tables.isEmpty {
+            try execute("BEGIN")
+            do throws(StorageError) {
+                try execute("CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID")
+                try execute("""
+                    CREATE TABLE entries(name TEXT NOT NULL, element BLOB NOT NULL, ts INTEGER NOT NULL,
+                                         node BLOB NOT NULL, value BLOB,
+                                         PRIMARY KEY(name, element)) WITHOUT ROWID
+                    """)
+                let insert = try prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)")
+                defer { sqlite3_finalize(insert) }
+                for (key, value) in [("format", Self.format), ("clock", Self.encode(HLCTimestamp.zero))] {
+                    bindText(insert, 1, key)
+                    sqlite3_bind_int64(insert, 2, value)
+                    try stepDone(insert, "creating the store")
+                }
+                bindText(insert, 1, "node_id")
+                bindText(insert, 2, nodeID)
+                try stepDone(insert, "creating the store")
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+            return
+        }
+        guard tables.contains("entries"), tables.contains("meta") else {
+            throw .corrupt(path: path, reason: "not a Decide store: tables \(tables.joined(separator: ", "))")
+        }
+        let format = try queryInteger("SELECT value FROM meta WHERE key = 'format'")
+        guard format == Self.format else {
+            throw .corrupt(path: path, reason: "store format \(format.map(String.init) ?? "missing"); this build reads format \(Self.format)")
+        }
+        guard let stored = try queryText("SELECT value FROM meta WHERE key = 'node_id'") else {
+            throw .corrupt(path: path, reason: "no node id in meta")
+        }
+        guard stored == nodeID else {
+            throw .nodeIDMismatch(path: path, stored: stored, configured: nodeID)
+        }
+    }
+
+    /// Calls `body` with every stored entry; returns the stored clock. Refuses (as corrupt) any
+    /// row a Decide store never holds.
+    func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp {
+        guard let clock = try queryInteger("SELECT value FROM meta WHERE key = 'clock'") else {
+            throw .corrupt(path: path, reason: "no clock in meta")
+        }
+        let statement = try prepare("SELECT name, element, ts, node, value FROM entries")
+        defer { sqlite3_finalize(statement) }
+        var row = 0
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw failure(rc, "reading entries") }
+            row += 1
+            guard sqlite3_column_type(statement, 0) == SQLITE_TEXT,
+                  let name = String(validating: bytes(statement, 0), as: UTF8.self),
+                  sqlite3_column_type(statement, 1) == SQLITE_BLOB,
+                  sqlite3_column_type(statement, 2) == SQLITE_INTEGER,
+                  sqlite3_column_type(statement, 3) == SQLITE_BLOB,
+                  let node = String(validating: bytes(statement, 3), as: UTF8.self), !node.isEmpty
+            else {
+                throw .corrupt(path: path, reason: "entry row \(row) has a column of the wrong type")
+            }
+            let valueType = sqlite3_column_type(statement, 4)
+            guard valueType == SQLITE_BLOB || valueType == SQLITE_NULL else {
+                throw .corrupt(path: path, reason: "entry row \(row) has a value that is not a blob")
+            }
+            let version = Version(timestamp: Self.decode(sqlite3_column_int64(statement, 2)), node: node)
+            let value = valueType == SQLITE_NULL ? nil : bytes(statement, 4)
+            body(StateKey(name: name, element: bytes(statement, 1)), Entry(version: version, value: value))
+        }
+        return Self.decode(clock)
+    }
+
+    // MARK: group commit
+
+    /// Applies `changes` and raises the stored clock to `clock`, in one transaction synced to
+    /// disk. On failure the transaction is rolled back and nothing of it is stored.
+    func write(_ changes: [StateKey: KeyChange], clock: HLCTimestamp) throws(StorageError) {
+        try run(beginStatement, "beginning a transaction")
+        do throws(StorageError) {
+            for (key, change) in changes {
+                if let version = change.removeUpTo {
+                    let statement = deleteStatement
+                    bindText(statement, 1, key.name)
+                    bindBlob(statement, 2, key.element)
+                    sqlite3_bind_int64(statement, 3, Self.encode(version.timestamp))
+                    bindBlob(statement, 4, version.node)
+                    try run(statement, "deleting a tombstone")
+                }
+                if let entry = change.upsert {
+                    let statement = upsertStatement
+                    bindText(statement, 1, key.name)
+                    bindBlob(statement, 2, key.element)
+                    sqlite3_bind_int64(statement, 3, Self.encode(entry.version.timestamp))
+                    bindBlob(statement, 4, entry.version.node)
+                    if let value = entry.value { bindBlob(statement, 5, value) } else { sqlite3_bind_null(statement, 5) }
+                    try run(statement, "writing an entry")
+                }
+            }
+            sqlite3_bind_int64(clockStatement, 1, Self.encode(clock))
+            try run(clockStatement, "writing the clock")
+            try run(commitStatement, "committing")
+        } catch {
+            sqlite3_reset(rollbackStatement)
+            sqlite3_step(rollbackStatement)
+            sqlite3_reset(rollbackStatement)
+            throw error
+        }
+    }
+
+    // MARK: helpers
+
+    /// The order-preserving map from an unsigned timestamp to SQLite's signed integers.
+    static func encode(_ timestamp: HLCTimestamp) -> Int64 {
+        Int64(bitPattern: timestamp.rawValue ^ (1 << 63))
+    }
+
+    static func decode(_ stored: Int64) -> HLCTimestamp {
+        HLCTimestamp(rawValue: UInt64(bitPattern: stored) ^ (1 << 63))
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    private func bindText(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    _ = sqlite3_bind_text(statement, index, $0, Int32(buffer.count), Self.transient)
+                }
+            } else {
+                _ = sqlite3_bind_text(statement, index, "", 0, Self.transient)
+            }
+        }
+    }
+
+    private func bindBlob(_ statement: OpaquePointer?, _ index: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                _ = sqlite3_bind_blob(statement, index, base, Int32(buffer.count), Self.transient)
+            } else {
+                _ = sqlite3_bind_zeroblob(statement, index, 0)  // a NULL pointer would bind NULL
+            }
+        }
+    }
+
+    /// Binds the UTF-8 bytes of `text` as a blob (node ids compare as bytes).
+    private func bindBlob(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            if let base = buffer.baseAddress, buffer.count > 0 {
+                _ = sqlite3_bind_blob(statement, index, base, Int32(buffer.count), Self.transient)
+            } else {
+                _ = sqlite3_bind_zeroblob(statement, index, 0)
+            }
+        }
+    }
+
+    private func bytes(_ statement: OpaquePointer?, _ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let base = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    private func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
+        guard sqlite3_column_type(statement, column) == SQLITE_TEXT,
+              let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    private func prepare(_ sql: String) throws(StorageError) -> OpaquePointer? {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK else {
+            sqlite3_finalize(statement)
+            throw failure(rc, "preparing \(sql.prefix(40))")
+        }
+        return statement
+    }
+
+    /// Steps a prepared statement that returns no rows, then resets it for the next use.
+    private func run(_ statement: OpaquePointer?, _ context: String) throws(StorageError) {
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        try stepDone(statement, context)
+    }
+
+    private func stepDone(_ statement: OpaquePointer?, _ context: String) throws(StorageError) {
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else {
+            sqlite3_reset(statement)
+            throw failure(rc, context)
+        }
+        sqlite3_reset(statement)
+    }
+
+    private func execute(_ sql: String) throws(StorageError) {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        try stepDone(statement, sql)
+    }
+
+    private func queryTexts(_ sql: String) throws(StorageError) -> [String] {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        var result: [String] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return result }
+            guard rc == SQLITE_ROW else { throw failure(rc, sql) }
+            if let text = text(statement, 0) { result.append(text) }
+        }
+    }
+
+    private func queryText(_ sql: String) throws(StorageError) -> String? {
+        try queryTexts(sql).first
+    }
+
+    private func queryInteger(_ sql: String) throws(StorageError) -> Int64? {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        let rc = sqlite3_step(statement)
+        if rc == SQLITE_DONE { return nil }
+        guard rc == SQLITE_ROW else { throw failure(rc, sql) }
+        guard sqlite3_column_type(statement, 0) == SQLITE_INTEGER else { return nil }
+        return sqlite3_column_int64(statement, 0)
+    }
+
+    /// The typed error for SQLite result code `rc`: damage is `corrupt`, a held lock is
+    /// `inUse`, anything else `unreadable` (at start-up) — `write`'s caller turns errors into
+    /// `writeFailed`.
+    private func failure(_ rc: Int32, _ context: String) -> StorageError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+        switch rc & 0xff {
+        case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
+            return .corrupt(path: path, reason: "\(message) (\(context))")
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return .inUse(path: path)
+        default:
+            return .unreadable(path: path, reason: "\(message) (\(context), SQLite code \(rc))")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Decide
+import Foundation
+import Synchronization
+
+/// `DecideBench durability`: decisions per second at each durability level (memory, batched,
+/// strict) beside the in-memory figure of the same workload, measured in the same run. The
+/// store lives in a fresh directory under the system's temporary directory. A durable run's
+/// time includes the final flush, so commits still queued at the deadline are paid for.
+enum DurabilityBench {
+    struct Hot: AtomicState {
+        static func defaultValue() -> Int { 0 }
+        static var name: String { "bench.durability.hot" }
+    }
+
+    struct Keys: CollectionState {
+        static func defaultValue(at id: Int) -> Int { 0 }
+        static var name: String { "bench.durability.keys" }
+    }
+
+    /// One write to one key, every time: group commits coalesce it to one row.
+    struct WriteHot: Decision {
+        let value: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(value, into: Hot.self)
+            return .none
+        }
+    }
+
+    /// One write to a key no earlier decision wrote: every commit is a new row on disk.
+    struct WriteNew: Decision {
+        let id: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(id, into: Keys.self, at: id)
+            return .none
+        }
+    }
+
+    struct Workload: Sendable {
+        let name: String
+        let threads: Int
+        /// Every decision writes the one `Hot` key (true) or a new element of `Keys` (false).
+        let hotKey: Bool
+    }
+
+    static func run(seconds: Double) {
+        print("== durability: decisions per second by durability level (one run of \(seconds) s each; time includes the final flush)")
+        let workloads = [
+            Workload(name: "one key, 1 thread", threads: 1, hotKey: true),
+            Workload(name: "new key each, 1 thread", threads: 1, hotKey: false),
+            Workload(name: "new key each, 4 threads", threads: 4, hotKey: false),
+        ]
+        let levels: [Durability] = [.memory, .batched(intervalMilliseconds: 5), .strict]
+        var rows: [[String]] = []
+        for workload in workloads {
+            var memoryRate = 0.0
+            for level in levels {
+                let rate = measure(level, workload, seconds: seconds)
+                if level == .memory { memoryRate = rate }
+                rows.append([workload.name, level.description, formatRate(rate), CoreBench.ratio(memoryRate, rate)])
+            }
+        }
+        BenchTable.print(rows: rows, header: ["workload", "durability", "decisions /s", "memory ÷ level"])
+    }
+
+    /// Decisions per second of `workload` on a fresh node at `level`.
+    static func measure(_ level: Durability, _ workload: Workload, seconds: Double) -> Double {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("decide-bench-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = Node.Configuration(id: "bench")
+        configuration.durability = level
+        if level != .memory { configuration.dataDirectory = directory }
+        let node: Node
+        do {
+            node = try Node(configuration: configuration)
+        } catch {
+            print("durability bench: cannot open a node at \(level): \(error)")
+            return 0
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(seconds * 1e9)
+        let total = Atomic<Int>(0)
+        let finished = DispatchGroup()
+        for thread in 0..<workload.threads {
+            finished.enter()
+            Thread {
+                // Each thread writes its own ids, so "new key" stays new across threads.
+                var iteration = thread
+                var done = 0
+                while DispatchTime.now().uptimeNanoseconds < deadline {
+                    for _ in 0..<100 {
+                        if workload.hotKey {
+                            node.decide(WriteHot(value: iteration))
+                        } else {
+                            node.decide(WriteNew(id: iteration))
+                        }
+                        iteration += workload.threads
+                        done += 1
+                    }
+                }
+                total.add(done, ordering: .relaxed)
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        do {
+            try node.flush()
+            try node.close()
+        } catch {
+            print("durability bench: flushing at \(level): \(error)")
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Double(total.load(ordering: .relaxed)) / elapsed
+    }
+
+    static func formatRate(_ rate: Double) -> String {
+        rate >= 10_000 ? CoreBench.format(rate) : String(format: "%.0f", rate)
+    }
+}

@@ -1,0 +1,57 @@
+import Decide
+import DecideCore
+
+/// The JSON lines the admin endpoint sends back (docs/operations.md, "The admin protocol").
+/// Every reply is one line: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
+enum AdminReply {
+    /// `{"ok":false,"error":message}` plus `extra` members.
+    static func error(_ message: String, _ extra: [(String, JSONValue)] = []) -> [UInt8] {
+        line(.object([("ok", .bool(false)), ("error", .string(message))] + extra))
+    }
+
+    /// `{"ok":true}` plus `members`.
+    static func ok(_ members: [(String, JSONValue)]) -> [UInt8] {
+        line(.object([("ok", .bool(true))] + members))
+    }
+
+    /// `value` as one `\n`-terminated line.
+    static func line(_ value: JSONValue) -> [UInt8] {
+        Array((value.compact() + "\n").utf8)
+    }
+
+    /// A version as `{"ms":physical,"logical":n,"node":id}`: ordered by ms, then logical, then node.
+    static func version(_ version: Version) -> JSONValue {
+        .object([
+            ("ms", .number(String(version.timestamp.physicalMilliseconds))),
+            ("logical", .number(String(version.timestamp.logical))),
+            ("node", .string(version.node)),
+        ])
+    }
+
+    /// Stored value bytes as JSON: the value itself when it parses (every value the library or
+    /// syncnode writes does), else `{"bytesHex":"..."}` so nothing is hidden.
+    static func value(_ bytes: [UInt8]) -> JSONValue {
+        if let parsed = try? JSONValue.parse(bytes) { return parsed }
+        return .object([("bytesHex", .string(bytes.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()))])
+    }
+
+    /// One entry as dumps and watches show it:
+    /// `{"key":K,"value":V|null,"deleted":bool,"version":{...}}`.
+    static func entry(key: StateKey, entry: Entry, extra: [(String, JSONValue)] = []) -> JSONValue {
+        .object([
+            ("key", .string(key.description)),
+            ("value", entry.value.map(value) ?? .null),
+            ("deleted", .bool(entry.isTombstone)),
+            ("version", version(entry.version)),
+        ] + extra)
+    }
+
+    /// A 64-bit digest as 16 hex digits.
+    static func hex(_ value: UInt64) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}

@@ -1,0 +1,42 @@
+import DecideCore
+
+/// The KEY syntax of syncnode's commands and admin protocol (docs/operations.md, "Keys"):
+///
+/// - `NAME` is an atomic state: `StateKey(name: NAME)`, element empty;
+/// - `NAME[ID]` is element ID of a collection, ID written as JSON (`quota["batch-jobs"]`,
+///   `quota[7]`); an ID that is not valid JSON is taken as a JSON string, so
+///   `quota[batch-jobs]` is `quota["batch-jobs"]`.
+///
+/// The element bytes are the compact JSON of ID with object members in key order, the same bytes
+/// the library writes for a `CollectionState` id, so both address the same element.
+enum KeySyntax {
+    /// Why a KEY was refused.
+    struct Invalid: Error, CustomStringConvertible {
+        let key: String
+        let reason: String
+        var description: String { "invalid key '\(key)': \(reason)" }
+    }
+
+    /// Parses a KEY into the state key it addresses.
+    static func parse(_ text: String) throws(Invalid) -> StateKey {
+        guard !text.isEmpty else { throw Invalid(key: text, reason: "a key needs a name") }
+        guard text.hasSuffix("]"), let open = text.firstIndex(of: "[") else {
+            guard !text.contains("[") && !text.contains("]") else {
+                throw Invalid(key: text, reason: "write a collection element as NAME[ID], e.g. quota[\"batch-jobs\"]")
+            }
+            return StateKey(name: text)
+        }
+        let name = String(text[..<open])
+        guard !name.isEmpty else { throw Invalid(key: text, reason: "a key needs a name before '['") }
+        let idText = String(text[text.index(after: open) ..< text.index(before: text.endIndex)])
+        guard !idText.isEmpty else { throw Invalid(key: text, reason: "the element id between [ and ] is empty") }
+        let id = (try? JSONValue.parse(idText)) ?? .string(idText)
+        return StateKey(name: name, element: Array(id.compact(sortedKeys: true).utf8))
+    }
+
+    /// The element id of `key` as JSON, nil for an atomic state or an element that is not JSON.
+    static func elementID(of key: StateKey) -> JSONValue? {
+        guard !key.element.isEmpty else { return nil }
+        return try? JSONValue.parse(key.element)
+    }
+}

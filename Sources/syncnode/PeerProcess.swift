@@ -1,0 +1,102 @@
+import Decide
+import DecideCore
+import DecideUV
+import Dispatch
+import Foundation
+import Logging
+
+/// One running peer: a node, its libuv transport, its replicator and its admin server.
+///
+/// Guarantees: `start` either returns a peer that listens on both addresses or throws having
+/// closed whatever it opened; `stop` leaves the cluster (peers are told), waits up to
+/// `flushTimeoutMilliseconds` for queued frames to be written, then closes everything.
+final class PeerProcess: Sendable {
+    /// The longest `stop` waits for the leave messages and queued deltas to be written.
+    static let flushTimeoutMilliseconds: UInt64 = 2_000
+
+    let node: Node
+    let transport: UVTransport
+    let replicator: Replicator
+    let admin: UVLineServer
+    let service: AdminService
+    let logger: Logger
+    /// The bound addresses (real ports).
+    let listenAddress: String
+    let adminAddress: String
+
+    /// Starts a peer with `settings`; `id` is already settled (flag, env, config or data dir).
+    init(settings: RunSettings, id: String, secret: [UInt8]?, makeLogger: (String) -> Logger) throws {
+        var logger = makeLogger("syncnode")
+        logger[metadataKey: "node"] = "\(id)"
+        self.logger = logger
+        var nodeConfiguration = Node.Configuration(id: id)
+        nodeConfiguration.logger = makeLogger("decide.node")
+        nodeConfiguration.dataDirectory = settings.dataDirectory
+        nodeConfiguration.durability = settings.durability
+        node = try Node(configuration: nodeConfiguration)
+        transport = try UVTransport(configuration: .init(
+            nodeID: id, clusterName: settings.cluster, clusterSecret: secret, insecure: settings.insecure,
+            logger: makeLogger("decide.uv")))
+        var replication = Replicator.Configuration()
+        replication.seeds = settings.peers
+        replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
+        replication.logger = makeLogger("decide.replication")
+        replicator = Replicator(node: node, transport: transport, configuration: replication)
+        var adminConfiguration = UVLineServer.Configuration()
+        var adminLogger = makeLogger("syncnode.admin")
+        adminLogger[metadataKey: "node"] = "\(id)"
+        adminConfiguration.logger = adminLogger
+        let listen: String
+        do {
+            listen = try replicator.start(listeningOn: settings.listen) ?? settings.listen
+        } catch {
+            replicator.stop()
+            transport.shutdown()
+            throw error
+        }
+        replicator.startTimer(intervalMilliseconds: 50)
+        listenAddress = listen
+        let service = AdminService(
+            node: node, replicator: replicator,
+            identity: .init(cluster: settings.cluster, listen: listen, admin: settings.admin), logger: adminLogger)
+        self.service = service
+        do {
+            admin = try UVLineServer(configuration: adminConfiguration, delegate: service)
+            service.attach(admin)
+            adminAddress = try admin.listen(on: settings.admin)
+            service.setAdminAddress(adminAddress)
+        } catch {
+            replicator.stop()
+            transport.shutdown()
+            throw error
+        }
+        logger.info("syncnode ready", metadata: [
+            "listen": "\(listenAddress)", "admin": "\(adminAddress)", "cluster": "\(settings.cluster)",
+            "seeds": "\(settings.peers.joined(separator: ","))", "incarnation": "\(replication.incarnation)",
+            "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
+        ])
+    }
+
+    /// Leaves gracefully: tells every peer, flushes queued frames (bounded wait), closes the
+    /// admin endpoint, the transport and the node.
+    func stop() async {
+        logger.info("stopping: leaving the cluster")
+        replicator.leave()
+        let deadline = DispatchTime.now().uptimeNanoseconds + Self.flushTimeoutMilliseconds * 1_000_000
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            let queued = replicator.status.members.reduce(0) { $0 + $1.outboundBytesQueued }
+            if queued == 0 { break }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        service.stopWatches()
+        admin.shutdown()
+        transport.shutdown()
+        await node.shutdown()
+        do {
+            try node.close()
+        } catch {
+            logger.error("closing the store: \(error)")
+        }
+        logger.info("stopped")
+    }
+}

@@ -1,0 +1,144 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+extension SyncNode {
+    /// `syncnode run`: one peer, until SIGINT or SIGTERM, then a graceful leave.
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a peer until SIGINT or SIGTERM, then leave the cluster gracefully.",
+            discussion: """
+                Settings come from, in order of precedence: flags, environment variables \
+                (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_PEERS (comma-separated), \
+                SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, SYNCNODE_CLUSTER, \
+                SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_CONFIG), the --config file, \
+                defaults. Logs go to stderr, one line per event.
+
+                Examples:
+                  syncnode run --id a --listen 127.0.0.1:7401 --admin 127.0.0.1:7501
+                  syncnode run --id b --listen 127.0.0.1:7402 --admin 127.0.0.1:7502 \\
+                               --peer 127.0.0.1:7401 --data-dir /var/lib/syncnode/b
+                  syncnode run --config /etc/syncnode/b.conf --log-level debug
+                  SYNCNODE_ID=c SYNCNODE_PEERS=127.0.0.1:7401,127.0.0.1:7402 syncnode run \\
+                               --listen 127.0.0.1:7403 --admin 127.0.0.1:7503
+
+                A config file holds `key = value` lines (or one JSON object) with the flag \
+                names as keys:
+                  id = b
+                  listen = 127.0.0.1:7402
+                  peer = 127.0.0.1:7401
+                  cluster-secret-file = /etc/syncnode/secret
+                """)
+
+        @Option(help: "This node's id, unique in the cluster (default: the data dir's node-id file).")
+        var id: String?
+        @Option(help: "Peer-to-peer address HOST:PORT (default \(RunSettings.defaultListen)).")
+        var listen: String?
+        @Option(help: "Admin endpoint HOST:PORT, loopback only (default \(RunSettings.defaultAdmin)).")
+        var admin: String?
+        @Option(name: .customLong("peer"), help: "A seed peer HOST:PORT to dial; repeat for several.")
+        var peers: [String] = []
+        @Option(help: "Directory holding this node's id and store (created); without it the node keeps nothing across restarts.")
+        var dataDir: String?
+        @Option(help: "memory, batched, batched:MS or strict (default: batched with --data-dir, else memory).")
+        var durability: String?
+        @Option(help: "File with the cluster secret (mode 600, at least 16 bytes). Without it, loopback only.")
+        var clusterSecretFile: String?
+        @Option(help: "Cluster name; peers of another name are refused (default \(RunSettings.defaultCluster)).")
+        var cluster: String?
+        @Option(help: "trace, debug, info, notice, warning, error or critical (default info).")
+        var logLevel: String?
+        @Flag(help: "Allow listening on a non-loopback address without a cluster secret (unauthenticated).")
+        var insecure = false
+        @Option(help: "Config file: `key = value` lines or a JSON object (see above).")
+        var config: String?
+
+        mutating func run() async throws {
+            let settings: RunSettings
+            let nodeID: String
+            let secret: [UInt8]?
+            do {
+                settings = try RunSettings.resolve(
+                    flags: .init(id: id, listen: listen, admin: admin, peers: peers, dataDirectory: dataDir, durability: durability,
+                                 clusterSecretFile: clusterSecretFile, cluster: cluster, logLevel: logLevel,
+                                 insecure: insecure, config: config),
+                    environment: ProcessInfo.processInfo.environment)
+                if let directory = settings.dataDirectory {
+                    nodeID = try PeerFiles.prepareDataDirectory(directory, id: settings.id)
+                } else if let given = settings.id {
+                    nodeID = given
+                } else {
+                    throw RunSettings.Invalid(description: "no node id: pass --id, set SYNCNODE_ID, or give a --data-dir holding a node-id file")
+                }
+                secret = try settings.clusterSecretFile.map { path throws(PeerFiles.Invalid) in try PeerFiles.readSecret(path) }
+            } catch {
+                FileHandle.standardError.write(Data("syncnode run: \(error)\n".utf8))
+                throw ExitCode(64)
+            }
+            let level = settings.logLevel
+            LoggingSystem.bootstrap { label in CompactLogHandler(label: label, level: level) }
+            signal(SIGPIPE, SIG_IGN)
+            let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
+
+            let peer: PeerProcess
+            do {
+                peer = try PeerProcess(settings: settings, id: nodeID, secret: secret) { label in
+                    var logger = Logger(label: label)
+                    logger.logLevel = level
+                    return logger
+                }
+            } catch {
+                var logger = Logger(label: "syncnode")
+                logger[metadataKey: "node"] = "\(nodeID)"
+                logger.critical("cannot start: \(error)")
+                throw ExitCode(1)
+            }
+            let received = await stopSignal.wait()
+            peer.logger.info("signal received", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
+            await peer.stop()
+        }
+    }
+}
+
+/// Turns SIGINT/SIGTERM into an awaitable event instead of the default exit.
+final class SignalWaiter: @unchecked Sendable {  // sources are set once, in init
+    private let sources: [any DispatchSourceSignal]
+    private let state = Mutex<(received: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+
+    init(signals: [Int32]) {
+        var sources: [any DispatchSourceSignal] = []
+        for number in signals {
+            signal(number, SIG_IGN)
+            sources.append(DispatchSource.makeSignalSource(signal: number, queue: .global()))
+        }
+        self.sources = sources
+        for (source, number) in zip(sources, signals) {
+            source.setEventHandler { [weak self] in self?.fire(number) }
+            source.resume()
+        }
+    }
+
+    private func fire(_ number: Int32) {
+        let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+            guard state.received == nil else { return nil }
+            state.received = number
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: number)
+    }
+
+    /// Returns the first signal received (at once if one already arrived).
+    func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Int32? in
+                if let received = state.received { return received }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Decide
+import Logging
+
+/// The settings of `syncnode run` after merging, for each one, the first of: its flag, its
+/// environment variable (`SYNCNODE_ID`, `SYNCNODE_LISTEN`, ...), the `--config` file, the
+/// default. Peers come whole from one source (flags, else `SYNCNODE_PEERS` split at commas,
+/// else the file's `peer` lines).
+struct RunSettings: Sendable, Equatable {
+    static let defaultListen = "127.0.0.1:7401"
+    static let defaultAdmin = "127.0.0.1:7501"
+    static let defaultCluster = "decide"
+
+    var id: String?
+    var listen: String
+    var admin: String
+    var peers: [String]
+    var dataDirectory: String?
+    /// `.memory` without a data directory; with one, `--durability` or `.batched()`.
+    var durability: Durability
+    var clusterSecretFile: String?
+    var cluster: String
+    var logLevel: Logger.Level
+    var insecure: Bool
+
+    /// Why the settings cannot be used; the text names the source to fix.
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The flags as the user typed them (nil / empty: not given).
+    struct Flags: Sendable {
+        var id: String?
+        var listen: String?
+        var admin: String?
+        var peers: [String] = []
+        var dataDirectory: String?
+        var durability: String?
+        var clusterSecretFile: String?
+        var cluster: String?
+        var logLevel: String?
+        var insecure = false
+        var config: String?
+    }
+
+    /// Merges `flags`, `environment` and the config file (from `--config` or `SYNCNODE_CONFIG`).
+    static func resolve(flags: Flags, environment: [String: String]) throws -> RunSettings {
+        func env(_ name: String) -> String? {
+            guard let value = environment["SYNCNODE_" + name], !value.isEmpty else { return nil }
+            return value
+        }
+        let file = try (flags.config ?? env("CONFIG")).map { path throws(ConfigFile.Invalid) in try ConfigFile(path: path) }
+        func pick(_ flag: String?, _ envName: String, _ key: String) -> String? {
+            flag ?? env(envName) ?? file?.value(key)
+        }
+        let peers: [String]
+        if !flags.peers.isEmpty {
+            peers = flags.peers
+        } else if let list = env("PEERS") {
+            peers = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        } else {
+            peers = file?.all("peer") ?? []
+        }
+        let levelText = pick(flags.logLevel, "LOG_LEVEL", "log-level") ?? "info"
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw Invalid(description: "unknown log level '\(levelText)': use trace, debug, info, notice, warning, error or critical")
+        }
+        var insecure = flags.insecure
+        if !insecure, let text = env("INSECURE") ?? file?.value("insecure") {
+            guard let flag = parseBool(text) else { throw Invalid(description: "insecure must be true or false, not '\(text)'") }
+            insecure = flag
+        }
+        let dataDirectory = pick(flags.dataDirectory, "DATA_DIR", "data-dir")
+        let durability = try parseDurability(pick(flags.durability, "DURABILITY", "durability"), dataDirectory: dataDirectory)
+        return RunSettings(
+            id: pick(flags.id, "ID", "id"),
+            listen: pick(flags.listen, "LISTEN", "listen") ?? defaultListen,
+            admin: pick(flags.admin, "ADMIN", "admin") ?? defaultAdmin,
+            peers: peers,
+            dataDirectory: dataDirectory,
+            durability: durability,
+            clusterSecretFile: pick(flags.clusterSecretFile, "CLUSTER_SECRET_FILE", "cluster-secret-file"),
+            cluster: pick(flags.cluster, "CLUSTER", "cluster") ?? defaultCluster,
+            logLevel: level,
+            insecure: insecure)
+    }
+
+    /// `memory`, `batched`, `batched:MS` or `strict`; the default is `memory` without a data
+    /// directory and `batched` (5 ms) with one.
+    private static func parseDurability(_ text: String?, dataDirectory: String?) throws -> Durability {
+        guard let text else { return dataDirectory == nil ? .memory : .batched() }
+        let durability: Durability
+        switch text.lowercased() {
+        case "memory": durability = .memory
+        case "strict": durability = .strict
+        case "batched": durability = .batched()
+        case let other where other.hasPrefix("batched:"):
+            guard let milliseconds = Int(other.dropFirst("batched:".count)), (1 ... 60_000).contains(milliseconds) else {
+                throw Invalid(description: "durability '\(text)': the interval must be 1...60000 ms, e.g. batched:5")
+            }
+            durability = .batched(intervalMilliseconds: milliseconds)
+        default:
+            throw Invalid(description: "unknown durability '\(text)': use memory, batched, batched:MS or strict")
+        }
+        if durability == .memory && dataDirectory != nil {
+            throw Invalid(description: "durability memory keeps nothing on disk: drop --data-dir, or choose batched or strict")
+        }
+        if durability != .memory && dataDirectory == nil {
+            throw Invalid(description: "durability \(durability) needs a --data-dir to write to")
+        }
+        return durability
+    }
+
+    private static func parseBool(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "1", "on": return true
+        case "false", "no", "0", "off": return false
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// The human form of a status reply:
+///
+///     node a  cluster decide  listen 127.0.0.1:7401  incarnation 1717171717171
+///     entries 3 (1 deleted)  digest 5c1f0e2a9b3d4e61
+///
+///     MEMBER  ADDRESS         LINK       LAST HEARD  QUEUED  CATCH-UP  DROPPED
+///     b       127.0.0.1:7402  connected  0.1 s ago   0 B     idle      0
+enum StatusTable {
+    static func render(_ reply: JSONValue) -> String {
+        func text(_ value: JSONValue?) -> String {
+            guard let value else { return "?" }
+            return value.stringValue ?? value.compact()
+        }
+        var lines: [String] = []
+        lines.append("node \(text(reply["node"]))  cluster \(text(reply["cluster"]))  listen \(text(reply["listen"]))  incarnation \(text(reply["incarnation"]))")
+        lines.append("entries \(text(reply["entries"])) (\(text(reply["tombstones"])) deleted)  digest \(text(reply["digest"]))")
+        lines.append("")
+        guard case .array(let members)? = reply["members"], !members.isEmpty else {
+            lines.append("no other members known")
+            return lines.joined(separator: "\n")
+        }
+        var rows = [["MEMBER", "ADDRESS", "LINK", "LAST HEARD", "QUEUED", "CATCH-UP", "DROPPED"]]
+        for member in members {
+            rows.append([
+                text(member["id"]), text(member["address"]), text(member["link"]),
+                lastHeard(member["lastHeardMsAgo"]?.intValue), bytes(member["queuedBytes"]?.intValue ?? 0),
+                text(member["catchUp"]), text(member["droppedDeltas"]),
+            ])
+        }
+        let widths = (0 ..< rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            let cells = row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }
+            lines.append(cells.joined(separator: "  "))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func lastHeard(_ milliseconds: Int?) -> String {
+        guard let milliseconds else { return "never" }
+        if milliseconds < 60_000 {
+            return "\(milliseconds / 1000).\(milliseconds % 1000 / 100) s ago"
+        }
+        return "\(milliseconds / 60_000) min ago"
+    }
+
+    private static func bytes(_ count: Int) -> String {
+        if count < 1024 { return "\(count) B" }
+        if count < 1 << 20 { return "\(count / 1024) KiB" }
+        return "\(count >> 20) MiB"
+    }
+}

@@ -1,0 +1,31 @@
+# syncnode targets. Included by the main Makefile, which defines `deps` and SWIFT.
+#   make syncnode            debug build of the syncnode binary (in .build-syncnode)
+#   make demo                three local peers: write on one, read and watch on the others, stop
+#   make cluster N=5         N local peers from Cluster/local.conf that stay up (ports 7401+, 7501+)
+#   make cluster-status      `syncnode status` of each of them
+#   make cluster-down        stop them (only processes Cluster/ started; see Cluster/lib.sh)
+#   make integration         multi-process tests with real peers (Cluster/integration.sh)
+
+SYNCNODE_BUILD := .build-syncnode
+# The binary's path, asked of SwiftPM when a recipe runs (not when make reads this file).
+SYNCNODE_BIN = $$($(SWIFT) build --build-path $(SYNCNODE_BUILD) --show-bin-path)/syncnode
+
+.PHONY: syncnode demo cluster cluster-status cluster-down integration
+
+syncnode: deps
+	$(SWIFT) build --build-path $(SYNCNODE_BUILD) --product syncnode
+
+demo: syncnode
+	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/demo.sh
+
+cluster: syncnode
+	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/cluster.sh up $(if $(N),-n $(N))
+
+cluster-status:
+	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/cluster.sh status
+
+cluster-down:
+	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/cluster.sh down
+
+integration: syncnode
+	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/integration.sh
