@@ -27,6 +27,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private let state: Mutex<ReplicatorState>
     private let listenerID = Mutex<UInt64?>(nil)
     private let timer = Mutex<ReplicatorTimer?>(nil)
+    private let syncMarker: SyncMarker?
+    private let markerWritten = Mutex<UInt64>(0)
 
     /// `clock` drives timers (heartbeats, timeouts, backoff); it is the node's clock unless a
     /// test says otherwise.
@@ -39,6 +41,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
+        var configuration = configuration
+        syncMarker = configuration.syncMarkerPath.map(SyncMarker.init(path:))
+        if configuration.lastSyncMilliseconds == nil, let stored = syncMarker?.read() {
+            configuration.lastSyncMilliseconds = stored
+        }
         self.state = Mutex(ReplicatorState(
             selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed),
             now: (clock ?? node.configuration.clock).nowMilliseconds()))
@@ -88,8 +95,15 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         stop()
     }
 
-    /// Stops the timer and unhooks from the node (no more deltas are sent). Idempotent.
+    /// Stops the timer and unhooks from the node (no more deltas are sent); saves the sync
+    /// marker, if any. Idempotent.
     public func stop() {
+        if let syncMarker {
+            let lastSync = lastSyncMilliseconds
+            do { try syncMarker.write(lastSync) } catch {
+                logger.warning("cannot save the sync marker", metadata: ["path": "\(syncMarker.path)", "error": "\(error)"])
+            }
+        }
         timer.withLock { timer in
             timer?.cancel()
             timer = nil
@@ -118,8 +132,27 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let connections = state.withLock { Array($0.peers.keys) }
         var queued: [ConnectionID: Int] = [:]
         for connection in connections { queued[connection] = transport.outboundBytes(for: connection) }
-        let actions = state.withLock { state in state.tick(now: now, queuedBytes: queued) }
+        let (actions, lastSync) = state.withLock { state in (state.tick(now: now, queuedBytes: queued), state.lastSyncMilliseconds) }
         perform(actions)
+        saveSyncMarker(lastSync, now: now)
+    }
+
+    /// When this node last finished an anti-entropy walk (or started, or declared itself stale).
+    public var lastSyncMilliseconds: UInt64 { state.withLock { $0.lastSyncMilliseconds } }
+
+    private func saveSyncMarker(_ lastSync: UInt64, now: UInt64) {
+        guard let syncMarker else { return }
+        let due = markerWritten.withLock { written -> Bool in
+            guard lastSync > written, now &- written >= configuration.syncMarkerIntervalMilliseconds else { return false }
+            written = lastSync
+            return true
+        }
+        guard due else { return }
+        do {
+            try syncMarker.write(lastSync)
+        } catch {
+            logger.warning("cannot save the sync marker", metadata: ["path": "\(syncMarker.path)", "error": "\(error)"])
+        }
     }
 
     // MARK: the delta path

@@ -36,6 +36,13 @@ extension Replicator {
         /// than `tombstoneHorizonMilliseconds` drops its entries older than the horizon before
         /// it syncs again (docs/consistency.md, "Tombstones").
         public var lastSyncMilliseconds: UInt64?
+        /// A file where the engine keeps `lastSyncMilliseconds` across restarts (written at
+        /// most every `syncMarkerIntervalMilliseconds`, by atomic rename); read at start when
+        /// `lastSyncMilliseconds` is nil. Give one to every durable node (e.g. in its data
+        /// directory): without it a node restarted after more than the horizon offline cannot
+        /// know it is stale.
+        public var syncMarkerPath: String?
+        public var syncMarkerIntervalMilliseconds: UInt64 = 10_000
         /// How often tombstone collection runs.
         public var tombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
         /// The most catch-up entries held for one link while a walk's messages arrive (they are

@@ -81,12 +81,14 @@ final class SimCluster: @unchecked Sendable {
         return node
     }
 
-    private func makeMember(id: String, node: Node, clock: SimulatedClock, seeds: [String]? = nil) -> Member {
+    private func makeMember(id: String, node: Node, clock: SimulatedClock, seeds: [String]? = nil,
+                            lastSyncMilliseconds: UInt64? = nil) -> Member {
         let transport = network.makeTransport(nodeID: id, address: SimCluster.address(id))
         var configuration = replicatorConfiguration
         configuration.seeds = seeds ?? ids.filter { $0 != id }.prefix(1).map(SimCluster.address)
         configuration.incarnation = scheduler.nowMilliseconds + restarts
         configuration.randomSeed = scheduler.nextRandomUInt64()
+        configuration.lastSyncMilliseconds = lastSyncMilliseconds
         let replicator = Replicator(node: node, transport: transport, configuration: configuration)
         try! replicator.start(listeningOn: SimCluster.address(id))
         return Member(node: node, transport: transport, replicator: replicator, clock: clock, alive: true)
@@ -109,7 +111,9 @@ final class SimCluster: @unchecked Sendable {
         guard let member = members[id], !member.alive else { return }
         restarts += 1
         let node = empty ? makeNode(id: id, clock: member.clock) : member.node
-        members[id] = makeMember(id: id, node: node, clock: member.clock, seeds: seeds)
+        // A node restarted with its state also keeps its sync marker (as a durable node does).
+        members[id] = makeMember(id: id, node: node, clock: member.clock, seeds: seeds,
+                                 lastSyncMilliseconds: empty ? nil : member.replicator.lastSyncMilliseconds)
     }
 
     /// Adds a node that was not there at the start (a late joiner with one seed).

@@ -233,4 +233,51 @@ import Testing
             #expect(cluster.node("c").entry(for: Self.key(3))?.value == Array("7".utf8), "\(cluster.describe())")
         }
     }
+
+    @Test func aNodeRestartedWithItsStateAfterTheHorizonDoesNotResurrectKeys() {
+        for seed in Self.seeds(Self.defaultSeedCount / 10, salt: 7 << 32) {
+            let cluster = SimCluster(seed: seed, ids: ["a", "b", "c"]) { configuration in
+                configuration.tombstoneHorizonMilliseconds = 5_000
+                configuration.tombstoneCollectionIntervalMilliseconds = 500
+            }
+            let zombie = Self.key(0)
+            cluster.node("a").decide(Write(writes: [(zombie, Array("1".utf8))]))
+            #expect(cluster.runUntilConverged(), "\(cluster.describe())")
+            cluster.crash("c")
+            cluster.node("a").decide(Write(writes: [(zombie, nil)]))
+            cluster.run(milliseconds: 10_000)
+            cluster.restart("c", empty: false)
+            #expect(cluster.runUntilConverged(), "\(cluster.describe())")
+            for id in ["a", "b", "c"] {
+                #expect(cluster.node(id).entry(for: zombie) == nil, "\(id) resurrected the deleted key, \(cluster.describe())")
+            }
+        }
+    }
+}
+
+@Suite struct SyncMarkerTests {
+    @Test func theMarkerSurvivesARestartAndMakesAStaleNodeDropOldEntries() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-marker-\(UInt64.random(in: 0...UInt64.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("last-sync").path
+        let scheduler = SimulatedScheduler(seed: 1)
+        let network = SimulatedNetwork(scheduler: scheduler)
+        var configuration = Replicator.Configuration()
+        configuration.syncMarkerPath = path
+        configuration.logger = SimCluster.quietLogger
+        var nodeConfiguration = Node.Configuration(id: "a")
+        nodeConfiguration.clock = SimulatedClock(scheduler: scheduler)
+        let node = try Node(configuration: nodeConfiguration)
+        let first = Replicator(node: node, transport: network.makeTransport(nodeID: "a", address: "sim://a"), configuration: configuration)
+        try first.start(listeningOn: "sim://a")
+        first.stop()
+        let saved = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+        #expect(UInt64(saved.trimmingCharacters(in: .whitespacesAndNewlines)) == scheduler.nowMilliseconds)
+        // Much later, a new engine for the same node reads the marker back.
+        _ = scheduler.run(forMilliseconds: 30_000)
+        network.crash("a")
+        let second = Replicator(node: node, transport: network.makeTransport(nodeID: "a", address: "sim://a"), configuration: configuration)
+        #expect(second.lastSyncMilliseconds == scheduler.nowMilliseconds - 30_000)
+    }
 }
