@@ -9,6 +9,10 @@
 #   (e) a peer with a wrong cluster secret is refused, and both sides log why
 #   (f) the admin endpoint and the client: malformed requests get error replies on a connection
 #       that stays usable; KEY syntax; exit codes 1 (no value, deleted) and 2 (nobody answers)
+#   (g) durability: a lone peer with --durability strict, killed with -9 right after 1,000
+#       acknowledged puts, restarts with all 1,000
+#   (h) durability: a three-peer cluster in which every peer is killed with -9 and restarted
+#       keeps everything
 #
 # Every wait polls with a deadline; ports are picked by the kernel (127.0.0.1:0) and reused
 # only for the restart in (b). Every process started here is stopped on exit (trap), by pid,
@@ -23,7 +27,7 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e)
+PEERS=(a b c d e s x y z)
 passed=0
 failed=0
 
@@ -239,6 +243,67 @@ if [ $absent -eq 1 ] && [[ "$absent_out" == *"has no value"* ]] && [ $deleted -e
     pass "(f) exit codes: absent 1, deleted 1, invalid JSON refused, nobody answering 2 (one line each)"
 else
     fail "(f) exit codes" "absent $absent ($absent_out); deleted $deleted ($deleted_out); invalid $invalid ($invalid_out); gone $gone ($gone_out)"
+fi
+
+# --- (g) -----------------------------------------------------------------------------------
+kill9() {   # kill9 NAME: SIGKILL, reaped, pid file removed
+    local pid
+    pid=$(peer_pid "$1") || return 0
+    { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
+    rm -f "$RUN_DIR/$1/pid"
+}
+entry_count() { dump_of "$1" && wc -l < "$RUN_DIR/$1.dump"; }
+count_is() { [ "$(entry_count "$1")" = "$2" ]; }
+if peer_start s 127.0.0.1:0 127.0.0.1:0 --cluster durable-s --durability strict; then
+    : > "$RUN_DIR/strict.req"
+    for i in $(seq 1 1000); do echo "{\"op\":\"put\",\"key\":\"strict[$i]\",\"value\":$i}" >> "$RUN_DIR/strict.req"; done
+    admin_batch s "$RUN_DIR/strict.req" > "$RUN_DIR/strict.rep"
+    acknowledged=$(grep -c '"ok":true' "$RUN_DIR/strict.rep")
+    kill9 s   # at once: no graceful flush
+    if peer_start s 127.0.0.1:0 127.0.0.1:0 --cluster durable-s --durability strict && count_is s 1000 \
+        && [ "$acknowledged" -eq 1000 ]; then
+        pass "(g) strict: 1,000 acknowledged puts, kill -9, restart: all 1,000 are back"
+    else
+        fail "(g) strict: 1,000 acknowledged puts survive kill -9" "$acknowledged acknowledged; $(entry_count s 2>/dev/null) entries after restart"
+    fi
+    peer_stop s TERM >/dev/null 2>&1
+else
+    fail "(g) a strict peer starts"
+fi
+
+# --- (h) -----------------------------------------------------------------------------------
+durable=(--cluster durable-xyz --durability strict)
+if peer_start x 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" \
+    && peer_start y 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" --peer "$(peer_listen x)" \
+    && peer_start z 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" --peer "$(peer_listen x)"; then
+    : > "$RUN_DIR/xyz-x.req"
+    : > "$RUN_DIR/xyz-y.req"
+    for i in $(seq 1 300); do echo "{\"op\":\"put\",\"key\":\"xyz[$i]\",\"value\":\"x$i\"}" >> "$RUN_DIR/xyz-x.req"; done
+    for i in $(seq 301 600); do echo "{\"op\":\"put\",\"key\":\"xyz[$i]\",\"value\":\"y$i\"}" >> "$RUN_DIR/xyz-y.req"; done
+    echo '{"op":"delete","key":"xyz[1]"}' >> "$RUN_DIR/xyz-y.req"
+    admin_batch x "$RUN_DIR/xyz-x.req" > /dev/null
+    admin_batch y "$RUN_DIR/xyz-y.req" > /dev/null
+    all_600() { count_is x 600 && dumps_equal x y z; }
+    wait_until 60 "x, y and z to hold the same 600 entries" all_600 || true
+    cp "$RUN_DIR/x.dump" "$RUN_DIR/xyz-before.dump"
+    listens=("$(peer_listen x)" "$(peer_listen y)" "$(peer_listen z)")
+    admins=("$(peer_admin x)" "$(peer_admin y)" "$(peer_admin z)")
+    kill9 x; kill9 y; kill9 z
+    if peer_start x "${listens[0]}" "${admins[0]}" "${durable[@]}" \
+        && peer_start y "${listens[1]}" "${admins[1]}" "${durable[@]}" --peer "${listens[0]}" \
+        && peer_start z "${listens[2]}" "${admins[2]}" "${durable[@]}" --peer "${listens[0]}"; then
+        same_as_before() { dumps_equal x y z && cmp -s "$RUN_DIR/xyz-before.dump" "$RUN_DIR/x.dump"; }
+        if [ "$(wc -l < "$RUN_DIR/xyz-before.dump")" -eq 600 ] && wait_until 30 "x, y and z to hold what they held" same_as_before; then
+            pass "(h) every peer of a three-peer cluster killed with -9 and restarted: all 600 entries (1 deleted) kept"
+        else
+            fail "(h) a three-peer cluster keeps everything across kill -9 of every peer" \
+                "before: $(wc -l < "$RUN_DIR/xyz-before.dump") entries; after: $(wc -l "$RUN_DIR"/x.dump "$RUN_DIR"/y.dump "$RUN_DIR"/z.dump | tr '\n' ' ')"
+        fi
+    else
+        fail "(h) x, y and z restart on their ports"
+    fi
+else
+    fail "(h) x, y and z start"
 fi
 
 echo "$passed passed, $failed failed"

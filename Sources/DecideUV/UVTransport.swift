@@ -1,5 +1,8 @@
 import Decide
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -13,7 +16,9 @@ import Synchronization
 /// - a peer sending bad bytes loses its own link only (one log line says why);
 /// - a link never buffers more than `maxOutboundBytes` outbound or `maxFrameBytes` (+4) inbound;
 /// - `shutdown` is idempotent, returns after every handle closed and the thread ended, and
-///   is also run by `deinit` if it was not called.
+///   is also run by `deinit` if it was not called;
+/// - a peer that disappears mid-write costs only its link: SIGPIPE is ignored process-wide
+///   from the first transport on.
 ///
 /// Thread-safety: every method may be called from any thread, except `shutdown` from inside a
 /// delegate callback (that would wait for itself) — and for the same reason the last reference
@@ -28,7 +33,13 @@ public final class UVTransport: Transport, @unchecked Sendable {
     private let shutdownLock = Mutex(())
 
     /// Makes a transport; nothing runs until `start`. Throws `.invalidConfiguration`.
+    /// libuv writes with write(2): a peer that vanishes mid-write would raise SIGPIPE and kill
+    /// the process. Making a transport therefore ignores SIGPIPE for the whole process, once
+    /// (the write then fails with EPIPE and only that link closes).
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     public init(configuration: Configuration) throws(UVTransportError) {
+        _ = Self.ignoreBrokenPipes
         try configuration.validate()
         self.configuration = configuration
         reactor = try UVReactor(configuration: configuration)

@@ -39,6 +39,9 @@ final class PeerProcess: Sendable {
             logger: makeLogger("decide.uv")))
         var replication = Replicator.Configuration()
         replication.seeds = settings.peers
+        // Remembers the last finished walk across restarts, so a peer back after more than the
+        // tombstone horizon drops what may be stale (docs/consistency.md, "Tombstones").
+        if let directory = settings.dataDirectory { replication.syncMarkerPath = directory + "/last-sync" }
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
         replicator = Replicator(node: node, transport: transport, configuration: replication)
