@@ -58,3 +58,4 @@ FORCE:
 
 include mk/transport.mk
 include mk/syncnode.mk
+include mk/compare.mk

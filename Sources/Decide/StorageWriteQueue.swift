@@ -119,7 +119,7 @@ final class StorageWriteQueue: @unchecked Sendable {
                 // Every batch appended so far is taken now (or was dropped by `fail`).
                 return (batches, appended)
             }
-            condition.wait(until: due)
+            _ = condition.wait(until: due)   // timed out or signalled: the loop re-checks either way
         }
     }
 

@@ -15,6 +15,7 @@ for section in sections {
     case "replication": ReplicationBench.run(seconds: seconds)
     case "anti-entropy": AntiEntropyBench.run()
     case "durability": DurabilityBench.run(seconds: seconds)
+    case "compare": CompareBench.run()
     default:
         FileHandle.standardError.write(Data("unknown bench section \(section); known: \(known.joined(separator: ", "))\n".utf8))
         exit(2)

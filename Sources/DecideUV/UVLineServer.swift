@@ -211,6 +211,9 @@ public final class UVLineServer: @unchecked Sendable {
             closeHandle(line)
             return
         }
+        // Replies are small and written one by one: without this, a pipelining client's
+        // delayed ACK holds every reply after the first for ~40 ms (Nagle).
+        _ = uv_tcp_nodelay(line.tcp, 1)
         if connections.count > configuration.maxConnections {
             configuration.logger.warning("admin connection refused: too many connections",
                                          metadata: ["maxConnections": "\(configuration.maxConnections)"])

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Decide beside Redis, in one run on 127.0.0.1 (`make bench-compare`; docs/benchmarks.md).
+#
+#   Redis:  a master and a replica (replicaof), no persistence, each in its own temp dir;
+#           redis-benchmark SET -d 64 -c 50 at -P 1 and -P 16 over COMPARE_KEYS keys; then a
+#           pipelined stream of COMPARE_KEYS SETs on the master, the replica polled for the last.
+#   Decide: the same 64-byte values and key count (a) through the library, two nodes linked by
+#           DecideUV in one process, (b) through two syncnode peers' admin endpoint, 50 clients,
+#           pipeline 1 and 16, peer 2 polled until it holds every key.
+#
+# Prints one table and writes it between the markers in docs/benchmarks.md. Every server it
+# starts is recorded by pid and stopped on exit (success, failure or Ctrl-C), and only after
+# its /proc command line shows it is the process this script started.
+#
+# Environment: DECIDE_BENCH, SYNCNODE (release binaries; the Makefile passes them),
+# COMPARE_KEYS (default 100000), COMPARE_OUTPUT (default docs/benchmarks.md).
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BENCH="${DECIDE_BENCH:-.build-bench/release/DecideBench}"
+SYNCNODE="${SYNCNODE:-.build-bench/release/syncnode}"
+KEYS="${COMPARE_KEYS:-100000}"
+CLIENTS=50
+OUTPUT="${COMPARE_OUTPUT:-docs/benchmarks.md}"
+for tool in redis-server redis-cli redis-benchmark; do
+    command -v "$tool" >/dev/null || { echo "bench-compare: $tool missing (make deps-bench)" >&2; exit 1; }
+done
+[ -x "$BENCH" ] && [ -x "$SYNCNODE" ] || { echo "bench-compare: build $BENCH and $SYNCNODE first (make bench-compare)" >&2; exit 1; }
+
+WORK="$(mktemp -d /tmp/decide-compare.XXXXXX)"
+RESULTS="$WORK/results"
+: > "$RESULTS"
+# "pid|pattern": a pid is signalled only while its command line contains pattern.
+STARTED=()
+
+owned() { # owned PID PATTERN: true while PID is alive and its command line contains PATTERN
+    local cmdline
+    [ -r "/proc/$1/cmdline" ] || return 1
+    cmdline=$(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null) || return 1
+    [[ "$cmdline" == *"$2"* ]]
+}
+
+gone() { # gone PID: exited (or a zombie)
+    local state
+    state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+    [ -z "$state" ] || [ "$state" = Z ]
+}
+
+cleanup() {
+    local status=$? entry pid pattern waited
+    trap - EXIT INT TERM
+    for entry in "${STARTED[@]+"${STARTED[@]}"}"; do
+        pid=${entry%%|*}; pattern=${entry#*|}
+        if owned "$pid" "$pattern"; then kill -TERM "$pid" 2>/dev/null || true; fi
+    done
+    for entry in "${STARTED[@]+"${STARTED[@]}"}"; do
+        pid=${entry%%|*}; pattern=${entry#*|}
+        waited=0
+        while ! gone "$pid" && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+        if ! gone "$pid" && owned "$pid" "$pattern"; then
+            echo "bench-compare: pid $pid ($pattern) ignored SIGTERM for 10 s; SIGKILL" >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        wait "$pid" 2>/dev/null || true
+    done
+    if [ $status -ne 0 ]; then
+        echo "bench-compare: failed (status $status); logs kept in $WORK" >&2
+    else
+        rm -rf "$WORK"
+    fi
+    exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() { # a port in 20000-59999 nothing listens on now (bind failures are caught later)
+    local port tries=0
+    while [ $tries -lt 200 ]; do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
+        tries=$((tries + 1))
+    done
+    echo "bench-compare: no free port found" >&2
+    return 1
+}
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+    local seconds=$1 description=$2 deadline
+    shift 2
+    deadline=$(( $(date +%s) + seconds ))
+    until "$@" >/dev/null 2>&1; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then echo "bench-compare: timed out waiting for $description" >&2; return 1; fi
+        sleep 0.1
+    done
+}
+
+record() { # record NAME VALUE
+    echo "$1 $2" >> "$RESULTS"
+}
+
+collect() { # collect: COMPARE lines of stdin into the results, the rest to the terminal
+    local line
+    while IFS= read -r line; do
+        case "$line" in
+            "COMPARE "*) echo "${line#COMPARE }" >> "$RESULTS" ;;
+            *) echo "$line" ;;
+        esac
+    done
+}
+
+# ---------------------------------------------------------------- Redis
+start_redis() { # start_redis NAME PORT [extra args...]
+    local name=$1 port=$2
+    shift 2
+    mkdir -p "$WORK/$name"
+    setsid redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+        --dir "$WORK/$name" --logfile "$WORK/$name/log" "$@" </dev/null >/dev/null 2>&1 &
+    local pid=$!
+    STARTED+=("$pid|127.0.0.1:$port")
+    echo "$pid" > "$WORK/$name/pid"
+    if ! wait_for 10 "redis $name on port $port" redis-cli -h 127.0.0.1 -p "$port" ping; then
+        tail -5 "$WORK/$name/log" >&2 || true
+        return 1
+    fi
+}
+
+replica_up() { redis-cli -h 127.0.0.1 -p "$REPLICA_PORT" info replication | grep -q 'master_link_status:up'; }
+
+MASTER_PORT=$(free_port)
+REPLICA_PORT=$(free_port)
+while [ "$REPLICA_PORT" = "$MASTER_PORT" ]; do REPLICA_PORT=$(free_port); done
+echo "== Redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'): master 127.0.0.1:$MASTER_PORT, replica 127.0.0.1:$REPLICA_PORT (no persistence)"
+start_redis master "$MASTER_PORT"
+start_redis replica "$REPLICA_PORT" --replicaof 127.0.0.1 "$MASTER_PORT"
+wait_for 20 "the Redis replica to link to its master" replica_up
+
+for pipeline in 1 16; do
+    csv=$(redis-benchmark -h 127.0.0.1 -p "$MASTER_PORT" -t set -d 64 -c $CLIENTS -P $pipeline \
+          -n "$KEYS" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep '^"SET"')
+    rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
+    [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -P $pipeline gave no figure" >&2; exit 1; }
+    echo "   redis-benchmark SET -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s"
+    record "redis_p${pipeline}_write_per_s" "$rps"
+done
+COMPARE_MODE=redis-stream COMPARE_KEYS="$KEYS" COMPARE_MASTER="127.0.0.1:$MASTER_PORT" \
+    COMPARE_REPLICA="127.0.0.1:$REPLICA_PORT" "$BENCH" compare | collect
+grep -q '^redis_stream_incomplete' "$RESULTS" && { echo "bench-compare: Redis stream incomplete" >&2; exit 1; }
+
+# ---------------------------------------------------------------- Decide, library
+COMPARE_MODE=library COMPARE_KEYS="$KEYS" COMPARE_CLIENTS=$CLIENTS "$BENCH" compare | collect
+grep -q '^library_.*_incomplete' "$RESULTS" && { echo "bench-compare: library run incomplete" >&2; exit 1; }
+
+# ---------------------------------------------------------------- Decide, syncnode
+start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for ready, sets LISTEN_ADDR and ADMIN_ADDR
+    local id=$1 pid ready=""
+    shift
+    mkdir -p "$WORK/$id"
+    setsid "$SYNCNODE" run --id "$id" --listen 127.0.0.1:0 --admin 127.0.0.1:0 --cluster bench-compare \
+        --durability memory "$@" </dev/null >"$WORK/$id/log" 2>&1 &
+    pid=$!
+    STARTED+=("$pid|syncnode run --id $id ")
+    local deadline=$(( $(date +%s) + 20 ))
+    while [ -z "$ready" ]; do
+        ready=$(grep -m1 'syncnode ready' "$WORK/$id/log" || true)
+        if [ -z "$ready" ]; then
+            if gone "$pid"; then echo "bench-compare: syncnode $id exited; its log:" >&2; tail -5 "$WORK/$id/log" >&2; return 1; fi
+            if [ "$(date +%s)" -ge "$deadline" ]; then echo "bench-compare: syncnode $id not ready in 20 s" >&2; return 1; fi
+            sleep 0.05
+        fi
+    done
+    LISTEN_ADDR=$(echo "$ready" | sed -n 's/.* listen=\([^ ]*\).*/\1/p')
+    ADMIN_ADDR=$(echo "$ready" | sed -n 's/.* admin=\([^ ]*\).*/\1/p')
+}
+
+start_syncnode cmp1
+ADMIN1=$ADMIN_ADDR; LISTEN1=$LISTEN_ADDR
+start_syncnode cmp2 --peer "$LISTEN1"
+ADMIN2=$ADMIN_ADDR
+linked() { "$SYNCNODE" status --admin "$ADMIN2" --json | grep -q '"link":"connected"'; }
+wait_for 20 "syncnode cmp2 to link to cmp1" linked
+echo "== syncnode: cmp1 admin $ADMIN1, cmp2 admin $ADMIN2 (memory durability, no secret, loopback)"
+expected=0
+for pipeline in 1 16; do
+    expected=$((expected + KEYS))
+    COMPARE_MODE=syncnode COMPARE_KEYS="$KEYS" COMPARE_CLIENTS=$CLIENTS COMPARE_PIPELINE=$pipeline \
+        COMPARE_PREFIX="p$pipeline" COMPARE_EXPECT_ENTRIES=$expected \
+        COMPARE_ADMIN1="$ADMIN1" COMPARE_ADMIN2="$ADMIN2" "$BENCH" compare | collect
+    grep -q "^syncnode_p${pipeline}_incomplete" "$RESULTS" && { echo "bench-compare: syncnode run incomplete" >&2; exit 1; }
+done
+
+# ---------------------------------------------------------------- the table
+value() { awk -v name="$1" '$1 == name { print $2 }' "$RESULTS"; }
+rate() { awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2f M/s", v / 1e6; else printf "%.1f k/s", v / 1e3 }'; }
+millis() { awk -v v="$1" 'BEGIN { if (v <= 0) printf "0 (%.2f ms before the reply)", -v; else if (v >= 100) printf "%.0f ms", v; else printf "%.2f ms", v }'; }
+# ratio KIND DECIDE REDIS: Decide's speed ÷ Redis's speed (for times, speed is 1/time), so
+# above 1× Decide is ahead on every row.
+ratio() { awk -v kind="$1" -v d="$2" -v r="$3" 'BEGIN {
+    if (kind == "rate" && r > 0) printf "%.2f×", d / r
+    else if (kind == "ms" && d > 0 && r > 0) printf "%.2f×", r / d
+    else printf "n/a (held before the last reply)" }'; }
+
+ROWS=()
+row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME
+    local redis decide shown_redis shown_decide
+    redis=$(value "$3"); decide=$(value "$4")
+    [ -n "$redis" ] && [ -n "$decide" ] || { echo "bench-compare: missing figure $3 or $4" >&2; exit 1; }
+    if [ "$2" = rate ]; then shown_redis=$(rate "$redis"); shown_decide=$(rate "$decide")
+    else shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide"); fi
+    ROWS+=("$1|$shown_redis|$shown_decide|$(ratio "$2" "$decide" "$redis")")
+}
+row "writes acknowledged, 50 clients, pipeline 1: redis-benchmark SET vs syncnode put" rate redis_p1_write_per_s syncnode_p1_write_per_s
+row "writes acknowledged, 50 clients, pipeline 16: redis-benchmark SET vs syncnode put" rate redis_p16_write_per_s syncnode_p16_write_per_s
+row "writes acknowledged, one writer: Redis stream (pipelined) vs library decide() on A" rate redis_stream_write_per_s library_w1_write_per_s
+row "replicated: writes / time until the second server holds all: Redis stream vs library, 1 thread" rate redis_stream_replicated_per_s library_w1_replicated_per_s
+row "replicated: Redis stream vs library, 50 threads" rate redis_stream_replicated_per_s library_w50_replicated_per_s
+row "replicated: Redis stream vs syncnode, 50 clients, pipeline 1" rate redis_stream_replicated_per_s syncnode_p1_replicated_per_s
+row "replicated: Redis stream vs syncnode, 50 clients, pipeline 16" rate redis_stream_replicated_per_s syncnode_p16_replicated_per_s
+row "time from the first write until the second server holds the last: Redis stream vs library, 1 thread" ms redis_stream_total_ms library_w1_total_ms
+row "time from the first write until the second server holds the last: Redis stream vs syncnode, pipeline 16" ms redis_stream_total_ms syncnode_p16_total_ms
+row "second server behind the last acknowledged write: Redis stream vs library, 1 thread" ms redis_stream_lag_ms library_w1_lag_ms
+row "second server behind the last acknowledged write: Redis stream vs syncnode, pipeline 16" ms redis_stream_lag_ms syncnode_p16_lag_ms
+
+CORES=$(nproc)
+MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+MEMORY=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+WHEN=$(date -u '+%Y-%m-%d %H:%M UTC')
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+
+echo
+echo "== bench-compare: Redis $REDIS_VERSION vs Decide, $KEYS keys, 64-byte values, 127.0.0.1 ($CORES cores, $MEMORY, load $LOAD)"
+{
+    echo "workload|Redis|Decide|Decide/Redis (speed)"
+    for entry in "${ROWS[@]}"; do echo "$entry"; done
+} | awk -F'|' '
+    { for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > width[i]) width[i] = length($i) } rows = NR; cols = NF }
+    END {
+        for (r = 1; r <= rows; r++) {
+            line = ""
+            for (i = 1; i <= cols; i++) line = line sprintf("%-" width[i] "s  ", cell[r, i])
+            print line
+            if (r == 1) { line = ""; for (i = 1; i <= cols; i++) { d = ""; for (k = 0; k < width[i]; k++) d = d "-"; line = line d "  " } print line }
+        }
+    }'
+
+BLOCK="$WORK/block.md"
+{
+    echo "<!-- bench-compare:begin (written by \`make bench-compare\`; edits inside are overwritten) -->"
+    echo "Measured $WHEN on $CORES cores ($MODEL), $MEMORY memory, load average at the end $LOAD;"
+    echo "Redis $REDIS_VERSION (no persistence), Decide release build, syncnode with memory durability."
+    echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1."
+    echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
+    echo
+    echo "| workload | Redis | Decide | Decide ÷ Redis (speed; above 1× Decide is ahead) |"
+    echo "| --- | ---: | ---: | ---: |"
+    for entry in "${ROWS[@]}"; do
+        IFS='|' read -r workload redis decide ratio_text <<< "$entry"
+        echo "| $workload | $redis | $decide | $ratio_text |"
+    done
+    echo "<!-- bench-compare:end -->"
+} > "$BLOCK"
+
+if [ -f "$OUTPUT" ] && grep -q '<!-- bench-compare:begin' "$OUTPUT" && grep -q '<!-- bench-compare:end -->' "$OUTPUT"; then
+    awk -v block="$BLOCK" '
+        /<!-- bench-compare:begin/ { while ((getline line < block) > 0) print line; skipping = 1; next }
+        /<!-- bench-compare:end -->/ { skipping = 0; next }
+        !skipping { print }' "$OUTPUT" > "$WORK/benchmarks.md"
+    cat "$WORK/benchmarks.md" > "$OUTPUT"
+else
+    { echo "# Benchmarks"; echo; echo "## Decide beside Redis"; echo; cat "$BLOCK"; } > "$OUTPUT"
+fi
+echo
+echo "bench-compare: table written into $OUTPUT"
