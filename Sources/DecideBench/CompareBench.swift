@@ -167,20 +167,8 @@ enum CompareBench {
         /// Reads one line (without the newline).
         func readLine() -> [UInt8] {
             while true {
-                if let newline = buffer[start..<pending].firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = Array(buffer[start..<newline])
-                    start = newline + 1
-                    return line
-                }
-                if start > 0 {
-                    buffer.replaceSubrange(0..<(pending - start), with: buffer[start..<pending])
-                    pending -= start
-                    start = 0
-                }
-                if pending == buffer.count { buffer.append(contentsOf: [UInt8](repeating: 0, count: buffer.count)) }
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + pending, $0.count - pending, 0) }
-                precondition(count > 0, "connection closed while waiting for a reply")
-                pending += count
+                if let line = takeLine() { return line }
+                receiveAvailable()
             }
         }
 
