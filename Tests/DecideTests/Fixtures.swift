@@ -52,7 +52,7 @@ enum Fixture {
 /// Collects values handed to callbacks on other threads, and waits for a condition with a deadline.
 final class Recorder<Value: Sendable>: Sendable {
     private let values = Mutex<[Value]>([])
-    func append(_ value: Value) { values.withLock { $0.append($0.count == 0 ? value : value) } }
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }
 
     /// Polls `condition` until it holds or `timeoutSeconds` pass; returns whether it held.
