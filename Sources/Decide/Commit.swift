@@ -20,8 +20,14 @@ public enum Commit: Hashable, Sendable {
 /// delta applied here.
 public struct CommittedDelta: Sendable {
     public enum Origin: Hashable, Sendable {
+        /// A decision made on this node.
         case local
+        /// A delta from a peer, applied with `apply(_:)`.
         case remote
+        /// Entries of one version that changed this node during a catch-up
+        /// (`apply(entries:)`): only the writes that won here, so possibly part of a decision
+        /// whose other writes this node already had or had newer.
+        case catchUp
     }
 
     public let delta: Delta

@@ -369,9 +369,9 @@ public final class Node: Sendable {
 
     // MARK: the replication seam
 
-    /// Every delta this node commits from now on, and every remote delta applied through
-    /// `apply(_:)` that changed at least one key, in commit order, with a bounded buffer (see
-    /// `DeltaStream`). Catch-up batches (`apply(entries:)`) are not deltas and do not appear.
+    /// Every delta this node commits from now on, every remote delta applied through `apply(_:)`
+    /// that changed at least one key, and the entries a catch-up changed (origin `.catchUp`,
+    /// one delta per version), in commit order, with a bounded buffer (see `DeltaStream`).
     public func deltas(maxBuffered: Int = 4096) -> DeltaStream {
         let channel = DeltaStream.Channel(maxBuffered: maxBuffered)
         let token = core.withLock { core in
@@ -504,12 +504,24 @@ public final class Node: Sendable {
             }
             var changed = 0
             var stored: [StorageChange] = []
+            var applied: [KeyedEntry] = []
             for item in entries {
                 guard core.table.merge(item.entry, for: item.key).changed else { continue }
                 changed += 1
                 core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
                 if admitted { stored.append(.upsert(item.key, item.entry)) }
+                if !core.commitListeners.isEmpty { applied.append(item) }
+            }
+            // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,
+            // one delta per version, oldest first.
+            if !applied.isEmpty {
+                let byVersion = Dictionary(grouping: applied, by: \.entry.version)
+                for version in byVersion.keys.sorted() {
+                    let writes = byVersion[version]!.map { Delta.Write(key: $0.key, value: $0.entry.value) }
+                    let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
+                    for listener in core.commitListeners.values { listener(committed) }
+                }
             }
             return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
         }

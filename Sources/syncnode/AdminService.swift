@@ -265,7 +265,12 @@ final class AdminService: UVLineServer.Delegate, Sendable {
                 var lines: [UInt8] = []
                 switch event {
                 case .delta(let committed):
-                    let origin: JSONValue = .string(committed.origin == .local ? "local" : "remote")
+                    let origin: JSONValue
+                    switch committed.origin {
+                    case .local: origin = .string("local")
+                    case .remote: origin = .string("remote")
+                    case .catchUp: origin = .string("catch-up")
+                    }
                     for item in committed.delta.entries where item.key.description.hasPrefix(prefix) {
                         lines += AdminReply.line(AdminReply.entry(key: item.key, entry: item.entry, extra: [("origin", origin)]))
                     }

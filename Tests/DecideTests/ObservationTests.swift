@@ -133,3 +133,23 @@ import Testing
         #expect(await deltaCount == 1)
     }
 }
+
+@Suite struct CatchUpDeltaTests {
+    @Test func catchUpChangesReachTheDeltaStreamOneVersionAtATime() async throws {
+        let origin = Fixture.node("a")
+        origin.decide(Fixture.SetPair(value: 1))
+        origin.set("later", into: Fixture.Label.self)
+        let replica = Fixture.node("b")
+        replica.set(9, into: Fixture.Counter.self)   // newer than a's Counter: keeps it
+        var events = replica.deltas().makeAsyncIterator()
+        try replica.apply(entries: origin.entries())
+        var seen: [(CommittedDelta.Origin, [String])] = []
+        for _ in 0..<2 {
+            guard case .delta(let committed)? = await events.next() else { Issue.record("expected a delta"); return }
+            seen.append((committed.origin, committed.delta.writes.map(\.key.name).sorted()))
+        }
+        #expect(seen.map(\.0) == [.catchUp, .catchUp])
+        // Only what changed here: Counter stayed at b's newer 9, so the pair's version carries Mirror alone.
+        #expect(seen.map(\.1) == [[Fixture.Mirror.name], [Fixture.Label.name]])
+    }
+}
