@@ -541,15 +541,6 @@ public final class Node: Sendable {
         core.withLock { ($0.table.digest.fanoutBits, $0.table.digest.depth) }
     }
 
-    /// Every stored entry whose key falls in one of `buckets` (leaf indices).
-    package func entries(inBuckets buckets: Set<Int>) -> [KeyedEntry] {
-        core.withLock { core in
-            buckets.sorted().flatMap { bucket in
-                core.table.entries(inBucket: bucket).map { KeyedEntry(key: $0.key, entry: $0.entry) }
-            }
-        }
-    }
-
     /// The number of changes this node's state has seen; compare with `entries(inBuckets:changedAfter:)`.
     package var changeSequence: UInt64 {
         core.withLock { $0.changeSequence }

@@ -98,12 +98,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Stops the timer and unhooks from the node (no more deltas are sent); saves the sync
     /// marker, if any. Idempotent.
     public func stop() {
-        if let syncMarker {
-            let lastSync = lastSyncMilliseconds
-            do { try syncMarker.write(lastSync) } catch {
-                logger.warning("cannot save the sync marker", metadata: ["path": "\(syncMarker.path)", "error": "\(error)"])
-            }
-        }
+        writeSyncMarker(lastSyncMilliseconds)
         timer.withLock { timer in
             timer?.cancel()
             timer = nil
@@ -117,10 +112,16 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
 
     /// One row per known member (connected or not), sorted by node id.
     public var status: ReplicationStatus {
-        let connectionBytes = state.withLock { state in state.peers.keys.map { $0 } }
-        var queued: [ConnectionID: Int] = [:]
-        for connection in connectionBytes { queued[connection] = transport.outboundBytes(for: connection) }
+        let queued = queuedBytes()
         return state.withLock { state in state.status(now: clock.nowMilliseconds(), queuedBytes: queued) }
+    }
+
+    /// Bytes the transport holds for each current link, read outside the engine's lock.
+    private func queuedBytes() -> [ConnectionID: Int] {
+        let connections = state.withLock { Array($0.peers.keys) }
+        var queued: [ConnectionID: Int] = [:]
+        for connection in connections { queued[connection] = transport.outboundBytes(for: connection) }
+        return queued
     }
 
     // MARK: timers
@@ -129,9 +130,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// tombstone collection.
     public func tick() {
         let now = clock.nowMilliseconds()
-        let connections = state.withLock { Array($0.peers.keys) }
-        var queued: [ConnectionID: Int] = [:]
-        for connection in connections { queued[connection] = transport.outboundBytes(for: connection) }
+        let queued = queuedBytes()
         let (actions, lastSync) = state.withLock { state in (state.tick(now: now, queuedBytes: queued), state.lastSyncMilliseconds) }
         perform(actions)
         saveSyncMarker(lastSync, now: now)
@@ -141,13 +140,17 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     public var lastSyncMilliseconds: UInt64 { state.withLock { $0.lastSyncMilliseconds } }
 
     private func saveSyncMarker(_ lastSync: UInt64, now: UInt64) {
-        guard let syncMarker else { return }
+        guard syncMarker != nil else { return }
         let due = markerWritten.withLock { written -> Bool in
             guard lastSync > written, now &- written >= configuration.syncMarkerIntervalMilliseconds else { return false }
             written = lastSync
             return true
         }
-        guard due else { return }
+        if due { writeSyncMarker(lastSync) }
+    }
+
+    private func writeSyncMarker(_ lastSync: UInt64) {
+        guard let syncMarker else { return }
         do {
             try syncMarker.write(lastSync)
         } catch {

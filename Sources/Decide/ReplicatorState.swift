@@ -401,10 +401,6 @@ struct ReplicatorState {
         peers[connection]?.walkStarts.first { $0.round == round }?.sequence
     }
 
-    func isFinished(_ round: UInt64, on connection: ConnectionID) -> Bool {
-        peers[connection]?.finishedRounds.contains(round) ?? true
-    }
-
     /// Buffers catch-up entries; returns all of the round's entries when `last` (to apply as
     /// one unit), or nil while more are to come. Past `maxBufferedEntries` the round's buffer
     /// is dropped and the peer marked for catch-up (returns an empty batch).
