@@ -23,6 +23,8 @@ public final class Node: Sendable {
     private let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     private let waitsForDisk: Bool
+    /// Set by the replication engine while this node must take no decision.
+    private let writeRefusal = Mutex<String?>(nil)
 
     /// Creates a node. Without a data directory its state starts empty. With one, it loads the
     /// store into memory and moves its clock past every stored version before any decision.
@@ -38,7 +40,10 @@ public final class Node: Sendable {
             throw .invalidBound("digestFanoutBits × digestDepth must be at most 24")
         }
         guard configuration.recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
-        guard configuration.maxClockSkewMilliseconds >= 1 else { throw .invalidBound("maxClockSkewMilliseconds must be at least 1") }
+        guard (1...86_400_000).contains(configuration.maxClockSkewMilliseconds) else {
+            throw .invalidBound("maxClockSkewMilliseconds must be 1 to 86,400,000 (one day)")
+        }
+        guard configuration.maxDecisionBytes >= 1024 else { throw .invalidBound("maxDecisionBytes must be at least 1,024") }
         guard configuration.maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
         switch (configuration.durability, configuration.dataDirectory) {
         case (.memory, nil), (.strict, .some):
@@ -131,12 +136,17 @@ public final class Node: Sendable {
 
     @discardableResult
     private func runOne(_ decision: any Decision, followUps: inout [any Decision]) -> Commit {
+        if let reason = writeRefusal.withLock({ $0 }) {
+            logger.error("decision \(type(of: decision)) refused, nothing written: \(reason)")
+            return .aborted(reason: reason)
+        }
         // Back-pressure from the store's writer waits here, before the lock.
         if persists, let error = storage.admit() {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
             return .aborted(reason: "\(error)")
         }
-        let (commit, effect, ticket) = core.withLock { core -> (Commit, Effect, UInt64) in
+        let (commit, effect, ticket, afterDisk) = core.withLock {
+            core -> (Commit, Effect, UInt64, (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?) in
             let transaction = core.transaction!
             let generation = transaction.begin()
             let effect = decision.execute(
@@ -146,12 +156,17 @@ public final class Node: Sendable {
             if let failure = transaction.failure {
                 if persists { storage.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
-                return (.aborted(reason: failure), .none, 0)
+                return (.aborted(reason: failure), .none, 0, nil)
             }
             let writes = transaction.pending
             guard !writes.isEmpty else {
                 if persists { storage.cancelAdmission() }
-                return (.unchanged, effect, 0)
+                return (.unchanged, effect, 0, nil)
+            }
+            if let refusal = refusal(of: writes, clock: core.clock) {
+                if persists { storage.cancelAdmission() }
+                logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
+                return (.aborted(reason: refusal), .none, 0, nil)
             }
             let timestamp = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds())
             let version = Version(timestamp: timestamp, node: id)
@@ -163,11 +178,17 @@ public final class Node: Sendable {
                 notifyObservers(core, key: write.key, entry: entry, decoded: write.decoded)
             }
             core.committedDecisions += 1
-            if !core.commitListeners.isEmpty {
+            var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
+            if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
                 let delta = CommittedDelta(
                     delta: Delta(version: version, writes: writes.map { Delta.Write(key: $0.key, value: $0.value) }),
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
+                if waitsForDisk {
+                    afterDisk = (delta, core.durableListeners.keys.sorted().map { core.durableListeners[$0]! })
+                } else {
+                    for listener in core.durableListeners.values { listener(delta) }
+                }
             }
             var ticket: UInt64 = 0
             if persists {
@@ -175,16 +196,45 @@ public final class Node: Sendable {
                     changes: writes.map { .upsert($0.key, Entry(version: version, value: $0.value)) },
                     clock: core.clock.last))
             }
-            return (.committed(version), effect, ticket)
+            return (.committed(version), effect, ticket, afterDisk)
         }
         if waitsForDisk && ticket > 0, let error = storage.waitUntilDurable(ticket) {
-            logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped: \(error)")
+            logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped and it is not replicated: \(error)")
             delivery.drain()
             return .aborted(reason: "committed in memory but not on disk: \(error)")
+        }
+        // Strict: peers hear of the decision only now that it is on disk.
+        if let (delta, listeners) = afterDisk {
+            for listener in listeners { listener(delta) }
         }
         delivery.drain()
         perform(effect, handlers: [], followUps: &followUps)
         return commit
+    }
+
+    /// Why a decision with these writes must not commit now, or nil: it is larger than one
+    /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
+    /// physical clock that every peer would refuse its version.
+    private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock) -> String? {
+        var bytes = 16 + id.utf8.count
+        for write in writes {
+            bytes += write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0) + 29 + id.utf8.count
+        }
+        if bytes > configuration.maxDecisionBytes {
+            return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
+        }
+        let physical = configuration.clock.nowMilliseconds()
+        let lead = clock.last.physicalMilliseconds.subtractingReportingOverflow(physical)
+        if !lead.overflow, lead.partialValue > configuration.maxClockSkewMilliseconds {
+            return "this node's clock ran \(lead.partialValue) ms ahead of its physical clock (more than maxClockSkewMilliseconds \(configuration.maxClockSkewMilliseconds)); peers would refuse its writes, so it takes none until real time catches up"
+        }
+        return nil
+    }
+
+    /// A reason set by the replication engine to refuse every decision (e.g. this node's
+    /// clock is far from its peers'), nil to accept them.
+    package func refuseWrites(_ reason: String?) {
+        writeRefusal.withLock { $0 = reason }
     }
 
     // MARK: effects
@@ -395,6 +445,7 @@ public final class Node: Sendable {
             core.observers.removeAll()
             core.deltaChannels.removeAll()
             core.commitListeners.removeAll()
+            core.durableListeners.removeAll()
             return (observers, channels)
         }
         for observer in observers {
@@ -421,8 +472,23 @@ public final class Node: Sendable {
         }
     }
 
+    /// Calls `listener` with every decision committed here once it is as durable as the node
+    /// promises: at commit for `.memory` and `.batched`, after its sync for `.strict` (then
+    /// outside the lock, and not at all when the sync failed). Remove it with `removeCommitListener`.
+    package func addDurableCommitListener(_ listener: @escaping @Sendable (CommittedDelta) -> Void) -> UInt64 {
+        core.withLock { core in
+            let id = core.makeID()
+            core.durableListeners[id] = listener
+            return id
+        }
+    }
+
+    /// Whether applies must reach the disk before they are acknowledged (strict durability).
+    package var acknowledgesAfterDisk: Bool { waitsForDisk }
+
     package func removeCommitListener(_ id: UInt64) {
         core.withLock { core in
+            core.durableListeners[id] = nil
             core.commitListeners[id] = nil
             core.deltaChannels[id] = nil
         }
@@ -434,6 +500,14 @@ public final class Node: Sendable {
     /// once. Returns how many keys changed.
     @discardableResult
     public func apply(_ delta: Delta) throws(ClockError) -> Int {
+        let (changed, ticket) = try apply(delta, waitingForDisk: waitsForDisk)
+        _ = ticket
+        return changed
+    }
+
+    /// `apply(_:)` that waits for the disk only when `waitingForDisk`; returns the store ticket
+    /// (0 for none) so the replication engine can wait elsewhere than on its network thread.
+    package func apply(_ delta: Delta, waitingForDisk: Bool) throws(ClockError) -> (changed: Int, ticket: UInt64) {
         let admitted = admitToStorage()
         let (changed, ticket) = try core.withLock { core throws(ClockError) -> (Int, UInt64) in
             do throws(ClockError) {
@@ -460,9 +534,16 @@ public final class Node: Sendable {
             }
             return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
         }
-        if waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
+        if waitingForDisk && waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
         delivery.drain()
-        return changed
+        return (changed, ticket)
+    }
+
+    /// Waits until the store holds the commit of `ticket` (from `apply(_:waitingForDisk:)` or
+    /// `applyCatchUp`); nil when it does, the store's error when it never will.
+    package func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
+        guard ticket > 0 else { return nil }
+        return storage.waitUntilDurable(ticket)
     }
 
     /// `storage.admit()` for a remote apply: false without a store, or when the store refuses
@@ -488,26 +569,56 @@ public final class Node: Sendable {
         return storage.append(StorageBatch(changes: changes, clock: clock))
     }
 
+    /// What applying one batch of catch-up entries did.
+    package struct CatchUpOutcome: Sendable {
+        /// Keys whose entry changed.
+        package var changed = 0
+        /// Decisions (version groups) refused because their timestamp is too far ahead; the
+        /// first refusal, for the log.
+        package var refusedVersions = 0
+        package var firstRefusal: ClockError?
+        /// The store ticket of the batch (0 for none), for `waitUntilDurable`.
+        package var ticket: UInt64 = 0
+    }
+
     /// Applies entries received in a catch-up (each with its own version) like `apply(_:)`:
-    /// all of them as one unit. Refuses the whole batch, applying nothing, when any timestamp
-    /// is too far ahead.
+    /// all of them as one unit, each decision (version) whole. A version whose timestamp is too
+    /// far ahead is refused alone (`ClockError` for the first); the others still apply. Throws
+    /// only when every version was refused.
     @discardableResult
     public func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
-        guard let newest = entries.map(\.entry.version.timestamp).max() else { return 0 }
+        let outcome = applyCatchUp(entries)
+        if waitsForDisk { _ = waitUntilDurable(outcome.ticket) }
+        if let refusal = outcome.firstRefusal, outcome.changed == 0, outcome.refusedVersions > 0 { throw refusal }
+        return outcome.changed
+    }
+
+    /// `apply(entries:)` without waiting for the disk and without throwing.
+    package func applyCatchUp(_ entries: [KeyedEntry]) -> CatchUpOutcome {
+        var outcome = CatchUpOutcome()
+        guard !entries.isEmpty else { return outcome }
         let admitted = admitToStorage()
-        let (changed, ticket) = try core.withLock { core throws(ClockError) -> (Int, UInt64) in
-            do throws(ClockError) {
-                try core.clock.merge(remote: newest, physicalMilliseconds: configuration.clock.nowMilliseconds())
-            } catch {
-                if admitted { storage.cancelAdmission() }
-                throw error
+        outcome = core.withLock { core -> CatchUpOutcome in
+            var outcome = CatchUpOutcome()
+            let physical = configuration.clock.nowMilliseconds()
+            var refused = Set<Version>()
+            var newest: HLCTimestamp?
+            for item in entries where !refused.contains(item.entry.version) {
+                do throws(ClockError) {
+                    try core.clock.check(remote: item.entry.version.timestamp, physicalMilliseconds: physical)
+                    if newest.map({ $0 < item.entry.version.timestamp }) ?? true { newest = item.entry.version.timestamp }
+                } catch {
+                    refused.insert(item.entry.version)
+                    outcome.refusedVersions += 1
+                    if outcome.firstRefusal == nil { outcome.firstRefusal = error }
+                }
             }
-            var changed = 0
+            if let newest { _ = try? core.clock.merge(remote: newest, physicalMilliseconds: physical) }
             var stored: [StorageChange] = []
             var applied: [KeyedEntry] = []
-            for item in entries {
+            for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
                 guard core.table.merge(item.entry, for: item.key).changed else { continue }
-                changed += 1
+                outcome.changed += 1
                 core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
                 if admitted { stored.append(.upsert(item.key, item.entry)) }
@@ -523,11 +634,11 @@ public final class Node: Sendable {
                     for listener in core.commitListeners.values { listener(committed) }
                 }
             }
-            return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
+            outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+            return outcome
         }
-        if waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
         delivery.drain()
-        return changed
+        return outcome
     }
 
     /// The hashes of digest-tree nodes `indices` at `level` (0 = root), read under the lock
@@ -541,59 +652,88 @@ public final class Node: Sendable {
         core.withLock { ($0.table.digest.fanoutBits, $0.table.digest.depth) }
     }
 
-    /// The number of changes this node's state has seen; compare with `entries(inBuckets:changedAfter:)`.
-    package var changeSequence: UInt64 {
-        core.withLock { $0.changeSequence }
+    /// The change sequence and the hybrid clock (raw) at one instant: where this node's part in
+    /// an anti-entropy walk starts. Every entry this node holds then has a timestamp at or
+    /// below the clock, or was received from a peer.
+    /// The clock first moves up to physical time (as a commit would), so an idle node's
+    /// report keeps pace with real time; every later local version is above it.
+    package var walkStart: (sequence: UInt64, clock: UInt64) {
+        let physical = min(configuration.clock.nowMilliseconds(), HLCTimestamp.maxPhysicalMilliseconds)
+        return core.withLock { core in
+            core.clock.advance(pastOrTo: HLCTimestamp(physicalMilliseconds: physical, logical: 0))
+            return (core.changeSequence, core.clock.last.rawValue)
+        }
     }
 
-    /// The entries of `buckets`, plus every entry that changed after change number `sequence`,
-    /// read in one snapshot; nil when more changes happened since `sequence` than the node's
-    /// change log (`Configuration.recentChangeCapacity`) holds.
-    package func entries(inBuckets buckets: Set<Int>, changedAfter sequence: UInt64) -> [KeyedEntry]? {
+    /// The hybrid clock's last timestamp, raw.
+    package var clockLast: UInt64 {
+        core.withLock { $0.clock.last.rawValue }
+    }
+
+    /// The summary of every entry in leaf `bucket`, sorted by key hash.
+    package func summary(ofBucket bucket: Int) -> [ReplicationMessage.SummaryItem] {
+        core.withLock { core in
+            core.table.entries(inBucket: bucket).map { item in
+                ReplicationMessage.SummaryItem(
+                    keyHash: item.key.stableHash, timestamp: item.entry.version.timestamp.rawValue,
+                    entryHash: StateDigest.contribution(of: item.key, item.entry))
+            }.sorted { $0.keyHash < $1.keyHash }
+        }
+    }
+
+    /// Compares a peer's summary of leaf `bucket` with this node's entries there: the keys of
+    /// this node the peer lacks or holds older (to push), and the key hashes of the peer's the
+    /// node lacks or holds older (to request). Equal timestamps with different entries go both ways.
+    package func compare(bucket: Int, with theirs: [UInt64: ReplicationMessage.SummaryItem])
+        -> (push: [StateKey], request: [UInt64]) {
+        core.withLock { core in
+            var push: [StateKey] = []
+            var remaining = theirs
+            for item in core.table.entries(inBucket: bucket) {
+                let hash = item.key.stableHash
+                guard let other = remaining.removeValue(forKey: hash) else {
+                    push.append(item.key)
+                    continue
+                }
+                let mine = item.entry.version.timestamp.rawValue
+                if other.entryHash == StateDigest.contribution(of: item.key, item.entry) { continue }
+                if mine >= other.timestamp { push.append(item.key) }
+                if mine <= other.timestamp { remaining[hash] = other }
+            }
+            return (push, remaining.keys.sorted())
+        }
+    }
+
+    /// The keys of leaf `bucket` whose stable hash is in `hashes`.
+    package func keys(inBucket bucket: Int, hashes: Set<UInt64>) -> [StateKey] {
+        core.withLock { core in
+            core.table.entries(inBucket: bucket).lazy.map(\.key).filter { hashes.contains($0.stableHash) }
+        }
+    }
+
+    /// The entries of `keys` (those still held), plus every entry that changed after change
+    /// number `sequence`, read in one snapshot and sorted by version; nil when more changes
+    /// happened since `sequence` than the node's change log (`recentChangeCapacity`) holds.
+    package func walkEntries(keys: [StateKey], changedAfter sequence: UInt64) -> [KeyedEntry]? {
         core.withLock { core in
             guard let changed = core.keysChanged(after: sequence) else { return nil }
             var result: [KeyedEntry] = []
-            var included = Set<StateKey>()
-            for bucket in buckets.sorted() {
-                for item in core.table.entries(inBucket: bucket) where included.insert(item.key).inserted {
-                    result.append(KeyedEntry(key: item.key, entry: item.entry))
-                }
+            result.reserveCapacity(keys.count + changed.count)
+            var included = Set<StateKey>(minimumCapacity: keys.count + changed.count)
+            for key in keys where included.insert(key).inserted {
+                if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
-            for key in changed where !included.contains(key) {
-                if let entry = core.table.entry(for: key) {
-                    included.insert(key)
-                    result.append(KeyedEntry(key: key, entry: entry))
-                }
+            for key in changed where included.insert(key).inserted {
+                if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
+            result.sort { $0.entry.version < $1.entry.version }
             return result
         }
     }
 
-    /// Removes every entry, live or tombstone, whose version is older than `floor`, from memory
-    /// and from the store; observers of those keys see their default value. Returns how many.
-    /// Used by the replication engine when this node was out of sync for longer than the
-    /// tombstone horizon: any of those entries may be a value whose delete the other nodes have
-    /// already collected; the ones still alive come back from peers by anti-entropy.
-    @discardableResult
-    public func discardEntries(olderThan floor: HLCTimestamp) -> Int {
-        let admitted = admitToStorage()
-        let dropped = core.withLock { core -> Int in
-            let expired = core.table.entries.filter { $0.entry.version.timestamp < floor }
-            for item in expired where core.table.discard(item.key, version: item.entry.version) {
-                notifyObservers(core, key: item.key, entry: nil, decoded: nil)
-            }
-            _ = appendToStorage(
-                admitted, expired.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
-            return expired.count
-        }
-        delivery.drain()
-        return dropped
-    }
-
-    /// Removes tombstones whose version is older than `horizon`; returns how many. (A node
-    /// that was out of touch for longer than the horizon drops its old entries before it syncs
-    /// again, `discardEntries(olderThan:)`, so a collected delete does not come back.)
-    /// With a store, the tombstones are deleted from it too (in the next group commit; this
+    /// Removes tombstones whose version is older than `horizon`; returns how many. The
+    /// replication engine calls it only with a bound that every member of the cluster is known
+    /// to cover (docs/consistency.md, "Deletes and tombstones"). With a store, the tombstones are deleted from it too (in the next group commit; this
     /// call does not wait for the disk).
     @discardableResult
     public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {

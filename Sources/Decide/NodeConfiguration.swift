@@ -8,6 +8,10 @@ extension Node {
         /// version ties, so two nodes must never share one.
         public var id: String
         /// A remote timestamp more than this far ahead of local physical time is refused.
+        /// At most one day: a larger bound would let one bad clock win every key for that long.
+        /// While this node's own hybrid clock is more than this far ahead of its physical clock
+        /// (its wall clock jumped forward and back), its decisions are aborted rather than
+        /// stamped with a time its peers would refuse (docs/consistency.md, "Clocks").
         public var maxClockSkewMilliseconds: UInt64 = 60_000
         /// Effect operations running at once (default: the number of cores).
         public var effectConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount
@@ -25,6 +29,12 @@ extension Node {
         /// bounds its peers' decoders enforce, so whatever commits here can replicate. A
         /// decision over them is aborted (`Commit.aborted`).
         public var limits = WireCodec.Limits()
+        /// The most bytes one decision's writes may take on the wire (names, element ids,
+        /// values, versions). A larger decision is aborted at commit (`Commit.aborted`, nothing
+        /// written): every decision must fit one replication frame, so that every replica
+        /// applies it whole. Must be at most the replication engine's `maxFrameBytes` less
+        /// 64 bytes (16 MiB by default).
+        public var maxDecisionBytes = 8 * 1024 * 1024
         /// The digest tree's shape: children per inner node as a power of two, and levels below
         /// the root. Every node of a cluster must use the same shape (anti-entropy refuses to
         /// compare different ones). The default, 16 × 4 levels, has 65,536 leaves (546 KiB),

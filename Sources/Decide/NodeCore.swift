@@ -11,6 +11,9 @@ final class NodeCore: @unchecked Sendable {
     private var names: [ObjectIdentifier: String] = [:]
     var observers: [StateKey: [UInt64: Observer]] = [:]
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
+    /// Listeners of local commits that must hear of them only once they are on disk (the
+    /// replication engine under strict durability); called in commit order.
+    var durableListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
     /// The channels behind `Node.deltas()`, by their listener id, so shutdown can end them.
     var deltaChannels: [UInt64: DeltaStream.Channel] = [:]
     var nextID: UInt64 = 0

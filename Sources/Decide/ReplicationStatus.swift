@@ -5,8 +5,12 @@ public struct ReplicationStatus: Hashable, Sendable {
         case connected
         /// Known and alive as far as gossip says, but no link now (being redialled).
         case disconnected
-        /// It announced it left (or gossip said so); it is not redialled.
+        /// It announced it left (or gossip said so); it is not redialled. It still counts for
+        /// tombstone collection until it returns or is removed.
         case left
+        /// Removed from the cluster (`forget`, the dead-member timeout, or gossip of either):
+        /// not counted, not dialled, refused if it returns.
+        case removed
     }
 
     public enum CatchUpState: String, Hashable, Sendable {
@@ -30,10 +34,21 @@ public struct ReplicationStatus: Hashable, Sendable {
         /// Deltas not queued to it because its queue was full, since this node started
         /// (each is repaired by catch-up).
         public let droppedDeltas: Int
+        /// This node holds everything the member held when the member's hybrid clock read
+        /// this (raw HLC; 0 for nothing proven yet): the latest clean anti-entropy walk with it.
+        public let coveredClock: UInt64
+        /// What the member last reported as its own coverage (raw HLC).
+        public let reportedCoverage: UInt64
     }
 
     public let nodeID: String
     public let incarnation: UInt64
     /// Every member this node knows, but itself, sorted by node id.
     public let members: [Member]
+    /// The coverage this node reports (raw HLC): it holds every entry any member counted had
+    /// at or below it.
+    public let coverage: UInt64
+    /// Tombstones below this (raw HLC) are collected: every member reported covering it. Nil
+    /// while any member has not reported, or counts other members than this node does.
+    public let tombstoneBound: UInt64?
 }

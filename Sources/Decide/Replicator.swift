@@ -1,19 +1,26 @@
+import Dispatch
 import Logging
 import Synchronization
 
 /// Keeps a node's state equal to its peers': sends every local decision to every connected
-/// peer as one delta, repairs what deltas missed by digest anti-entropy, and keeps a full mesh
-/// of links by gossip, heartbeats and redial with backoff. Written only against `Transport`,
-/// so the same code runs over libuv and over the seeded simulator.
+/// peer as one delta, repairs what deltas missed by digest anti-entropy with streamed,
+/// flow-controlled catch-up, keeps a full mesh of links by gossip, heartbeats and redial with
+/// backoff, and collects tombstones only once every member is known to hold them. Written only
+/// against `Transport`, so the same code runs over libuv and over the seeded simulator.
 ///
 /// Guarantees:
-/// - a delta is applied on a peer as one unit (its observers see the whole decision or none);
-/// - when links are up long enough for one anti-entropy walk, both ends hold the same entries
-///   (anti-entropy, not the delta path, is what guarantees this; see docs/replication.md);
-/// - memory stays bounded behind a slow peer: when its transport queue is full, deltas to it
-///   are dropped and it is marked for catch-up, which repairs the difference;
-/// - the engine never calls the node while holding its own lock, and the node's commit path
-///   never waits on the network.
+/// - a delta is applied on a peer as one unit (its observers see the whole decision or none),
+///   and so is every decision a catch-up stream carries (streams cut only between versions);
+/// - when links are up long enough for one anti-entropy walk, both ends hold the same entries,
+///   whatever the size of the state (anti-entropy, not the delta path, guarantees this);
+/// - memory stays bounded behind a slow peer (its queue is dropped and repaired by a walk),
+///   and a catch-up stream keeps at most `catchUpWindowMessages` messages unacknowledged;
+/// - a tombstone is collected only when every member, reachable or not, reported holding it;
+///   no wall-clock rule removes an entry (docs/consistency.md, "Deletes and tombstones");
+/// - whatever a peer sends is checked before use; a peer that breaks a rule loses its link
+///   with a log line naming the rule, and the node keeps serving the others;
+/// - the engine never calls the node while holding its own lock, never sends a frame over
+///   `maxFrameBytes`, and never waits for the disk on the transport's thread.
 ///
 /// Drive it with `tick()` (every ~50 ms: `startTimer` does so in production; the simulator
 /// calls it from its scheduler). All methods are thread-safe.
@@ -27,8 +34,12 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private let state: Mutex<ReplicatorState>
     private let listenerID = Mutex<UInt64?>(nil)
     private let timer = Mutex<ReplicatorTimer?>(nil)
-    private let syncMarker: SyncMarker?
-    private let markerWritten = Mutex<UInt64>(0)
+    private let membershipFile: MembershipFile?
+    private let membershipDirty = Mutex(false)
+    /// Strict durability: acknowledgements of applied catch-up batches wait for the disk here,
+    /// never on the transport's thread.
+    private let durableAcks = DispatchQueue(label: "decide.replicator.durable-acks")
+    private let writeRefusal = Mutex<String?>(nil)
 
     /// `clock` drives timers (heartbeats, timeouts, backoff); it is the node's clock unless a
     /// test says otherwise.
@@ -41,14 +52,22 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
-        var configuration = configuration
-        syncMarker = configuration.syncMarkerPath.map(SyncMarker.init(path:))
-        if configuration.lastSyncMilliseconds == nil, let stored = syncMarker?.read() {
-            configuration.lastSyncMilliseconds = stored
+        membershipFile = configuration.membershipPath.map(MembershipFile.init(path:))
+        var remembered: [ReplicationMessage.MemberRecord] = []
+        if let membershipFile {
+            do {
+                remembered = try membershipFile.read()
+            } catch {
+                logger.error("cannot read the member list; starting without it", metadata: [
+                    "path": "\(membershipFile.path)", "error": "\(error)"])
+            }
         }
         self.state = Mutex(ReplicatorState(
             selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed),
-            now: (clock ?? node.configuration.clock).nowMilliseconds()))
+            now: (clock ?? node.configuration.clock).nowMilliseconds(), remembered: remembered))
+        if state.withLock({ $0.removedFromCluster }) {
+            logger.critical("this node was removed from its cluster: it links with nobody; start it with an empty data directory and a new node id")
+        }
     }
 
     // MARK: lifecycle
@@ -56,8 +75,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Starts the transport with this engine as its delegate, listens on `listenAddress` when
     /// given (port 0 picks one), hooks the node's commits and dials the seeds. Returns the bound
     /// address, which becomes the advertised one unless the configuration names another.
+    /// Throws `ReplicatorConfigurationError` for bounds that cannot work together.
     @discardableResult
     public func start(listeningOn listenAddress: String? = nil) throws -> String? {
+        try validate()
         try transport.start(delegate: self)
         var bound: String?
         if let listenAddress {
@@ -67,13 +88,31 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                 if state.advertisedAddress.isEmpty { state.advertisedAddress = address }
             }
         }
-        let id = node.addCommitListener { [weak self] committed in
+        let id = node.addDurableCommitListener { [weak self] committed in
             guard committed.origin == .local else { return }
             self?.broadcast(committed.delta)
         }
         listenerID.withLock { $0 = id }
         tick()
         return bound
+    }
+
+    private func validate() throws(ReplicatorConfigurationError) {
+        let shape = node.digestShape
+        let leaves = 1 << (shape.fanoutBits * shape.depth)
+        let digestBytes = leaves * ReplicationCodec.maxDigestNodeBytes + ReplicationCodec.maxHeaderBytes
+        guard digestBytes <= configuration.maxFrameBytes else {
+            throw .init("the digest tree's \(leaves) leaves need frames of \(digestBytes) bytes, over maxFrameBytes \(configuration.maxFrameBytes): use a smaller digest shape")
+        }
+        guard node.configuration.maxDecisionBytes + ReplicationCodec.maxHeaderBytes <= configuration.maxFrameBytes else {
+            throw .init("the node's maxDecisionBytes \(node.configuration.maxDecisionBytes) must be at least 64 bytes below maxFrameBytes \(configuration.maxFrameBytes)")
+        }
+        guard configuration.catchUpBatchBytes >= 1024, configuration.catchUpBatchBytes <= configuration.maxFrameBytes / 2 else {
+            throw .init("catchUpBatchBytes must be 1,024 to half of maxFrameBytes")
+        }
+        guard configuration.catchUpWindowMessages >= 1, configuration.maxMembers >= 1 else {
+            throw .init("catchUpWindowMessages and maxMembers must be at least 1")
+        }
     }
 
     /// Calls `tick()` every `intervalMilliseconds` on a background thread until `stop`.
@@ -95,10 +134,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         stop()
     }
 
-    /// Stops the timer and unhooks from the node (no more deltas are sent); saves the sync
-    /// marker, if any. Idempotent.
+    /// Stops the timer and unhooks from the node (no more deltas are sent); saves the member
+    /// list, if kept. Idempotent.
     public func stop() {
-        writeSyncMarker(lastSyncMilliseconds)
         timer.withLock { timer in
             timer?.cancel()
             timer = nil
@@ -106,6 +144,24 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         if let id = listenerID.withLock({ id -> UInt64? in defer { id = nil }; return id }) {
             node.removeCommitListener(id)
         }
+        saveMembership(force: true)
+    }
+
+    /// Removes `nodeID` from the cluster for good: it no longer holds back tombstone collection,
+    /// is not dialled, and is refused (with a message telling it why) if it comes back. Every
+    /// other member learns of the removal by gossip. Use it for a member that will not return;
+    /// a returning node must start with an empty data directory and a new node id.
+    public func forget(_ nodeID: String) throws(ForgetError) {
+        let now = clock.nowMilliseconds()
+        let (outcome, actions) = state.withLock { $0.forget(nodeID, now: now) }
+        switch outcome {
+        case .removed: break
+        case .unknown: throw .unknownMember(nodeID)
+        case .isSelf: throw .isThisNode(nodeID)
+        case .alreadyRemoved: throw .alreadyRemoved(nodeID)
+        }
+        perform(actions)
+        saveMembership(force: true)
     }
 
     // MARK: status
@@ -127,48 +183,88 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     // MARK: timers
 
     /// Runs whatever is due: pings, failure detection, gossip, redials, anti-entropy walks,
-    /// tombstone collection.
+    /// coverage reports, tombstone collection, the clock check.
     public func tick() {
         let now = clock.nowMilliseconds()
         let queued = queuedBytes()
-        let (actions, lastSync) = state.withLock { state in (state.tick(now: now, queuedBytes: queued), state.lastSyncMilliseconds) }
+        let nodeClock = node.clockLast
+        let (actions, proposed, advertised) = state.withLock { state in
+            (state.tick(now: now, queuedBytes: queued), state.coverageNow(clock: nodeClock), state.advertisedCoverage)
+        }
         perform(actions)
-        saveSyncMarker(lastSync, now: now)
-    }
-
-    /// When this node last finished an anti-entropy walk (or started, or declared itself stale).
-    public var lastSyncMilliseconds: UInt64 { state.withLock { $0.lastSyncMilliseconds } }
-
-    private func saveSyncMarker(_ lastSync: UInt64, now: UInt64) {
-        guard syncMarker != nil else { return }
-        let due = markerWritten.withLock { written -> Bool in
-            guard lastSync > written, now &- written >= configuration.syncMarkerIntervalMilliseconds else { return false }
-            written = lastSync
-            return true
+        if proposed > advertised {
+            // Report coverage only once the store holds what it covers: a crash must not take
+            // back a tombstone this node told the others it holds.
+            do {
+                try node.flush()
+                state.withLock { $0.advertise(coverage: proposed) }
+            } catch {
+                logger.warning("coverage not reported: the store cannot flush", metadata: ["error": "\(error)"])
+            }
         }
-        if due { writeSyncMarker(lastSync) }
+        checkClock()
+        saveMembership(force: false)
     }
 
-    private func writeSyncMarker(_ lastSync: UInt64) {
-        guard let syncMarker else { return }
+    private func checkClock() {
+        let verdict = state.withLock { $0.clockVerdict(boundMilliseconds: node.configuration.maxClockSkewMilliseconds) }
+        let changed = writeRefusal.withLock { current -> Bool in
+            defer { current = verdict }
+            return current != verdict
+        }
+        guard changed else { return }
+        node.refuseWrites(verdict)
+        if let verdict {
+            logger.critical("refusing decisions: \(verdict)")
+        } else {
+            logger.notice("clock agrees with the peers again: taking decisions")
+        }
+    }
+
+    private func saveMembership(force: Bool) {
+        guard let membershipFile else { return }
+        let due = membershipDirty.withLock { dirty -> Bool in defer { dirty = false }; return dirty || force }
+        guard due else { return }
+        let records = state.withLock { $0.rememberedRecords() }
         do {
-            try syncMarker.write(lastSync)
+            try membershipFile.write(records)
         } catch {
-            logger.warning("cannot save the sync marker", metadata: ["path": "\(syncMarker.path)", "error": "\(error)"])
+            membershipDirty.withLock { $0 = true }
+            logger.warning("cannot save the member list", metadata: ["path": "\(membershipFile.path)", "error": "\(error)"])
         }
+    }
+
+    // MARK: sending
+
+    /// Queues one frame; refuses (and logs) one over `maxFrameBytes` instead of handing it to
+    /// the transport. Returns what the transport answered, `.overLimit` for a refused frame.
+    @discardableResult
+    private func send(_ message: ReplicationMessage, to connection: ConnectionID) -> SendResult {
+        send(frame: codec.encode(message), to: connection)
+    }
+
+    @discardableResult
+    private func send(frame: [UInt8], to connection: ConnectionID) -> SendResult {
+        guard frame.count <= configuration.maxFrameBytes else {
+            logger.error("not sending a message over maxFrameBytes", metadata: [
+                "bytes": "\(frame.count)", "maxFrameBytes": "\(configuration.maxFrameBytes)", "type": "\(frame.first ?? 0)"])
+            return .overLimit
+        }
+        return transport.send(frame, to: connection)
     }
 
     // MARK: the delta path
 
-    /// Called under the node's lock for every local commit: encode once, queue to every peer.
+    /// Called for every local commit (under the node's lock, or after the disk for strict
+    /// durability): encode once, queue to every peer.
     private func broadcast(_ delta: Delta) {
         // Sorted: the order of sends must not depend on hashing (the simulator replays seeds).
         let connections = state.withLock { $0.peers.keys.sorted { $0.rawValue < $1.rawValue } }
         guard !connections.isEmpty else { return }
         let frame = codec.encode(.delta(delta))
         guard frame.count <= configuration.maxFrameBytes else {
-            logger.warning("delta too large for one frame: peers will catch up instead",
-                           metadata: ["bytes": "\(frame.count)", "maxFrameBytes": "\(configuration.maxFrameBytes)"])
+            logger.error("delta too large for one frame: peers will catch up instead",
+                         metadata: ["bytes": "\(frame.count)", "maxFrameBytes": "\(configuration.maxFrameBytes)"])
             state.withLock { state in for connection in connections { state.markForCatchUp(connection) } }
             return
         }
@@ -211,47 +307,49 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         switch message {
         case .delta(let delta):
             do {
-                try node.apply(delta)
+                _ = try node.apply(delta, waitingForDisk: false)
             } catch {
-                logger.warning("refused delta", metadata: ["peer": "\(peerID)", "error": "\(error)"])
+                logger.warning("refused delta", metadata: ["peer": "\(peerID)", "version": "\(delta.version)", "error": "\(error)"])
             }
-        case let .digest(round, shape, level, nodes):
-            handleDigest(round: round, shape: shape, level: level, nodes: nodes, from: connection, peerID: peerID)
-        case .digestDone(let round):
-            let actions = state.withLock { $0.walkFinished(round: round, on: connection, now: now) }
-            perform(actions)
-        case let .entriesRequest(round, buckets):
-            // Only for a walk this side took part in and has not ended: the request's buckets
-            // were chosen against this side's snapshots since its start.
-            guard state.withLock({ $0.walkStart(round, on: connection) }) != nil else { break }
-            let width = 1 << (node.digestShape.fanoutBits * node.digestShape.depth)
-            let wanted = Set(buckets.map(Int.init).filter { $0 < width })
-            sendWalkEntries(buckets: wanted, round: round, to: connection, peerID: peerID)
-            _ = transport.send(codec.encode(.digestDone(round: round)), to: connection)
-            perform(state.withLock { $0.walkFinished(round: round, on: connection, now: now) })
-        case let .entries(round, last, batch):
-            let complete = state.withLock {
-                $0.bufferEntries(batch, round: round, last: last, on: connection,
-                                 maxBufferedEntries: configuration.maxBufferedCatchUpEntries)
-            }
-            guard let complete, !complete.isEmpty else { break }
-            do {
-                let changed = try node.apply(entries: complete)
-                state.withLock { $0.received(entries: complete.count, changed: changed, round: round, on: connection) }
-            } catch {
-                logger.warning("refused catch-up entries", metadata: ["peer": "\(peerID)", "error": "\(error)"])
+        case let .digest(round, seq, peerClock, shape, level, nodes):
+            handleDigest(round: round, seq: seq, peerClock: peerClock, shape: shape, level: level, nodes: nodes,
+                         from: connection, peerID: peerID)
+        case let .digestDone(round, seq, peerClock, synced):
+            guard accept(round, seq, from: connection, peerID: peerID) else { return }
+            handleDigestDone(round: round, peerClock: peerClock, synced: synced, from: connection, peerID: peerID)
+        case let .summary(round, seq, peerClock, last, groups):
+            guard accept(round, seq, from: connection, peerID: peerID) else { return }
+            handleSummary(round: round, seq: seq, peerClock: peerClock, last: last, groups: groups, from: connection, peerID: peerID)
+        case let .keysRequest(round, seq, last, keys):
+            guard accept(round, seq, from: connection, peerID: peerID) else { return }
+            handleKeysRequest(round: round, last: last, keys: keys, from: connection, peerID: peerID)
+        case let .entries(round, seq, last, batch):
+            guard accept(round, seq, from: connection, peerID: peerID) else { return }
+            handleEntries(round: round, seq: seq, last: last, batch: batch, from: connection, peerID: peerID)
+        case let .streamAck(round, seq):
+            switch state.withLock({ $0.acked(round, seq: seq, on: connection, now: now) }) {
+            case nil:
+                violation(connection, peerID, "streamAck for a message never sent")
+            case true?:
+                finishWalk(round, on: connection, synced: true)
+            case false?:
+                pump(round, on: connection)
             }
         case .gossip(let records):
-            let actions = state.withLock { $0.gossip(records, now: now) }
+            let actions = state.withLock { $0.gossip(records, from: connection, now: now) }
             perform(actions)
         case .ping(let nonce):
-            _ = transport.send(codec.encode(.ack(nonce: nonce)), to: connection)
-        case .ack:
-            break
+            send(.ack(nonce: nonce, physicalMilliseconds: node.configuration.clock.nowMilliseconds()), to: connection)
+        case let .ack(nonce, physical):
+            state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
         case .leave:
             let actions = state.withLock { $0.peerLeft(connection) }
             logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
             perform(actions)
+        case .refusal(let reason):
+            logger.error("a peer refuses this node", metadata: ["peer": "\(peerID)", "reason": "\(reason)"])
+            state.withLock { $0.refused(by: connection, now: now) }
+            transport.close(connection)
         }
     }
 
@@ -276,142 +374,423 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         logger.debug("dial failed", metadata: ["address": "\(address)", "reason": "\(reason)", "retryInMs": "\(retry)"])
     }
 
+    /// Whether a walk message is the next one of a live walk (duplicates and messages of
+    /// walks that ended are dropped; a gap abandons the walk, which a later one redoes).
+    private func accept(_ round: UInt64, _ seq: UInt64, from connection: ConnectionID, peerID: String) -> Bool {
+        switch state.withLock({ $0.arrival(round, seq: seq, on: connection) }) {
+        case .process:
+            return true
+        case .gap:
+            logger.info("catch-up abandoned: a message of the walk was lost or reordered", metadata: ["peer": "\(peerID)"])
+            return false
+        case .duplicate, .unknown:
+            return false
+        }
+    }
+
+    /// Sends a walk message numbered in sequence; nothing when the walk ended meanwhile.
+    @discardableResult
+    private func sendWalk(_ round: UInt64, to connection: ConnectionID,
+                          _ make: (UInt64) -> ReplicationMessage) -> SendResult {
+        guard let seq = state.withLock({ $0.takeSeq(round, on: connection) }) else { return .notConnected }
+        return send(make(seq), to: connection)
+    }
+
+    private func violation(_ connection: ConnectionID, _ peerID: String, _ rule: String) {
+        var actions = ReplicatorActions()
+        actions.violation(connection, peer: peerID, rule: rule)
+        state.withLock { $0.peers[connection]?.closing = true }
+        perform(actions)
+    }
+
     // MARK: anti-entropy
 
+    private var shape: ReplicationMessage.DigestShape {
+        let mine = node.digestShape
+        return .init(fanoutBits: UInt8(mine.fanoutBits), depth: UInt8(mine.depth))
+    }
+
+    private func beginWalk(_ round: UInt64, on connection: ConnectionID) {
+        let start = node.walkStart
+        let now = clock.nowMilliseconds()
+        guard state.withLock({ $0.beginWalk(round, on: connection, start: start, now: now) }) else { return }
+        let root = node.digestHashes(level: 0, indices: [0])
+        sendWalk(round, to: connection) {
+            .digest(round: round, seq: $0, clock: start.clock, shape: shape, level: 0, nodes: [.init(index: 0, hash: root[0])])
+        }
+    }
+
     private func handleDigest(
-        round: UInt64, shape: ReplicationMessage.DigestShape, level: UInt8,
+        round: UInt64, seq: UInt64, peerClock: UInt64, shape theirs: ReplicationMessage.DigestShape, level: UInt8,
         nodes: [ReplicationMessage.DigestNode], from connection: ConnectionID, peerID: String
     ) {
-        let mine = node.digestShape
-        guard Int(shape.fanoutBits) == mine.fanoutBits, Int(shape.depth) == mine.depth else {
+        let mine = shape
+        guard theirs == mine else {
             logger.error("cannot compare state: digest shapes differ; set the same digest shape on every node",
-                         metadata: ["peer": "\(peerID)", "theirs": "\(shape.fanoutBits)x\(shape.depth)",
+                         metadata: ["peer": "\(peerID)", "theirs": "\(theirs.fanoutBits)x\(theirs.depth)",
                                     "mine": "\(mine.fanoutBits)x\(mine.depth)"])
-            _ = transport.send(codec.encode(.digestDone(round: round)), to: connection)
+            send(.digestDone(round: round, seq: 1, clock: 0, synced: false), to: connection)
             return
         }
-        let now = clock.nowMilliseconds()
-        let sequence = node.changeSequence
-        let live = state.withLock { state -> Bool in
-            guard state.noteWalk(round, on: connection, sequence: sequence) != nil else { return false }
-            state.walkStep(round: round, on: connection, now: now)
-            return true
+        var seen = Set<UInt32>(minimumCapacity: nodes.count)
+        guard nodes.allSatisfy({ seen.insert($0.index).inserted }) else {
+            return violation(connection, peerID, "digest repeats a node index")
         }
-        guard live else { return }   // a late or duplicated message of a walk that ended here
+        let now = clock.nowMilliseconds()
+        let start = node.walkStart
+        let verdict = state.withLock {
+            $0.digestArrived(round: round, seq: seq, level: level, peerClock: peerClock, on: connection, start: start, now: now)
+        }
+        guard case .compare(let startClock) = verdict else { return }
         let indices = nodes.map { Int($0.index) }
         let hashes = node.digestHashes(level: Int(level), indices: indices)
         let differing = zip(nodes, hashes).filter { $0.0.hash != $0.1 }.map { Int($0.0.index) }
         if differing.isEmpty {
-            _ = transport.send(codec.encode(.digestDone(round: round)), to: connection)
-            perform(state.withLock { $0.walkFinished(round: round, on: connection, now: now) })
-        } else if Int(level) == mine.depth {
-            // Leaves: push ours, pull theirs. Their reply ends with `digestDone`.
-            guard sendWalkEntries(buckets: Set(differing), round: round, to: connection, peerID: peerID) else { return }
-            _ = transport.send(codec.encode(.entriesRequest(round: round, buckets: differing.map(UInt32.init))), to: connection)
+            sendWalk(round, to: connection) { .digestDone(round: round, seq: $0, clock: startClock, synced: true) }
+            finishWalk(round, on: connection, synced: true)
+        } else if level == mine.depth {
+            // Leaves: send a per-key summary of the differing buckets; the peer answers with the
+            // keys it wants and streams what this side lacks.
+            state.withLock { state in
+                guard var walk = state.walk(round, on: connection) else { return }
+                walk.phase = .summarySender
+                walk.outgoing = .summary(buckets: differing.sorted(), bucketIndex: 0, itemOffset: 0)
+                state.update(walk, on: connection)
+            }
+            pump(round, on: connection)
         } else {
-            let fanout = 1 << mine.fanoutBits
+            let fanout = 1 << Int(mine.fanoutBits)
             let children = differing.flatMap { index in (index * fanout)..<((index + 1) * fanout) }
             let childHashes = node.digestHashes(level: Int(level) + 1, indices: children)
-            let message = ReplicationMessage.digest(
-                round: round, shape: shape, level: level + 1,
-                nodes: zip(children, childHashes).map { .init(index: UInt32($0.0), hash: $0.1) })
-            _ = transport.send(codec.encode(message), to: connection)
+            sendWalk(round, to: connection) {
+                .digest(round: round, seq: $0, clock: startClock, shape: mine, level: level + 1,
+                        nodes: zip(children, childHashes).map { .init(index: UInt32($0.0), hash: $0.1) })
+            }
         }
     }
 
-    /// Sends this side's entries for a walk's differing `buckets`, plus every entry that
-    /// changed since this side joined the walk: with them, every decision applied here during
-    /// the walk travels whole (docs/replication.md, "Atomic catch-up"). Returns false (and
-    /// ends the walk, marking the peer for a new one) when the change log no longer covers it.
-    @discardableResult
-    private func sendWalkEntries(buckets: Set<Int>, round: UInt64, to connection: ConnectionID, peerID: String) -> Bool {
-        guard let start = state.withLock({ $0.walkStart(round, on: connection) }) else { return false }
-        guard let entries = node.entries(inBuckets: buckets, changedAfter: start) else {
-            logger.info("restarting catch-up: more changes during the walk than the change log holds",
-                        metadata: ["peer": "\(peerID)"])
-            _ = transport.send(codec.encode(.digestDone(round: round)), to: connection)
-            state.withLock { $0.markForCatchUp(connection) }
-            return false
+    private func handleDigestDone(round: UInt64, peerClock: UInt64, synced: Bool, from connection: ConnectionID, peerID: String) {
+        let phase = state.withLock { state -> Walk.Phase? in
+            guard var walk = state.walk(round, on: connection) else { return nil }
+            if walk.peerClock == nil { walk.peerClock = peerClock }
+            state.update(walk, on: connection)
+            return walk.phase
         }
-        sendEntries(entries, round: round, to: connection)
-        return true
+        guard let phase else { return }
+        if !synced {
+            logger.info("catch-up ended by the peer without syncing", metadata: ["peer": "\(peerID)"])
+        }
+        // Only a comparison can end in agreement; in a leaf step the streams end the walk.
+        finishWalk(round, on: connection, synced: synced && phase == .comparing)
     }
 
-    /// Sends `entries` in batches of at most `maxEntriesPerMessage` entries and half of
-    /// `maxFrameBytes`, cutting only between versions: the entries of one decision travel in
-    /// one batch, which the receiver applies as one unit, so catch-up never shows part of a
-    /// decision (one decision is itself within the codec limits, so within one frame).
-    private func sendEntries(_ unsorted: [KeyedEntry], round: UInt64, to connection: ConnectionID) {
-        let entries = unsorted.sorted { $0.entry.version < $1.entry.version }
-        let byteBudget = configuration.maxFrameBytes / 2
-        var batch: [KeyedEntry] = []
-        var batchBytes = 0
-        var isLast = false
-        func flush() {
-            guard !batch.isEmpty else { return }
-            let frame = codec.encode(.entries(round: round, last: isLast, batch: batch))
-            guard frame.count <= configuration.maxFrameBytes else {
-                logger.error("cannot send a decision larger than one frame; raise maxFrameBytes on every node",
-                             metadata: ["bytes": "\(frame.count)", "version": "\(batch[0].entry.version)"])
-                batch.removeAll(keepingCapacity: true)
-                batchBytes = 0
+    private func finishWalk(_ round: UInt64, on connection: ConnectionID, synced: Bool) {
+        let now = clock.nowMilliseconds()
+        perform(state.withLock { $0.endWalk(round, on: connection, synced: synced, now: now) })
+    }
+
+    private func handleSummary(round: UInt64, seq: UInt64, peerClock: UInt64, last: Bool, groups: [ReplicationMessage.SummaryGroup],
+                               from connection: ConnectionID, peerID: String) {
+        let now = clock.nowMilliseconds()
+        let leafWidth = 1 << (Int(shape.fanoutBits) * Int(shape.depth))
+        guard var walk = state.withLock({ $0.walk(round, on: connection) }) else { return }
+        guard walk.phase == .comparing || (walk.phase == .summaryReceiver && !walk.summaryEnded) else {
+            return violation(connection, peerID, "summary out of turn")
+        }
+        walk.phase = .summaryReceiver
+        if walk.peerClock == nil { walk.peerClock = peerClock }
+        walk.lastActivity = now
+        var requests: [ReplicationMessage.KeyReference] = []
+        for group in groups {
+            let bucket = Int(group.bucket)
+            guard bucket < leafWidth else { return violation(connection, peerID, "summary bucket \(bucket) outside the tree") }
+            if let open = walk.openBucket, open != bucket {
+                guard bucket > open else { return violation(connection, peerID, "summary buckets out of order") }
+                closeBucket(&walk, into: &requests)
+            }
+            guard bucket >= walk.nextBucket else { return violation(connection, peerID, "summary buckets out of order") }
+            walk.openBucket = bucket
+            for item in group.items { walk.openItems[item.keyHash] = item }
+            guard walk.openItems.count <= codec.maxItemsPerMessage else {
+                return violation(connection, peerID, "summary of one bucket over \(codec.maxItemsPerMessage) keys")
+            }
+        }
+        if last {
+            closeBucket(&walk, into: &requests)
+            walk.summaryEnded = true
+        }
+        // Requests go out in pieces that fit a frame.
+        let perMessage = max(1, (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.maxKeyReferenceBytes)
+        var sentAll = true
+        var index = 0
+        repeat {
+            let piece = Array(requests[index..<min(requests.count, index + perMessage)])
+            index += piece.count
+            let final = last && index >= requests.count
+            if !piece.isEmpty || final {
+                walk.sentSeq += 1
+                let message = ReplicationMessage.keysRequest(round: round, seq: walk.sentSeq, last: final, keys: piece)
+                if send(message, to: connection) == .overLimit { sentAll = false }
+            }
+        } while index < requests.count
+        if last {
+            guard let entries = node.walkEntries(keys: walk.pushKeys, changedAfter: walk.startSequence) else {
+                changeLogOverflowed(round, on: connection, peerID: peerID)
                 return
             }
-            if transport.send(frame, to: connection) == .overLimit {
-                state.withLock { _ = $0.deltaDropped(on: connection) }
+            walk.pushKeys = []
+            walk.requestsEnded = true
+            walk.outgoing = .entries(entries, cursor: 0)
+        }
+        state.withLock { $0.update(walk, on: connection) }
+        guard sentAll, send(.streamAck(round: round, seq: seq), to: connection) != .overLimit else {
+            state.withLock { $0.abandonWalk(round, on: connection) }
+            return
+        }
+        if last { pump(round, on: connection) }
+    }
+
+    /// Compares the open summary bucket with this node's entries there.
+    private func closeBucket(_ walk: inout Walk, into requests: inout [ReplicationMessage.KeyReference]) {
+        guard let bucket = walk.openBucket else { return }
+        let (push, request) = node.compare(bucket: bucket, with: walk.openItems)
+        walk.pushKeys.append(contentsOf: push)
+        requests.append(contentsOf: request.map { .init(bucket: UInt32(bucket), keyHash: $0) })
+        walk.openBucket = nil
+        walk.openItems = [:]
+        walk.nextBucket = bucket + 1
+    }
+
+    private func changeLogOverflowed(_ round: UInt64, on connection: ConnectionID, peerID: String) {
+        logger.info("restarting catch-up: more changes during the walk than the change log holds",
+                    metadata: ["peer": "\(peerID)", "recentChangeCapacity": "\(node.configuration.recentChangeCapacity)"])
+        sendWalk(round, to: connection) { .digestDone(round: round, seq: $0, clock: 0, synced: false) }
+        state.withLock { $0.abandonWalk(round, on: connection) }
+    }
+
+    private func handleKeysRequest(round: UInt64, last: Bool, keys: [ReplicationMessage.KeyReference],
+                                   from connection: ConnectionID, peerID: String) {
+        let now = clock.nowMilliseconds()
+        let leafWidth = 1 << (Int(shape.fanoutBits) * Int(shape.depth))
+        guard var walk = state.withLock({ $0.walk(round, on: connection) }) else { return }
+        guard walk.phase == .summarySender, !walk.requestsEnded else {
+            return violation(connection, peerID, "keys request out of turn")
+        }
+        walk.lastActivity = now
+        var byBucket: [Int: Set<UInt64>] = [:]
+        for key in keys {
+            guard Int(key.bucket) < leafWidth else { return violation(connection, peerID, "requested bucket outside the tree") }
+            byBucket[Int(key.bucket), default: []].insert(key.keyHash)
+        }
+        for bucket in byBucket.keys.sorted() {
+            for key in node.keys(inBucket: bucket, hashes: byBucket[bucket]!) { walk.requestedKeys.insert(key) }
+        }
+        if last {
+            guard let entries = node.walkEntries(keys: Array(walk.requestedKeys), changedAfter: walk.startSequence) else {
+                changeLogOverflowed(round, on: connection, peerID: peerID)
+                return
             }
-            batch.removeAll(keepingCapacity: true)
-            batchBytes = 0
+            walk.requestedKeys = []
+            walk.requestsEnded = true
+            walk.outgoing = .entries(entries, cursor: 0)
         }
-        for item in entries {
-            let size = 32 + item.key.name.utf8.count + item.key.element.count + (item.entry.value?.count ?? 0)
-                + item.entry.version.node.utf8.count
-            let full = batch.count >= configuration.maxEntriesPerMessage || batchBytes + size > byteBudget
-            if full, let last = batch.last, last.entry.version != item.entry.version { flush() }
-            batch.append(item)
-            batchBytes += size
+        state.withLock { $0.update(walk, on: connection) }
+        if last { pump(round, on: connection) }
+    }
+
+    private func handleEntries(round: UInt64, seq: UInt64, last: Bool, batch: [KeyedEntry], from connection: ConnectionID, peerID: String) {
+        guard let walk = state.withLock({ $0.walk(round, on: connection) }) else { return }
+        guard walk.phase != .comparing, !walk.incomingDone else {
+            return violation(connection, peerID, "entries out of turn")
         }
-        isLast = true
-        flush()
+        let outcome = node.applyCatchUp(batch)
+        let now = clock.nowMilliseconds()
+        let done = state.withLock { state -> Bool in
+            guard var walk = state.walk(round, on: connection) else { return false }
+            walk.receivedEntries += batch.count
+            walk.changedKeys += outcome.changed
+            walk.lastActivity = now
+            if outcome.refusedVersions > 0 { walk.clean = false }
+            if last {
+                walk.incomingDone = true
+                if walk.outgoing == nil && walk.unacked == 0 && !walk.pumping && walk.requestsEnded { walk.outgoingDone = true }
+            }
+            state.update(walk, on: connection)
+            return walk.streamsDone
+        }
+        if let refusal = outcome.firstRefusal {
+            logger.warning("refused catch-up entries: their timestamps are too far ahead of this node's clock",
+                           metadata: ["peer": "\(peerID)", "refusedDecisions": "\(outcome.refusedVersions)",
+                                      "error": "\(refusal)"])
+        }
+        acknowledge(round, seq: seq, ticket: outcome.ticket, to: connection)
+        if done { finishWalk(round, on: connection, synced: true) }
+    }
+
+    /// Acknowledges one applied batch: at once, or (strict durability) once the store holds it,
+    /// from a queue of its own so the transport's thread never waits for the disk.
+    private func acknowledge(_ round: UInt64, seq: UInt64, ticket: UInt64, to connection: ConnectionID) {
+        guard node.acknowledgesAfterDisk, ticket > 0 else {
+            send(.streamAck(round: round, seq: seq), to: connection)
+            return
+        }
+        durableAcks.async { [self] in
+            if let error = node.waitUntilDurable(ticket) {
+                logger.error("catch-up batch applied in memory but not stored; not acknowledging it", metadata: ["error": "\(error)"])
+                transport.close(connection)
+                return
+            }
+            send(.streamAck(round: round, seq: seq), to: connection)
+        }
+    }
+
+    /// Sends `round`'s next stream messages while credit allows. One thread at a time produces
+    /// a walk's frames; node reads happen outside the engine's lock.
+    private func pump(_ round: UInt64, on connection: ConnectionID) {
+        let window = configuration.catchUpWindowMessages
+        while let (outgoing, seq) = state.withLock({ $0.claimPump(round, on: connection, window: window) }) {
+            let (message, next) = produce(outgoing, round: round, seq: seq)
+            let result = message.map { send($0, to: connection) }
+            let now = clock.nowMilliseconds()
+            if result == .overLimit || result == .notConnected {
+                state.withLock { state in
+                    _ = state.pumped(round, on: connection, next: next, seq: nil, now: now)
+                    state.abandonWalk(round, on: connection)
+                }
+                if result == .overLimit {
+                    logger.warning("catch-up paused: the link's queue is full; a new walk resumes it",
+                                   metadata: ["connection": "\(connection)"])
+                }
+                return
+            }
+            let ended = state.withLock { $0.pumped(round, on: connection, next: next, seq: message == nil ? nil : seq, now: now) }
+            if ended {
+                finishWalk(round, on: connection, synced: true)
+                return
+            }
+        }
+    }
+
+    /// The next stream message and what is left after it (nil when the stream ended with it).
+    private func produce(_ outgoing: Walk.Outgoing, round: UInt64, seq: UInt64) -> (ReplicationMessage?, Walk.Outgoing?) {
+        switch outgoing {
+        case let .summary(buckets, bucketIndex, itemOffset):
+            let budget = (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.summaryItemBytes
+            var groups: [ReplicationMessage.SummaryGroup] = []
+            var items = 0
+            var index = bucketIndex
+            var offset = itemOffset
+            while index < buckets.count && items < budget {
+                let summary = node.summary(ofBucket: buckets[index])
+                let take = min(summary.count - min(offset, summary.count), budget - items)
+                groups.append(.init(bucket: UInt32(buckets[index]), items: Array(summary[min(offset, summary.count)..<min(offset, summary.count) + take])))
+                items += take + 1
+                if min(offset, summary.count) + take >= summary.count {
+                    index += 1
+                    offset = 0
+                } else {
+                    offset += take
+                }
+            }
+            let last = index >= buckets.count
+            let startClock = walkStartClock(round)
+            return (.summary(round: round, seq: seq, clock: startClock, last: last, groups: groups),
+                    last ? nil : .summary(buckets: buckets, bucketIndex: index, itemOffset: offset))
+        case let .entries(entries, cursor):
+            let rest = entries[cursor...]
+            let count = ReplicatorState.batchLength(rest, budgetBytes: configuration.catchUpBatchBytes,
+                                                    maxEntries: node.configuration.limits.maxEntriesPerMessage)
+            let end = cursor + count
+            let last = end >= entries.count
+            return (.entries(round: round, seq: seq, last: last, batch: Array(entries[cursor..<end])),
+                    last ? nil : .entries(entries, cursor: end))
+        }
+    }
+
+    private func walkStartClock(_ round: UInt64) -> UInt64 {
+        state.withLock { state in
+            for link in state.peers.values { if let walk = link.walks[round] { return walk.startClock } }
+            return 0
+        }
     }
 
     // MARK: performing what the state machine decided
 
     private func perform(_ actions: ReplicatorActions) {
         for line in actions.logs { logger.log(level: line.level, "\(line.message)", metadata: line.metadata) }
-        // Before any walk message leaves: nothing possibly stale may be offered to a peer.
-        if let floor = actions.discardStaleBefore {
-            let dropped = node.discardEntries(olderThan: floor)
-            logger.warning("dropped entries older than the tombstone horizon", metadata: ["count": "\(dropped)"])
-        }
-        if let horizon = actions.collectTombstonesBefore {
-            let collected = node.collectTombstones(olderThan: horizon)
-            if collected > 0 { logger.info("collected tombstones", metadata: ["count": "\(collected)"]) }
+        if actions.membershipChanged { membershipDirty.withLock { $0 = true } }
+        if let bound = actions.collectTombstonesBelow {
+            // Every member holds every entry at or below the bound: collect those.
+            let collected = node.collectTombstones(olderThan: HLCTimestamp(rawValue: bound &+ 1))
+            if collected > 0 {
+                logger.info("collected tombstones every member holds", metadata: [
+                    "count": "\(collected)", "below": "\(HLCTimestamp(rawValue: bound))"])
+            }
         }
         for address in actions.dial {
             logger.debug("dialling", metadata: ["address": "\(address)"])
             transport.connect(to: address)
+        }
+        for (connection, reason) in actions.refuse {
+            send(.refusal(reason: reason), to: connection)
+            transport.close(connection)
         }
         for (connection, why) in actions.close {
             logger.info("closing link", metadata: ["connection": "\(connection)", "why": "\(why)"])
             transport.close(connection)
         }
         for (connection, nonce) in actions.ping {
-            _ = transport.send(codec.encode(.ping(nonce: nonce)), to: connection)
+            send(.ping(nonce: nonce), to: connection)
         }
         if !actions.gossipTo.isEmpty {
-            let frame = codec.encode(.gossip(actions.gossipRecords))
-            for connection in actions.gossipTo { _ = transport.send(frame, to: connection) }
+            let frames = gossipFrames(state.withLock { $0.gossipRecords() })
+            for connection in actions.gossipTo {
+                for frame in frames { send(frame: frame, to: connection) }
+            }
         }
         for (connection, round) in actions.startWalk {
-            let sequence = node.changeSequence
-            state.withLock { _ = $0.noteWalk(round, on: connection, sequence: sequence) }
-            let root = node.digestHashes(level: 0, indices: [0])
-            let shape = node.digestShape
-            let message = ReplicationMessage.digest(
-                round: round, shape: .init(fanoutBits: UInt8(shape.fanoutBits), depth: UInt8(shape.depth)),
-                level: 0, nodes: [.init(index: 0, hash: root[0])])
-            _ = transport.send(codec.encode(message), to: connection)
+            beginWalk(round, on: connection)
         }
     }
+
+    /// The member list in as many gossip messages as its size needs.
+    private func gossipFrames(_ records: [ReplicationMessage.MemberRecord]) -> [[UInt8]] {
+        let budget = configuration.catchUpBatchBytes
+        var frames: [[UInt8]] = []
+        var piece: [ReplicationMessage.MemberRecord] = []
+        var bytes = ReplicationCodec.maxHeaderBytes
+        for record in records {
+            let size = ReplicationCodec.encodedSize(of: record)
+            if !piece.isEmpty && bytes + size > budget {
+                frames.append(codec.encode(.gossip(piece)))
+                piece.removeAll()
+                bytes = ReplicationCodec.maxHeaderBytes
+            }
+            piece.append(record)
+            bytes += size
+        }
+        if !piece.isEmpty { frames.append(codec.encode(.gossip(piece))) }
+        return frames
+    }
+}
+
+/// Why `Replicator.forget` did nothing.
+public enum ForgetError: Error, Hashable, Sendable, CustomStringConvertible {
+    case unknownMember(String)
+    case isThisNode(String)
+    case alreadyRemoved(String)
+
+    public var description: String {
+        switch self {
+        case .unknownMember(let id): return "no member \(id) is known to this node"
+        case .isThisNode(let id): return "\(id) is this node itself; forget it from another member"
+        case .alreadyRemoved(let id): return "\(id) was already removed"
+        }
+    }
+}
+
+/// Bounds of a `Replicator.Configuration` that cannot work together (with the node's own).
+public struct ReplicatorConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }

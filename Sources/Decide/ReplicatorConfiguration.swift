@@ -27,32 +27,29 @@ extension Replicator {
         public var reconnectBaseMilliseconds: UInt64 = 100
         /// The most a redial waits.
         public var reconnectMaxMilliseconds: UInt64 = 5_000
-        /// Tombstones older than this are collected, and writes older than this are not
-        /// inserted for keys this node does not hold (docs/consistency.md, "Tombstones").
-        /// Every node of a cluster must use the same value.
-        public var tombstoneHorizonMilliseconds: UInt64 = 7 * 24 * 3_600_000
-        /// When this node last finished an anti-entropy walk, if it ran before (a durable node
-        /// restarting passes what it stored); nil means "now". A node out of sync for longer
-        /// than `tombstoneHorizonMilliseconds` drops its entries older than the horizon before
-        /// it syncs again (docs/consistency.md, "Tombstones").
-        public var lastSyncMilliseconds: UInt64?
-        /// A file where the engine keeps `lastSyncMilliseconds` across restarts (written at
-        /// most every `syncMarkerIntervalMilliseconds`, by atomic rename); read at start when
-        /// `lastSyncMilliseconds` is nil. Give one to every durable node (e.g. in its data
-        /// directory): without it a node restarted after more than the horizon offline cannot
-        /// know it is stale.
-        public var syncMarkerPath: String?
-        public var syncMarkerIntervalMilliseconds: UInt64 = 10_000
+        /// A file where the engine keeps the member list across restarts (written when it
+        /// changes, by atomic rename). Give one to every durable node (e.g. in its data
+        /// directory): a node that forgets a member that is down could collect a tombstone that
+        /// member still needs. `ReplicatedNode` and syncnode set it for a data directory.
+        public var membershipPath: String?
+        /// With a value, a member unheard of for this long is removed from the cluster as by
+        /// `Replicator.forget` (it stops holding back tombstone collection, and is refused if
+        /// it returns). Nil (the default): members are removed only by an operator.
+        public var deadMemberTimeoutMilliseconds: UInt64?
+        /// The most members (this node not included) the engine keeps; gossip that would pass
+        /// it closes the link that sent it. Removed members are kept too, up to the same number.
+        public var maxMembers = 1_024
         /// How often tombstone collection runs.
         public var tombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
-        /// The most catch-up entries held for one link while a walk's messages arrive (they are
-        /// applied together); past it the walk's entries are dropped and a new walk is scheduled.
-        public var maxBufferedCatchUpEntries = 1 << 22
-        /// The most entries one catch-up message carries.
-        public var maxEntriesPerMessage = 4_096
+        /// The size a catch-up message (summary, key requests, entries) is cut at; a single
+        /// decision larger than it travels alone. At most half of `maxFrameBytes`.
+        public var catchUpBatchBytes = 1 << 20
+        /// The most catch-up messages of one walk sent and not yet acknowledged by the peer:
+        /// with `catchUpBatchBytes`, what a stream keeps in flight per link.
+        public var catchUpWindowMessages = 4
         /// The largest frame this engine sends: the transport's `maxFrameBytes` (every peer's
         /// input limit). Catch-up batches are cut below it; a delta above it is not sent and
-        /// the peers catch up instead.
+        /// the peers catch up instead. Must be at least the node's `maxDecisionBytes` + 64.
         public var maxFrameBytes = 16 * 1024 * 1024
         /// Seed for jitter and walk ids (the simulator fixes it; production draws one).
         public var randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)

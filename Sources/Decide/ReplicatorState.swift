@@ -10,31 +10,33 @@ struct ReplicatorActions {
 
     var dial: [String] = []
     var close: [(ConnectionID, String)] = []
+    /// Send a `refusal` with the reason, then close.
+    var refuse: [(ConnectionID, String)] = []
     var ping: [(ConnectionID, UInt64)] = []
     var gossipTo: [ConnectionID] = []
-    var gossipRecords: [ReplicationMessage.MemberRecord] = []
     var startWalk: [(ConnectionID, UInt64)] = []
-    var collectTombstonesBefore: HLCTimestamp?
-    /// This node was out of sync for longer than the tombstone horizon: drop its entries older
-    /// than this before any walk sends them (they may be deletes the others have collected).
-    var discardStaleBefore: HLCTimestamp?
+    /// Collect tombstones with a timestamp below this (raw HLC): every member covers it.
+    var collectTombstonesBelow: UInt64?
+    /// The member list changed in a way worth keeping across restarts.
+    var membershipChanged = false
     var logs: [LogLine] = []
 
     mutating func log(_ level: Logger.Level, _ message: String, _ metadata: Logger.Metadata = [:]) {
         logs.append(LogLine(level: level, message: message, metadata: metadata))
     }
+
+    /// Closes a link whose peer broke a protocol rule, naming the rule.
+    mutating func violation(_ connection: ConnectionID, peer: String, rule: String) {
+        log(.warning, "closing link: peer broke a protocol rule", ["peer": "\(peer)", "rule": "\(rule)"])
+        close.append((connection, "protocol rule broken: \(rule)"))
+    }
 }
 
-/// The engine's bookkeeping: links, members, dials, walks and timers. Pure: no I/O, no locks,
-/// no clock; every method takes `now` and returns what to do. `Replicator` owns it behind a lock.
+/// The engine's bookkeeping: links, members, dials, walks, coverage and timers. Pure: no I/O,
+/// no locks, no clock; every method takes `now` and returns what to do. `Replicator` owns it
+/// behind a lock. Every count a peer can raise here is bounded (members, walks, rounds,
+/// requested keys by this node's own key count).
 struct ReplicatorState {
-    enum CatchUp {
-        case idle
-        /// Something was lost (a dropped queue, an abandoned walk): walk as soon as the link drains.
-        case needed
-        case running(round: UInt64, startedAt: UInt64, lastActivity: UInt64, received: Int, changed: Int)
-    }
-
     struct Link {
         let connection: ConnectionID
         let nodeID: String
@@ -43,20 +45,20 @@ struct ReplicatorState {
         let connectedAt: UInt64
         var lastHeard: UInt64
         var lastPing: UInt64
-        var catchUp: CatchUp = .idle
+        /// Something was lost (a dropped queue, an abandoned walk): walk as soon as the link drains.
+        var needsWalk = false
         var nextWalkAt: UInt64
         var overflowing = false
-        /// This side is closing it (duplicate, leave, timeout): its disconnect is expected.
+        /// This side is closing it (duplicate, leave, timeout, violation): its disconnect is expected.
         var closing = false
-        /// For each walk this side takes part in: the node's change sequence when it first did
-        /// (what changed after that is sent with the walk's entries). Newest last, at most 8.
-        var walkStarts: [(round: UInt64, sequence: UInt64)] = []
-        /// Catch-up entries received for a round, applied together when its last message comes.
-        var pendingEntries: [UInt64: [KeyedEntry]] = [:]
-        var pendingEntryCount = 0
-        /// Walks that ended here; late or duplicated messages of them are ignored (their
-        /// snapshots are stale, and sending entries for them could split a decision).
+        /// At most two live walks: the one this side started and the one the peer started.
+        var walks: [UInt64: Walk] = [:]
+        /// Walks that ended here, newest last (at most 32); late messages of them are ignored.
         var finishedRounds: [UInt64] = []
+        /// The physical time a ping went out, by nonce (the newest only), and the peer's clock
+        /// offset measured from its answer (peer minus this node, ms).
+        var pingSentAt: (nonce: UInt64, at: UInt64)?
+        var clockOffsetMilliseconds: Int64?
     }
 
     struct Member {
@@ -64,9 +66,19 @@ struct ReplicatorState {
         let nodeID: String
         var address: String
         var status: Status
+        var removed = false
         var incarnation: UInt64
+        var heartbeat: UInt64 = 0
+        /// What the member last reported (gossip): its coverage and the hash of its member set.
+        var coverage: UInt64 = 0
+        var membersHash: UInt64 = 0
+        /// This node's own knowledge: it holds everything the member held when the member's
+        /// hybrid clock read this (raw), proven by a clean walk.
+        var covered: UInt64 = 0
         var connection: ConnectionID?
         var lastHeard: UInt64?
+        /// When this node learnt of it, heard from it, or removed it (for the dead-member timeout).
+        var lastSeen: UInt64
         /// Deltas not queued to it because its link's queue was full, over all its links.
         var droppedDeltas = 0
     }
@@ -81,35 +93,51 @@ struct ReplicatorState {
     let configuration: Replicator.Configuration
     var random: SplitMix64
     var incarnation: UInt64
+    /// Raised whenever this node's own record changes within an incarnation.
+    var heartbeat: UInt64 = 1
+    /// The coverage this node reports (only raised once the store holds what it covers).
+    var advertisedCoverage: UInt64 = 0
     /// What gossip tells others to dial for this node.
     var advertisedAddress: String
     var leaving = false
+    /// Another member told this node it was removed from the cluster: it links with nobody.
+    var removedFromCluster = false
     var peers: [ConnectionID: Link] = [:]
     var members: [String: Member] = [:]
     var dials: [String: Dial] = [:]
     /// Addresses that turned out to reach this node itself, or a node reached by another link.
     var addressOwners: [String: String] = [:]
-    /// When this node last finished an anti-entropy walk with any peer (or started).
-    var lastSyncMilliseconds: UInt64
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
     var nextNonce: UInt64 = 0
+    /// Forged news about this node already logged (once per incarnation claimed).
+    var loggedForgedIncarnation: UInt64 = 0
 
-    init(selfID: String, configuration: Replicator.Configuration, random: SplitMix64, now: UInt64) {
-        self.lastSyncMilliseconds = configuration.lastSyncMilliseconds ?? now
+    init(selfID: String, configuration: Replicator.Configuration, random: SplitMix64, now: UInt64,
+         remembered: [ReplicationMessage.MemberRecord] = []) {
         self.selfID = selfID
         self.configuration = configuration
         self.random = random
         self.incarnation = configuration.incarnation
         self.advertisedAddress = configuration.advertisedAddress
+        for record in remembered.prefix(configuration.maxMembers * 2) {
+            if record.nodeID == selfID {
+                if record.status == .removed { removedFromCluster = true }
+                continue
+            }
+            var member = Member(nodeID: record.nodeID, address: record.address,
+                                status: record.status == .left ? .left : .alive,
+                                incarnation: record.incarnation, lastSeen: now)
+            member.removed = record.status == .removed
+            members[record.nodeID] = member
+        }
     }
 
     // MARK: timers
 
     mutating func tick(now: UInt64, queuedBytes: [ConnectionID: Int]) -> ReplicatorActions {
         var actions = ReplicatorActions()
-        guard !leaving else { return actions }
-        if peers.values.contains(where: { !$0.closing }) { checkStaleness(now: now, into: &actions) }
+        guard !leaving, !removedFromCluster else { return actions }
         for connection in peers.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             guard var link = peers[connection], !link.closing else { continue }
             let silent = now &- link.lastHeard
@@ -123,26 +151,34 @@ struct ReplicatorState {
             if now &- link.lastPing >= configuration.heartbeatIntervalMilliseconds {
                 link.lastPing = now
                 nextNonce &+= 1
+                link.pingSentAt = (nextNonce, now)
                 actions.ping.append((connection, nextNonce))
             }
-            switch link.catchUp {
-            case .needed where (queuedBytes[connection] ?? 0) < Self.drainedBytes:
-                start(&link, now: now, into: &actions, why: "queue dropped")
-            case .idle where now >= link.nextWalkAt:
-                start(&link, now: now, into: &actions, why: nil)
-            case let .running(_, _, lastActivity, _, _) where now &- lastActivity > configuration.antiEntropyTimeoutMilliseconds:
-                actions.log(.warning, "catch-up abandoned: no answer", ["peer": "\(link.nodeID)"])
-                link.catchUp = .needed
-            default:
-                break
+            for round in link.walks.keys.sorted() {
+                guard let walk = link.walks[round], now &- walk.lastActivity > configuration.antiEntropyTimeoutMilliseconds else { continue }
+                link.walks[round] = nil
+                remember(round, in: &link)
+                if walk.mine {
+                    link.needsWalk = true
+                    actions.log(.warning, "catch-up abandoned: no answer", [
+                        "peer": "\(link.nodeID)", "ms": "\(now &- walk.startedAt)", "receivedEntries": "\(walk.receivedEntries)"])
+                }
+            }
+            // One walk per link at a time, whichever side started it: a walk repairs both ways.
+            if link.walks.isEmpty {
+                if link.needsWalk, (queuedBytes[connection] ?? 0) < Self.drainedBytes {
+                    start(&link, now: now, into: &actions, why: "something was dropped")
+                } else if !link.needsWalk, now >= link.nextWalkAt {
+                    start(&link, now: now, into: &actions, why: nil)
+                }
             }
             peers[connection] = link
         }
         if now &- lastGossip >= configuration.gossipIntervalMilliseconds {
             lastGossip = now
             actions.gossipTo = liveConnections()
-            actions.gossipRecords = gossipRecords()
         }
+        forgetDeadMembers(now: now, into: &actions)
         for address in dialTargets() {
             var dial = dials[address] ?? Dial()
             guard !dial.inFlight, now >= dial.nextAt else { continue }
@@ -150,28 +186,22 @@ struct ReplicatorState {
             dials[address] = dial
             actions.dial.append(address)
         }
+        pruneAddresses()
         if lastTombstoneCollection == 0 {
             lastTombstoneCollection = now
         } else if now &- lastTombstoneCollection >= configuration.tombstoneCollectionIntervalMilliseconds,
-                  now > configuration.tombstoneHorizonMilliseconds {
+                  !streaming {
+            // Not while a catch-up stream is open: its entries were read before the peer's
+            // latest coverage report and may hold a value a collected delete overwrote.
             lastTombstoneCollection = now
-            actions.collectTombstonesBefore = HLCTimestamp(
-                physicalMilliseconds: now - configuration.tombstoneHorizonMilliseconds, logical: 0)
+            actions.collectTombstonesBelow = collectionBound()
         }
         return actions
     }
 
-    /// A node that finished no walk for longer than the tombstone horizon may hold values whose
-    /// deletes the others have since collected; before it syncs again it drops everything
-    /// older than the horizon (peers send back whatever of it is still alive).
-    private mutating func checkStaleness(now: UInt64, into actions: inout ReplicatorActions) {
-        guard now > lastSyncMilliseconds, now - lastSyncMilliseconds > configuration.tombstoneHorizonMilliseconds,
-              now > configuration.tombstoneHorizonMilliseconds else { return }
-        actions.discardStaleBefore = HLCTimestamp(
-            physicalMilliseconds: now - configuration.tombstoneHorizonMilliseconds, logical: 0)
-        actions.log(.warning, "out of sync for longer than the tombstone horizon: dropping older entries, catching up from peers",
-                    ["outOfSyncMs": "\(now - lastSyncMilliseconds)", "horizonMs": "\(configuration.tombstoneHorizonMilliseconds)"])
-        lastSyncMilliseconds = now
+    /// Whether any walk is past its comparison (a summary or entry stream is open).
+    var streaming: Bool {
+        peers.values.contains { link in link.walks.values.contains { $0.phase != .comparing } }
     }
 
     /// A link whose transport queue holds less than this has drained enough for a catch-up walk.
@@ -179,7 +209,7 @@ struct ReplicatorState {
 
     private mutating func start(_ link: inout Link, now: UInt64, into actions: inout ReplicatorActions, why: String?) {
         let round = random.next()
-        link.catchUp = .running(round: round, startedAt: now, lastActivity: now, received: 0, changed: 0)
+        link.needsWalk = false
         link.overflowing = false
         link.nextWalkAt = now + configuration.antiEntropyIntervalMilliseconds
         actions.startWalk.append((link.connection, round))
@@ -188,35 +218,8 @@ struct ReplicatorState {
         }
     }
 
-    /// Alive members not connected (by their address) and seeds not known to reach anyone connected.
-    private func dialTargets() -> [String] {
-        var targets: [String] = []
-        let connectedIDs = Set(peers.values.filter { !$0.closing }.map(\.nodeID))
-        for member in members.values.sorted(by: { $0.nodeID < $1.nodeID })
-        where member.status == .alive && !member.address.isEmpty && !connectedIDs.contains(member.nodeID) {
-            targets.append(member.address)
-        }
-        for seed in configuration.seeds where !targets.contains(seed) {
-            if let owner = addressOwners[seed], owner == selfID || connectedIDs.contains(owner) { continue }
-            if let owner = addressOwners[seed], members[owner]?.status == .left { continue }
-            if members.values.contains(where: { $0.address == seed && connectedIDs.contains($0.nodeID) }) { continue }
-            targets.append(seed)
-        }
-        return targets.filter { addressOwners[$0] != selfID && $0 != advertisedAddress }
-    }
-
     private func liveConnections() -> [ConnectionID] {
         peers.values.filter { !$0.closing }.map(\.connection).sorted { $0.rawValue < $1.rawValue }
-    }
-
-    func gossipRecords() -> [ReplicationMessage.MemberRecord] {
-        var records = [ReplicationMessage.MemberRecord(
-            nodeID: selfID, address: advertisedAddress, status: .alive, incarnation: incarnation)]
-        for member in members.values.sorted(by: { $0.nodeID < $1.nodeID }) {
-            records.append(.init(nodeID: member.nodeID, address: member.address,
-                                 status: member.status == .alive ? .alive : .left, incarnation: member.incarnation))
-        }
-        return records
     }
 
     // MARK: links
@@ -235,7 +238,23 @@ struct ReplicatorState {
             actions.close.append((connection, "this node is leaving"))
             return actions
         }
-        checkStaleness(now: now, into: &actions)
+        if removedFromCluster {
+            actions.close.append((connection, "this node was removed from the cluster"))
+            return actions
+        }
+        if members[peer.nodeID]?.removed == true {
+            actions.refuse.append((connection, Self.removedReason(peer.nodeID)))
+            actions.log(.warning, "refused a removed member", [
+                "peer": "\(peer.nodeID)",
+                "howToRejoin": "start it with an empty data directory and a new node id"])
+            return actions
+        }
+        if members[peer.nodeID] == nil && activeMemberCount >= configuration.maxMembers {
+            actions.close.append((connection, "the cluster is at maxMembers \(configuration.maxMembers)"))
+            actions.log(.error, "refused a new member: maxMembers reached",
+                        ["peer": "\(peer.nodeID)", "maxMembers": "\(configuration.maxMembers)"])
+            return actions
+        }
         var link = Link(connection: connection, nodeID: peer.nodeID, address: peer.listenAddress, outbound: peer.outbound,
                         connectedAt: now, lastHeard: now, lastPing: now,
                         nextWalkAt: now + configuration.antiEntropyIntervalMilliseconds)
@@ -250,16 +269,21 @@ struct ReplicatorState {
                 return actions
             }
         }
+        let isNew = members[peer.nodeID] == nil
         var member = members[peer.nodeID]
-            ?? Member(nodeID: peer.nodeID, address: peer.listenAddress, status: .alive, incarnation: 0)
+            ?? Member(nodeID: peer.nodeID, address: peer.listenAddress, status: .alive, incarnation: 0, lastSeen: now)
         if !peer.listenAddress.isEmpty { member.address = peer.listenAddress }
+        if member.status != .alive { actions.membershipChanged = true }
         member.status = .alive
         member.connection = connection
         member.lastHeard = now
+        member.lastSeen = now
         members[peer.nodeID] = member
+        if isNew {
+            membershipDidChange(into: &actions)
+        }
         if !peer.listenAddress.isEmpty { addressOwners[peer.listenAddress] = peer.nodeID }
         actions.gossipTo = [connection]
-        actions.gossipRecords = gossipRecords()
         actions.log(.info, "peer joined", ["peer": "\(peer.nodeID)", "address": "\(peer.listenAddress)",
                                            "direction": "\(peer.outbound ? "outbound" : "inbound")"])
         // Catch-up on every (re)connect; the dialling side walks so a pair walks once.
@@ -270,6 +294,10 @@ struct ReplicatorState {
         return actions
     }
 
+    static func removedReason(_ nodeID: String) -> String {
+        "node \(nodeID) was removed from this cluster (forget); it may hold deletes the cluster no longer remembers, so it is not let back in: start it with an empty data directory and a new node id"
+    }
+
     private func isPreferred(outbound: Bool, peerID: String) -> Bool {
         let dialer = outbound ? selfID : peerID
         let acceptor = outbound ? peerID : selfID
@@ -278,10 +306,11 @@ struct ReplicatorState {
 
     /// Records that `connection` was heard from; nil when it is not (or no longer) a peer link.
     mutating func heard(from connection: ConnectionID, now: UInt64) -> String? {
-        guard var link = peers[connection] else { return nil }
+        guard var link = peers[connection], !link.closing else { return nil }
         link.lastHeard = now
         peers[connection] = link
         members[link.nodeID]?.lastHeard = now
+        members[link.nodeID]?.lastSeen = now
         return link.nodeID
     }
 
@@ -289,8 +318,9 @@ struct ReplicatorState {
         guard let link = peers.removeValue(forKey: connection) else { return (nil, true) }
         if var member = members[link.nodeID], member.connection == connection {
             member.connection = nil
+            member.lastSeen = now
             members[link.nodeID] = member
-            if member.status == .alive && !member.address.isEmpty {
+            if member.status == .alive && !member.removed && !member.address.isEmpty {
                 var dial = dials[member.address] ?? Dial()
                 dial.nextAt = now + backoff(failures: dial.failures)
                 dials[member.address] = dial
@@ -303,7 +333,7 @@ struct ReplicatorState {
     mutating func dialFailed(_ address: String, now: UInt64) -> UInt64 {
         var dial = dials[address] ?? Dial()
         dial.inFlight = false
-        dial.failures += 1
+        dial.failures = min(dial.failures + 1, 64)
         let delay = backoff(failures: dial.failures)
         dial.nextAt = now + delay
         dials[address] = dial
@@ -326,47 +356,27 @@ struct ReplicatorState {
         link.closing = true
         peers[connection] = link
         actions.close.append((connection, "\(link.nodeID) left"))
+        actions.membershipChanged = true
         return actions
     }
 
-    // MARK: membership
-
-    mutating func gossip(_ records: [ReplicationMessage.MemberRecord], now: UInt64) -> ReplicatorActions {
-        var actions = ReplicatorActions()
-        for record in records {
-            if record.nodeID == selfID {
-                if record.status == .left && record.incarnation >= incarnation {
-                    incarnation = record.incarnation + 1   // refute stale news of our leaving
-                }
-                continue
-            }
-            let status: Member.Status = record.status == .alive ? .alive : .left
-            guard var member = members[record.nodeID] else {
-                members[record.nodeID] = Member(nodeID: record.nodeID, address: record.address, status: status,
-                                                incarnation: record.incarnation)
-                if status == .alive {
-                    actions.log(.info, "learnt of member", ["peer": "\(record.nodeID)", "address": "\(record.address)"])
-                }
-                continue
-            }
-            if record.incarnation > member.incarnation {
-                member.incarnation = record.incarnation
-                if !record.address.isEmpty { member.address = record.address }
-                if member.connection == nil || status == .alive { member.status = status }
-            } else if record.incarnation == member.incarnation && status == .left && member.connection == nil {
-                member.status = .left
-            }
-            members[record.nodeID] = member
+    /// A peer refused this node: keep away from its address for the longest backoff.
+    mutating func refused(by connection: ConnectionID, now: UInt64) {
+        guard var link = peers[connection] else { return }
+        link.closing = true
+        peers[connection] = link
+        if let address = members[link.nodeID]?.address, !address.isEmpty {
+            var dial = dials[address] ?? Dial()
+            dial.failures = 64
+            dial.nextAt = now + configuration.reconnectMaxMilliseconds
+            dials[address] = dial
         }
-        return actions
     }
 
     // MARK: anti-entropy bookkeeping
 
     mutating func markForCatchUp(_ connection: ConnectionID) {
-        guard var link = peers[connection] else { return }
-        if case .idle = link.catchUp { link.catchUp = .needed }
-        peers[connection] = link
+        peers[connection]?.needsWalk = true
     }
 
     /// Records a dropped delta; true when this starts a new overflow episode (log it once).
@@ -375,93 +385,43 @@ struct ReplicatorState {
         members[link.nodeID]?.droppedDeltas += 1
         let first = !link.overflowing
         link.overflowing = true
-        switch link.catchUp {
-        case .idle: link.catchUp = .needed
-        case .running: link.catchUp = .needed   // the walk's own frames may have been lost too
-        case .needed: break
-        }
+        link.needsWalk = true
         peers[connection] = link
         return first
     }
 
-    /// Records where this side's part in walk `round` starts, unless already known; returns
-    /// the recorded sequence, or nil when the round already ended here (ignore its message).
-    @discardableResult
-    mutating func noteWalk(_ round: UInt64, on connection: ConnectionID, sequence: UInt64) -> UInt64? {
-        guard var link = peers[connection], !link.finishedRounds.contains(round) else { return nil }
-        if let known = link.walkStarts.first(where: { $0.round == round }) { return known.sequence }
-        link.walkStarts.append((round, sequence))
-        if link.walkStarts.count > 8 { link.walkStarts.removeFirst() }
+    mutating func remember(_ round: UInt64, in link: inout Link) {
+        guard !link.finishedRounds.contains(round) else { return }
+        link.finishedRounds.append(round)
+        if link.finishedRounds.count > 32 { link.finishedRounds.removeFirst() }
+    }
+
+    /// Measures the peer's clock offset from the answer to this node's newest ping.
+    mutating func ack(nonce: UInt64, peerPhysical: UInt64, on connection: ConnectionID, now: UInt64) {
+        guard var link = peers[connection], let sent = link.pingSentAt, sent.nonce == nonce, now >= sent.at else { return }
+        let midpoint = sent.at + (now - sent.at) / 2
+        let magnitude = peerPhysical >= midpoint ? peerPhysical - midpoint : midpoint - peerPhysical
+        guard magnitude <= UInt64(Int64.max) else { return }
+        link.clockOffsetMilliseconds = peerPhysical >= midpoint ? Int64(magnitude) : -Int64(magnitude)
+        link.pingSentAt = nil
         peers[connection] = link
-        return sequence
     }
 
-    /// Where this side's part in a live walk started; nil for a walk unknown or ended here.
-    func walkStart(_ round: UInt64, on connection: ConnectionID) -> UInt64? {
-        peers[connection]?.walkStarts.first { $0.round == round }?.sequence
-    }
-
-    /// Buffers catch-up entries; returns all of the round's entries when `last` (to apply as
-    /// one unit), or nil while more are to come. Past `maxBufferedEntries` the round's buffer
-    /// is dropped and the peer marked for catch-up (returns an empty batch).
-    mutating func bufferEntries(_ batch: [KeyedEntry], round: UInt64, last: Bool, on connection: ConnectionID,
-                                maxBufferedEntries: Int) -> [KeyedEntry]? {
-        guard var link = peers[connection], !link.finishedRounds.contains(round) else { return nil }
-        link.pendingEntries[round, default: []].append(contentsOf: batch)
-        link.pendingEntryCount += batch.count
-        var complete: [KeyedEntry]?
-        if last {
-            complete = link.pendingEntries.removeValue(forKey: round) ?? []
-            link.pendingEntryCount -= complete!.count
-        } else if link.pendingEntryCount > maxBufferedEntries {
-            link.pendingEntries.removeAll()
-            link.pendingEntryCount = 0
-            link.catchUp = .needed
-            complete = []
+    /// Why this node should take no decision now, judged from its peers' clocks: a majority of
+    /// the nodes it can see (itself included) disagree with its clock by more than `bound`.
+    func clockVerdict(boundMilliseconds: UInt64) -> String? {
+        let offsets = peers.values.filter { !$0.closing }.compactMap(\.clockOffsetMilliseconds)
+        let bound = Int64(clamping: boundMilliseconds)
+        let ahead = offsets.filter { $0 < -bound }.count   // peers behind this node: it runs ahead
+        let behind = offsets.filter { $0 > bound }.count
+        let voters = peers.values.filter { !$0.closing }.count + 1
+        if ahead * 2 > voters {
+            return "this node's clock is more than \(boundMilliseconds) ms ahead of \(ahead) of its \(voters - 1) peers; it takes no decision until its clock is fixed (check NTP)"
         }
-        peers[connection] = link
-        return complete
-    }
-
-    mutating func walkStep(round: UInt64, on connection: ConnectionID, now: UInt64) {
-        guard var link = peers[connection], case let .running(mine, started, _, received, changed) = link.catchUp,
-              mine == round else { return }
-        link.catchUp = .running(round: mine, startedAt: started, lastActivity: now, received: received, changed: changed)
-        peers[connection] = link
-    }
-
-    mutating func received(entries: Int, changed: Int, round: UInt64, on connection: ConnectionID) {
-        guard var link = peers[connection], case let .running(mine, started, _, received, changedSoFar) = link.catchUp,
-              mine == round else { return }
-        link.catchUp = .running(round: mine, startedAt: started, lastActivity: link.lastHeard,
-                                received: received + entries, changed: changedSoFar + changed)
-        peers[connection] = link
-    }
-
-    mutating func walkFinished(round: UInt64, on connection: ConnectionID, now: UInt64) -> ReplicatorActions {
-        var actions = ReplicatorActions()
-        if let index = peers[connection]?.walkStarts.firstIndex(where: { $0.round == round }) {
-            peers[connection]!.walkStarts.remove(at: index)
+        if behind * 2 > voters {
+            return "this node's clock is more than \(boundMilliseconds) ms behind \(behind) of its \(voters - 1) peers; it takes no decision until its clock is fixed (check NTP)"
         }
-        if let stale = peers[connection]?.pendingEntries.removeValue(forKey: round) {
-            peers[connection]!.pendingEntryCount -= stale.count
-        }
-        lastSyncMilliseconds = max(lastSyncMilliseconds, now)
-        if peers[connection] != nil, !peers[connection]!.finishedRounds.contains(round) {
-            peers[connection]!.finishedRounds.append(round)
-            if peers[connection]!.finishedRounds.count > 32 { peers[connection]!.finishedRounds.removeFirst() }
-        }
-        guard var link = peers[connection], case let .running(mine, started, _, received, changed) = link.catchUp,
-              mine == round else { return actions }
-        link.catchUp = .idle
-        link.nextWalkAt = now + configuration.antiEntropyIntervalMilliseconds
-        peers[connection] = link
-        let level: Logger.Level = changed > 0 ? .info : .debug
-        actions.log(level, "catch-up finished", [
-            "peer": "\(link.nodeID)", "receivedEntries": "\(received)", "changedKeys": "\(changed)",
-            "ms": "\(now &- started)",
-        ])
-        return actions
+        return nil
     }
 
     // MARK: status
@@ -471,7 +431,9 @@ struct ReplicatorState {
         for member in members.values.sorted(by: { $0.nodeID < $1.nodeID }) {
             let link = member.connection.flatMap { peers[$0] }
             let state: ReplicationStatus.LinkState
-            if member.status == .left {
+            if member.removed {
+                state = .removed
+            } else if member.status == .left {
                 state = .left
             } else if link != nil {
                 state = .connected
@@ -479,17 +441,21 @@ struct ReplicatorState {
                 state = .disconnected
             }
             let catchUp: ReplicationStatus.CatchUpState
-            switch link?.catchUp {
-            case .running?: catchUp = .running
-            case .needed?: catchUp = .needed
-            case .idle?, nil: catchUp = .idle
+            if link?.walks.isEmpty == false {
+                catchUp = .running
+            } else if link?.needsWalk == true {
+                catchUp = .needed
+            } else {
+                catchUp = .idle
             }
             rows.append(ReplicationStatus.Member(
                 nodeID: member.nodeID, address: member.address, link: state,
                 lastHeardMillisecondsAgo: member.lastHeard.map { now &- $0 },
                 outboundBytesQueued: link.map { queuedBytes[$0.connection] ?? 0 } ?? 0,
-                catchUp: catchUp, droppedDeltas: member.droppedDeltas))
+                catchUp: catchUp, droppedDeltas: member.droppedDeltas,
+                coveredClock: member.covered, reportedCoverage: member.coverage))
         }
-        return ReplicationStatus(nodeID: selfID, incarnation: incarnation, members: rows)
+        return ReplicationStatus(nodeID: selfID, incarnation: incarnation, members: rows,
+                                 coverage: advertisedCoverage, tombstoneBound: collectionBound())
     }
 }

@@ -6,34 +6,54 @@
 public enum ReplicationMessage: Hashable, Sendable {
     /// One committed decision.
     case delta(Delta)
+    /// Every walk message carries `seq`, counting 1, 2, 3… per walk and direction: the receiver
+    /// ignores a repeated number and abandons the walk at a gap, so a walk proves nothing unless
+    /// every message of it arrived once and in order.
+    ///
     /// Anti-entropy: the sender's hashes of digest-tree nodes at `level` (index, hash), for a
-    /// walk identified by `round`. The receiver compares them with its own tree.
-    case digest(round: UInt64, shape: DigestShape, level: UInt8, nodes: [DigestNode])
-    /// Anti-entropy: the walk `round` found nothing (more) to repair.
-    case digestDone(round: UInt64)
-    /// Anti-entropy: "send me your entries in these leaf buckets".
-    case entriesRequest(round: UInt64, buckets: [UInt32])
-    /// Entries (each with its own version), sent in answer to a request or pushed in a walk.
-    /// A sender's entries for one round may span several messages; the receiver applies them
-    /// all at once when the one marked `last` arrives, so it never shows part of a decision.
-    case entries(round: UInt64, last: Bool, batch: [KeyedEntry])
-    /// Membership: the members the sender knows.
+    /// walk identified by `round`. `clock` is the sender's hybrid clock when it joined the walk.
+    case digest(round: UInt64, seq: UInt64, clock: UInt64, shape: DigestShape, level: UInt8, nodes: [DigestNode])
+    /// Anti-entropy: the walk `round` found nothing (more) to repair (`synced`), or the sender
+    /// could not take part (`synced == false`: digest shapes differ, its change log overflowed).
+    case digestDone(round: UInt64, seq: UInt64, clock: UInt64, synced: Bool)
+    /// Anti-entropy leaf step: the sender's entries in differing leaf buckets, one summary item
+    /// per key. A sender's summary for one walk may span several messages; the one marked
+    /// `last` ends it. Buckets come in ascending order; one bucket may continue in the next group.
+    case summary(round: UInt64, seq: UInt64, clock: UInt64, last: Bool, groups: [SummaryGroup])
+    /// "Send me these entries": keys picked from a summary, by bucket and key hash. The one
+    /// marked `last` ends the requests of this walk.
+    case keysRequest(round: UInt64, seq: UInt64, last: Bool, keys: [KeyReference])
+    /// One batch of a walk's entry stream, sorted by version and cut only between versions (a
+    /// decision's writes travel in one batch). The receiver applies each batch as it arrives
+    /// and answers `streamAck`; `last` ends the sender's stream for the walk.
+    case entries(round: UInt64, seq: UInt64, last: Bool, batch: [KeyedEntry])
+    /// Flow control: the receiver processed every `summary` and `entries` message of `round`
+    /// up to sequence number `seq` (cumulative).
+    case streamAck(round: UInt64, seq: UInt64)
+    /// Membership: the members the sender knows, itself first.
     case gossip([MemberRecord])
     /// Liveness probe; the receiver answers `ack` with the same nonce.
     case ping(nonce: UInt64)
-    case ack(nonce: UInt64)
+    /// Answer to `ping`: the nonce and the answering node's physical clock, in milliseconds.
+    case ack(nonce: UInt64, physicalMilliseconds: UInt64)
     /// The sender is leaving the cluster for good (until it starts again).
     case leave
+    /// The sender refuses this link for a reason the receiver must act on (e.g. it was removed
+    /// from the cluster); the sender closes the link after it.
+    case refusal(reason: String)
 
     public static let deltaType: UInt8 = 1
     public static let digestType: UInt8 = 2
     public static let digestDoneType: UInt8 = 3
-    public static let entriesRequestType: UInt8 = 4
+    public static let keysRequestType: UInt8 = 4
     public static let entriesType: UInt8 = 5
     public static let gossipType: UInt8 = 6
     public static let pingType: UInt8 = 7
     public static let ackType: UInt8 = 8
     public static let leaveType: UInt8 = 9
+    public static let summaryType: UInt8 = 10
+    public static let streamAckType: UInt8 = 11
+    public static let refusalType: UInt8 = 12
 
     /// The shape of a digest tree; two trees are comparable only when their shapes match.
     public struct DigestShape: Hashable, Sendable {
@@ -55,22 +75,69 @@ public enum ReplicationMessage: Hashable, Sendable {
         }
     }
 
+    /// What the sender holds for one key: the key's stable hash, its version's timestamp and
+    /// the digest contribution of (key, version, value), which identifies the entry.
+    public struct SummaryItem: Hashable, Sendable {
+        public let keyHash: UInt64
+        public let timestamp: UInt64
+        public let entryHash: UInt64
+        public init(keyHash: UInt64, timestamp: UInt64, entryHash: UInt64) {
+            self.keyHash = keyHash
+            self.timestamp = timestamp
+            self.entryHash = entryHash
+        }
+    }
+
+    /// The summary items of one leaf bucket (possibly continued in the next group).
+    public struct SummaryGroup: Hashable, Sendable {
+        public let bucket: UInt32
+        public let items: [SummaryItem]
+        public init(bucket: UInt32, items: [SummaryItem]) {
+            self.bucket = bucket
+            self.items = items
+        }
+    }
+
+    /// A key named by its leaf bucket and stable hash.
+    public struct KeyReference: Hashable, Sendable {
+        public let bucket: UInt32
+        public let keyHash: UInt64
+        public init(bucket: UInt32, keyHash: UInt64) {
+            self.bucket = bucket
+            self.keyHash = keyHash
+        }
+    }
+
     /// What one node says about one member.
     public struct MemberRecord: Hashable, Sendable {
         public enum Status: UInt8, Hashable, Sendable {
             case alive = 0
             case left = 1
+            /// Removed on purpose (`forget`): never counted, redialled or let back in.
+            case removed = 2
         }
         public let nodeID: String
         public let address: String
         public let status: Status
         /// Raised by the member itself each time it starts, so newer news about it wins.
         public let incarnation: UInt64
-        public init(nodeID: String, address: String, status: Status, incarnation: UInt64) {
+        /// Raised by the member whenever it changes `coverage` or `membersHash` within one
+        /// incarnation, so the newest of its reports wins wherever they meet.
+        public let heartbeat: UInt64
+        /// The member's own report: it holds, for every key, an entry at least as new as every
+        /// entry with a timestamp at or below this (raw HLC) from any member it counts.
+        public let coverage: UInt64
+        /// The member's own report: a hash of the member ids it counts (itself included).
+        public let membersHash: UInt64
+        public init(nodeID: String, address: String, status: Status, incarnation: UInt64,
+                    heartbeat: UInt64 = 0, coverage: UInt64 = 0, membersHash: UInt64 = 0) {
             self.nodeID = nodeID
             self.address = address
             self.status = status
             self.incarnation = incarnation
+            self.heartbeat = heartbeat
+            self.coverage = coverage
+            self.membersHash = membersHash
         }
     }
 }
@@ -78,14 +145,25 @@ public enum ReplicationMessage: Hashable, Sendable {
 /// Encodes and decodes `ReplicationMessage`s with the limits of a `WireCodec`.
 public struct ReplicationCodec: Sendable {
     public let wire: WireCodec
-    /// The most digest nodes, buckets or members one message may carry.
+    /// The most digest nodes, summary items, keys or members one message may carry.
     public let maxItemsPerMessage: Int
     public let maxAddressBytes = 1024
+    public let maxReasonBytes = 1024
 
     public init(wire: WireCodec = WireCodec(), maxItemsPerMessage: Int = 1 << 20) {
         self.wire = wire
         self.maxItemsPerMessage = maxItemsPerMessage
     }
+
+    /// Encoded size of one digest node at most (varint index, u64 hash).
+    public static let maxDigestNodeBytes = 13
+    /// Encoded size of one summary item (u64 × 3).
+    public static let summaryItemBytes = 24
+    /// Encoded size of one key reference at most (varint bucket, u64 hash).
+    public static let maxKeyReferenceBytes = 13
+    /// Bytes of a message's fixed part besides its items, at most (type, round, clock, flags,
+    /// counts): what a sender leaves free when it cuts items to fit a frame.
+    public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
         var writer = WireWriter(reservingCapacity: 32)
@@ -93,9 +171,12 @@ public struct ReplicationCodec: Sendable {
         case .delta(let delta):
             writer.writeUInt8(ReplicationMessage.deltaType)
             writer.writeRaw(wire.encode(delta))
-        case let .digest(round, shape, level, nodes):
+        case let .digest(round, seq, clock, shape, level, nodes):
+            writer = WireWriter(reservingCapacity: 32 + nodes.count * 12)
             writer.writeUInt8(ReplicationMessage.digestType)
             writer.writeUInt64(round)
+            writer.writeVarint(seq)
+            writer.writeUInt64(clock)
             writer.writeUInt8(shape.fanoutBits)
             writer.writeUInt8(shape.depth)
             writer.writeUInt8(level)
@@ -104,19 +185,50 @@ public struct ReplicationCodec: Sendable {
                 writer.writeVarint(UInt64(node.index))
                 writer.writeUInt64(node.hash)
             }
-        case .digestDone(let round):
+        case let .digestDone(round, seq, clock, synced):
             writer.writeUInt8(ReplicationMessage.digestDoneType)
             writer.writeUInt64(round)
-        case let .entriesRequest(round, buckets):
-            writer.writeUInt8(ReplicationMessage.entriesRequestType)
+            writer.writeVarint(seq)
+            writer.writeUInt64(clock)
+            writer.writeUInt8(synced ? 1 : 0)
+        case let .summary(round, seq, clock, last, groups):
+            writer = WireWriter(reservingCapacity: 32 + groups.reduce(0) { $0 + 8 + $1.items.count * 24 })
+            writer.writeUInt8(ReplicationMessage.summaryType)
             writer.writeUInt64(round)
-            writer.writeVarint(UInt64(buckets.count))
-            for bucket in buckets { writer.writeVarint(UInt64(bucket)) }
-        case let .entries(round, last, batch):
+            writer.writeVarint(seq)
+            writer.writeUInt64(clock)
+            writer.writeUInt8(last ? 1 : 0)
+            writer.writeVarint(UInt64(groups.count))
+            for group in groups {
+                writer.writeVarint(UInt64(group.bucket))
+                writer.writeVarint(UInt64(group.items.count))
+                for item in group.items {
+                    writer.writeUInt64(item.keyHash)
+                    writer.writeUInt64(item.timestamp)
+                    writer.writeUInt64(item.entryHash)
+                }
+            }
+        case let .keysRequest(round, seq, last, keys):
+            writer = WireWriter(reservingCapacity: 16 + keys.count * 12)
+            writer.writeUInt8(ReplicationMessage.keysRequestType)
+            writer.writeUInt64(round)
+            writer.writeVarint(seq)
+            writer.writeUInt8(last ? 1 : 0)
+            writer.writeVarint(UInt64(keys.count))
+            for key in keys {
+                writer.writeVarint(UInt64(key.bucket))
+                writer.writeUInt64(key.keyHash)
+            }
+        case let .entries(round, seq, last, batch):
             writer.writeUInt8(ReplicationMessage.entriesType)
             writer.writeUInt64(round)
+            writer.writeVarint(seq)
             writer.writeUInt8(last ? 1 : 0)
             writer.writeRaw(wire.encode(batch))
+        case let .streamAck(round, seq):
+            writer.writeUInt8(ReplicationMessage.streamAckType)
+            writer.writeUInt64(round)
+            writer.writeVarint(seq)
         case .gossip(let members):
             writer.writeUInt8(ReplicationMessage.gossipType)
             writer.writeVarint(UInt64(members.count))
@@ -125,17 +237,31 @@ public struct ReplicationCodec: Sendable {
                 writer.writeString(member.address)
                 writer.writeUInt8(member.status.rawValue)
                 writer.writeUInt64(member.incarnation)
+                writer.writeUInt64(member.heartbeat)
+                writer.writeUInt64(member.coverage)
+                writer.writeUInt64(member.membersHash)
             }
         case .ping(let nonce):
             writer.writeUInt8(ReplicationMessage.pingType)
             writer.writeUInt64(nonce)
-        case .ack(let nonce):
+        case let .ack(nonce, physical):
             writer.writeUInt8(ReplicationMessage.ackType)
             writer.writeUInt64(nonce)
+            writer.writeUInt64(physical)
         case .leave:
             writer.writeUInt8(ReplicationMessage.leaveType)
+        case .refusal(let reason):
+            writer.writeUInt8(ReplicationMessage.refusalType)
+            writer.writeString(String(decoding: reason.utf8.prefix(maxReasonBytes), as: UTF8.self))
         }
         return writer.bytes
+    }
+
+    /// Encoded size of one gossip record.
+    public static func encodedSize(of record: ReplicationMessage.MemberRecord) -> Int {
+        let id = record.nodeID.utf8.count
+        let address = record.address.utf8.count
+        return id + address + 2 * 5 + 1 + 32
     }
 
     public func decode(_ bytes: [UInt8]) throws(WireDecodeError) -> ReplicationMessage {
@@ -147,6 +273,8 @@ public struct ReplicationCodec: Sendable {
             return .delta(try wire.decodeDelta(Array(bytes.dropFirst())))
         case ReplicationMessage.digestType:
             let round = try reader.readUInt64("digest.round")
+            let seq = try reader.readVarint("digest.seq")
+            let clock = try reader.readUInt64("digest.clock")
             let shape = ReplicationMessage.DigestShape(
                 fanoutBits: try reader.readUInt8("digest.fanoutBits"), depth: try reader.readUInt8("digest.depth"))
             guard shape.fanoutBits >= 1, Int(shape.fanoutBits) * Int(shape.depth) <= 24 else {
@@ -163,29 +291,56 @@ public struct ReplicationCodec: Sendable {
                 guard index < width else { throw .tooLarge(field: "digest.index", length: index, limit: Int(width) - 1) }
                 nodes.append(.init(index: UInt32(index), hash: try reader.readUInt64("digest.hash")))
             }
-            message = .digest(round: round, shape: shape, level: level, nodes: nodes)
+            message = .digest(round: round, seq: seq, clock: clock, shape: shape, level: level, nodes: nodes)
         case ReplicationMessage.digestDoneType:
-            message = .digestDone(round: try reader.readUInt64("digestDone.round"))
-        case ReplicationMessage.entriesRequestType:
-            let round = try reader.readUInt64("entriesRequest.round")
-            let count = try reader.readCount("entriesRequest.count", limit: maxItemsPerMessage, minimumItemBytes: 1)
-            var buckets: [UInt32] = []
-            buckets.reserveCapacity(count)
-            for _ in 0..<count {
-                let bucket = try reader.readVarint("entriesRequest.bucket")
-                guard bucket <= UInt64(UInt32.max) else {
-                    throw .tooLarge(field: "entriesRequest.bucket", length: bucket, limit: Int(UInt32.max))
+            let round = try reader.readUInt64("digestDone.round")
+            let seq = try reader.readVarint("digestDone.seq")
+            let clock = try reader.readUInt64("digestDone.clock")
+            message = .digestDone(round: round, seq: seq, clock: clock, synced: try readFlag(&reader, "digestDone.synced"))
+        case ReplicationMessage.summaryType:
+            let round = try reader.readUInt64("summary.round")
+            let seq = try reader.readVarint("summary.seq")
+            let clock = try reader.readUInt64("summary.clock")
+            let last = try readFlag(&reader, "summary.last")
+            let groupCount = try reader.readCount("summary.groups", limit: maxItemsPerMessage, minimumItemBytes: 2)
+            var groups: [ReplicationMessage.SummaryGroup] = []
+            groups.reserveCapacity(groupCount)
+            var total = 0
+            for _ in 0..<groupCount {
+                let bucket = try readUInt32(&reader, "summary.bucket")
+                let count = try reader.readCount("summary.count", limit: maxItemsPerMessage - total, minimumItemBytes: 24)
+                total += count
+                var items: [ReplicationMessage.SummaryItem] = []
+                items.reserveCapacity(count)
+                for _ in 0..<count {
+                    items.append(.init(keyHash: try reader.readUInt64("summary.keyHash"),
+                                       timestamp: try reader.readUInt64("summary.timestamp"),
+                                       entryHash: try reader.readUInt64("summary.entryHash")))
                 }
-                buckets.append(UInt32(bucket))
+                groups.append(.init(bucket: bucket, items: items))
             }
-            message = .entriesRequest(round: round, buckets: buckets)
+            message = .summary(round: round, seq: seq, clock: clock, last: last, groups: groups)
+        case ReplicationMessage.keysRequestType:
+            let round = try reader.readUInt64("keysRequest.round")
+            let seq = try reader.readVarint("keysRequest.seq")
+            let last = try readFlag(&reader, "keysRequest.last")
+            let count = try reader.readCount("keysRequest.count", limit: maxItemsPerMessage, minimumItemBytes: 9)
+            var keys: [ReplicationMessage.KeyReference] = []
+            keys.reserveCapacity(count)
+            for _ in 0..<count {
+                let bucket = try readUInt32(&reader, "keysRequest.bucket")
+                keys.append(.init(bucket: bucket, keyHash: try reader.readUInt64("keysRequest.keyHash")))
+            }
+            message = .keysRequest(round: round, seq: seq, last: last, keys: keys)
         case ReplicationMessage.entriesType:
             let round = try reader.readUInt64("entries.round")
-            let last = try reader.readUInt8("entries.last")
-            guard last <= 1 else { throw .invalidFlag(field: "entries.last", value: last) }
-            return .entries(round: round, last: last == 1, batch: try wire.decodeEntries(Array(bytes.dropFirst(10))))
+            let seq = try reader.readVarint("entries.seq")
+            let last = try readFlag(&reader, "entries.last")
+            return .entries(round: round, seq: seq, last: last, batch: try wire.decodeEntries(Array(bytes[reader.position...])))
+        case ReplicationMessage.streamAckType:
+            message = .streamAck(round: try reader.readUInt64("streamAck.round"), seq: try reader.readVarint("streamAck.seq"))
         case ReplicationMessage.gossipType:
-            let count = try reader.readCount("gossip.count", limit: maxItemsPerMessage, minimumItemBytes: 11)
+            let count = try reader.readCount("gossip.count", limit: maxItemsPerMessage, minimumItemBytes: 35)
             var members: [ReplicationMessage.MemberRecord] = []
             members.reserveCapacity(count)
             for _ in 0..<count {
@@ -196,19 +351,36 @@ public struct ReplicationCodec: Sendable {
                     throw .invalidFlag(field: "gossip.status", value: rawStatus)
                 }
                 members.append(.init(nodeID: nodeID, address: address, status: status,
-                                     incarnation: try reader.readUInt64("gossip.incarnation")))
+                                     incarnation: try reader.readUInt64("gossip.incarnation"),
+                                     heartbeat: try reader.readUInt64("gossip.heartbeat"),
+                                     coverage: try reader.readUInt64("gossip.coverage"),
+                                     membersHash: try reader.readUInt64("gossip.membersHash")))
             }
             message = .gossip(members)
         case ReplicationMessage.pingType:
             message = .ping(nonce: try reader.readUInt64("ping.nonce"))
         case ReplicationMessage.ackType:
-            message = .ack(nonce: try reader.readUInt64("ack.nonce"))
+            message = .ack(nonce: try reader.readUInt64("ack.nonce"), physicalMilliseconds: try reader.readUInt64("ack.time"))
         case ReplicationMessage.leaveType:
             message = .leave
+        case ReplicationMessage.refusalType:
+            message = .refusal(reason: try reader.readString("refusal.reason", limit: maxReasonBytes))
         default:
             throw .unknownMessageType(type)
         }
         try reader.expectEnd()
         return message
+    }
+
+    private func readFlag(_ reader: inout WireReader, _ field: String) throws(WireDecodeError) -> Bool {
+        let value = try reader.readUInt8(field)
+        guard value <= 1 else { throw .invalidFlag(field: field, value: value) }
+        return value == 1
+    }
+
+    private func readUInt32(_ reader: inout WireReader, _ field: String) throws(WireDecodeError) -> UInt32 {
+        let value = try reader.readVarint(field)
+        guard value <= UInt64(UInt32.max) else { throw .tooLarge(field: field, length: value, limit: Int(UInt32.max)) }
+        return UInt32(value)
     }
 }

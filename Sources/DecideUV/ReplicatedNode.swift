@@ -49,8 +49,8 @@ public final class ReplicatedNode: Sendable {
             logger: configuration.node.logger))
         var replication = configuration.replication
         replication.seeds = configuration.peers
-        if replication.syncMarkerPath == nil, let directory = configuration.node.dataDirectory {
-            replication.syncMarkerPath = directory + "/last-sync"
+        if replication.membershipPath == nil, let directory = configuration.node.dataDirectory {
+            replication.membershipPath = directory + "/members.json"
         }
         if replication.incarnation == 0 { replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000) }
         replicator = Replicator(node: node, transport: transport, configuration: replication)

@@ -41,7 +41,7 @@ final class PeerProcess: Sendable {
         replication.seeds = settings.peers
         // Remembers the last finished walk across restarts, so a peer back after more than the
         // tombstone horizon drops what may be stale (docs/consistency.md, "Tombstones").
-        if let directory = settings.dataDirectory { replication.syncMarkerPath = directory + "/last-sync" }
+        if let directory = settings.dataDirectory { replication.membershipPath = directory + "/members.json" }
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
         replicator = Replicator(node: node, transport: transport, configuration: replication)

@@ -5,21 +5,30 @@ import Testing
     let codec = ReplicationCodec()
 
     static func randomMessage(_ gen: inout Generators) -> ReplicationMessage {
-        switch gen.int(0...8) {
+        switch gen.int(0...11) {
         case 0: return .delta(gen.delta())
         case 1:
             let level = UInt8(gen.int(0...3))
             let width = 1 << (4 * Int(level))
-            return .digest(round: UInt64(gen.int(0...1_000_000)), shape: .init(fanoutBits: 4, depth: 4), level: level,
+            return .digest(round: UInt64(gen.int(0...1_000_000)), seq: UInt64(gen.int(0...Int.max)), clock: UInt64(gen.int(0...Int.max)),
+                           shape: .init(fanoutBits: 4, depth: 4), level: level,
                            nodes: (0..<gen.int(0...20)).map { _ in .init(index: UInt32(gen.int(0...(width - 1))), hash: UInt64(gen.int(0...Int.max))) })
-        case 2: return .digestDone(round: UInt64(gen.int(0...Int.max)))
-        case 3: return .entriesRequest(round: 9, buckets: (0..<gen.int(0...20)).map { _ in UInt32(gen.int(0...65_535)) })
-        case 4: return .entries(round: 3, last: gen.bool(), batch: (0..<gen.int(0...5)).map { _ in KeyedEntry(key: gen.key(), entry: gen.entry()) })
+        case 2: return .digestDone(round: UInt64(gen.int(0...Int.max)), seq: 1, clock: UInt64(gen.int(0...Int.max)), synced: gen.bool())
+        case 3: return .keysRequest(round: 9, seq: UInt64(gen.int(0...300)), last: gen.bool(), keys: (0..<gen.int(0...20)).map { _ in
+            .init(bucket: UInt32(gen.int(0...65_535)), keyHash: UInt64(gen.int(0...Int.max))) })
+        case 4: return .entries(round: 3, seq: 2, last: gen.bool(), batch: (0..<gen.int(0...5)).map { _ in KeyedEntry(key: gen.key(), entry: gen.entry()) })
         case 5: return .gossip((0..<gen.int(0...4)).map { _ in
-            .init(nodeID: gen.node(), address: "127.0.0.1:\(gen.int(1...65_535))", status: gen.bool() ? .alive : .left,
-                  incarnation: UInt64(gen.int(0...Int.max))) })
+            .init(nodeID: gen.node(), address: "127.0.0.1:\(gen.int(1...65_535))",
+                  status: [.alive, .left, .removed][gen.int(0...2)],
+                  incarnation: UInt64(gen.int(0...Int.max)), heartbeat: UInt64(gen.int(0...Int.max)),
+                  coverage: UInt64(gen.int(0...Int.max)), membersHash: UInt64(gen.int(0...Int.max))) })
         case 6: return .ping(nonce: UInt64(gen.int(0...Int.max)))
-        case 7: return .ack(nonce: UInt64(gen.int(0...Int.max)))
+        case 7: return .ack(nonce: UInt64(gen.int(0...Int.max)), physicalMilliseconds: UInt64(gen.int(0...Int.max)))
+        case 8: return .summary(round: UInt64(gen.int(0...Int.max)), seq: 5, clock: 7, last: gen.bool(), groups: (0..<gen.int(0...4)).map { _ in
+            .init(bucket: UInt32(gen.int(0...65_535)), items: (0..<gen.int(0...4)).map { _ in
+                .init(keyHash: UInt64(gen.int(0...Int.max)), timestamp: UInt64(gen.int(0...Int.max)), entryHash: UInt64(gen.int(0...Int.max))) }) })
+        case 9: return .streamAck(round: UInt64(gen.int(0...Int.max)), seq: UInt64(gen.int(0...Int.max)))
+        case 10: return .refusal(reason: "removed \(gen.int(0...1_000))")
         default: return .leave
         }
     }
@@ -41,7 +50,7 @@ import Testing
     @Test func garbageIsRejectedOrDecodedExactly() {
         forEachSeed(0..<20_000) { seed, gen in
             var bytes = gen.bytes(maxCount: 48)
-            if !bytes.isEmpty && gen.bool() { bytes[0] = UInt8(gen.int(1...9)) }
+            if !bytes.isEmpty && gen.bool() { bytes[0] = UInt8(gen.int(1...12)) }
             if let message = try? codec.decode(bytes) {
                 #expect(codec.encode(message) == bytes, "seed \(seed)")
             }
@@ -54,6 +63,8 @@ import Testing
         var writer = WireWriter()
         writer.writeUInt8(ReplicationMessage.digestType)
         writer.writeUInt64(1)
+        writer.writeVarint(1)
+        writer.writeUInt64(0)
         writer.writeUInt8(4); writer.writeUInt8(4); writer.writeUInt8(1)
         writer.writeVarint(1); writer.writeVarint(16); writer.writeUInt64(0)
         #expect(throws: WireDecodeError.self) { try codec.decode(writer.bytes) }
@@ -61,6 +72,8 @@ import Testing
         var deep = WireWriter()
         deep.writeUInt8(ReplicationMessage.digestType)
         deep.writeUInt64(1)
+        deep.writeVarint(1)
+        deep.writeUInt64(0)
         deep.writeUInt8(4); deep.writeUInt8(2); deep.writeUInt8(3)
         deep.writeVarint(0)
         #expect(throws: WireDecodeError.invalidFlag(field: "digest.level", value: 3)) { try codec.decode(deep.bytes) }

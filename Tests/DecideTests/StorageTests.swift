@@ -72,8 +72,9 @@ import Testing
         // Decisions after close are refused, not silently kept in memory only.
         if case .aborted = node.set(99, into: Fixture.Counter.self) {} else { Issue.record("a decision after close committed") }
 
-        // The clock went backwards while the node was down: versions must still grow.
-        clock.set(1_600_000_000_000)
+        // The clock went backwards while the node was down, by less than the skew bound:
+        // versions must still grow.
+        clock.set(1_700_000_000_900 - 30_000)
         let reopened = try Self.open(scratch, durability: durability, clock: clock)
         #expect(reopened.entries() == before)
         #expect(reopened.stateSummary.digest == summary.digest)
@@ -84,6 +85,16 @@ import Testing
         #expect(reopened.read(Fixture.Quota.self, at: "gone") == 100)
         let next = try #require(reopened.set(8, into: Fixture.Counter.self).version)
         #expect(before.allSatisfy { $0.entry.version < next })
+        // Stepped back by more than the bound: every version it could take is one its peers
+        // would refuse, so it takes none and says why.
+        clock.set(1_600_000_000_000)
+        guard case .aborted(let reason) = reopened.set(9, into: Fixture.Counter.self) else {
+            Issue.record("a node whose clock ran a day ahead of real time committed")
+            return
+        }
+        #expect(reason.contains("ahead of its physical clock"))
+        clock.set(1_700_000_001_000)
+        #expect(reopened.set(10, into: Fixture.Counter.self).version != nil, "writes resume once real time catches up")
         try reopened.close()
     }
 

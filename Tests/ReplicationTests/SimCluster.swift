@@ -1,5 +1,6 @@
 import Decide
 import DecideSimulation
+import Foundation
 import Logging
 
 /// A cluster of real `Node`s and `Replicator`s over the seeded simulator: the production
@@ -27,15 +28,25 @@ final class SimCluster: @unchecked Sendable {
     /// Every node ever started, in start order (joiners are appended).
     private(set) var ids: [String]
     var replicatorConfiguration: Replicator.Configuration
+    var nodeConfigure: (inout Node.Configuration) -> Void
     let maxClockSkewMilliseconds: UInt64 = 10_000
     private var restarts: UInt64 = 0
+    /// Where each node keeps its member list, as a durable node does in its data directory.
+    let directory: URL
 
-    /// `seeds[id]` are the nodes `id` dials at start (default: the first other node).
+    /// `seeds[id]` are the nodes `id` dials at start (default: the first other node; `[]` for
+    /// none). `tickMilliseconds` is how often every engine ticks (timeouts scale with it when
+    /// `timeScale` is above 1: a weeks-long run ticks every few seconds).
     init(seed: UInt64, ids: [String], seeds: [String: [String]] = [:],
          networkConfiguration: SimulatedNetwork.Configuration = .init(),
+         timeScale: UInt64 = 1,
+         configureNode: @escaping (inout Node.Configuration) -> Void = { _ in },
          configure: (inout Replicator.Configuration) -> Void = { _ in }) {
         self.seed = seed
         self.ids = ids
+        self.nodeConfigure = configureNode
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-sim-\(seed)-\(UInt64.random(in: 0...UInt64.max))")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         scheduler = SimulatedScheduler(seed: seed)
         network = SimulatedNetwork(scheduler: scheduler, configuration: networkConfiguration)
         var configuration = Replicator.Configuration()
@@ -46,6 +57,15 @@ final class SimCluster: @unchecked Sendable {
         configuration.antiEntropyTimeoutMilliseconds = 1_000
         configuration.reconnectBaseMilliseconds = 50
         configuration.reconnectMaxMilliseconds = 1_000
+        configuration.tombstoneCollectionIntervalMilliseconds = 500
+        configuration.heartbeatIntervalMilliseconds *= timeScale
+        configuration.failureTimeoutMilliseconds *= timeScale
+        configuration.gossipIntervalMilliseconds *= timeScale
+        configuration.antiEntropyIntervalMilliseconds *= timeScale
+        configuration.antiEntropyTimeoutMilliseconds *= timeScale
+        configuration.reconnectBaseMilliseconds *= timeScale
+        configuration.reconnectMaxMilliseconds *= timeScale
+        configuration.tombstoneCollectionIntervalMilliseconds *= timeScale
         configuration.logger = SimCluster.quietLogger
         configure(&configuration)
         replicatorConfiguration = configuration
@@ -54,7 +74,7 @@ final class SimCluster: @unchecked Sendable {
             members[id] = makeMember(id: id, node: makeNode(id: id, clock: clock), clock: clock,
                                      seeds: seeds[id]?.map(SimCluster.address))
         }
-        _ = scheduler.every(milliseconds: 50) { [unowned self] in
+        _ = scheduler.every(milliseconds: 50 * timeScale) { [unowned self] in
             for id in self.ids where self.members[id]?.alive == true { self.members[id]!.replicator.tick() }
         }
     }
@@ -74,6 +94,7 @@ final class SimCluster: @unchecked Sendable {
         configuration.digestDepth = 3
         configuration.maxClockSkewMilliseconds = maxClockSkewMilliseconds
         configuration.logger = SimCluster.quietLogger
+        nodeConfigure(&configuration)
         let node = try! Node(configuration: configuration)
         _ = node.addCommitListener { [unowned self] committed in
             if committed.origin == .local { self.history.append(Committed(version: committed.delta.version, writes: committed.delta.writes)) }
@@ -81,14 +102,19 @@ final class SimCluster: @unchecked Sendable {
         return node
     }
 
-    private func makeMember(id: String, node: Node, clock: SimulatedClock, seeds: [String]? = nil,
-                            lastSyncMilliseconds: UInt64? = nil) -> Member {
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func membershipPath(_ id: String) -> String { directory.appendingPathComponent("\(id).members.json").path }
+
+    private func makeMember(id: String, node: Node, clock: SimulatedClock, seeds: [String]? = nil) -> Member {
         let transport = network.makeTransport(nodeID: id, address: SimCluster.address(id))
         var configuration = replicatorConfiguration
         configuration.seeds = seeds ?? ids.filter { $0 != id }.prefix(1).map(SimCluster.address)
         configuration.incarnation = scheduler.nowMilliseconds + restarts
         configuration.randomSeed = scheduler.nextRandomUInt64()
-        configuration.lastSyncMilliseconds = lastSyncMilliseconds
+        configuration.membershipPath = membershipPath(id)
         let replicator = Replicator(node: node, transport: transport, configuration: configuration)
         try! replicator.start(listeningOn: SimCluster.address(id))
         return Member(node: node, transport: transport, replicator: replicator, clock: clock, alive: true)
@@ -111,9 +137,9 @@ final class SimCluster: @unchecked Sendable {
         guard let member = members[id], !member.alive else { return }
         restarts += 1
         let node = empty ? makeNode(id: id, clock: member.clock) : member.node
-        // A node restarted with its state also keeps its sync marker (as a durable node does).
-        members[id] = makeMember(id: id, node: node, clock: member.clock, seeds: seeds,
-                                 lastSyncMilliseconds: empty ? nil : member.replicator.lastSyncMilliseconds)
+        // A node restarted with its state also keeps its member list (as a durable node does).
+        if empty { try? FileManager.default.removeItem(atPath: membershipPath(id)) }
+        members[id] = makeMember(id: id, node: node, clock: member.clock, seeds: seeds)
     }
 
     /// Adds a node that was not there at the start (a late joiner with one seed).
@@ -168,6 +194,8 @@ final class SimCluster: @unchecked Sendable {
         let node = self.node(id)
         return highest.compactMap { key, expected in
             let entry = node.entry(for: key)
+            // A delete every member holds may have been collected since.
+            if entry == nil && expected.1 == nil { return nil }
             return entry?.version == expected.0 && entry?.value == expected.1 ? nil : "\(key): has \(entry?.version.description ?? "nothing"), expected \(expected.0)"
         }.sorted()
     }

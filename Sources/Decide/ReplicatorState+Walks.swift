@@ -1,0 +1,199 @@
+import Logging
+
+/// Anti-entropy walks: which messages belong to a live walk, stream credit, and what a walk
+/// that ended proves (docs/replication.md, "Anti-entropy").
+extension ReplicatorState {
+    /// Starts this side's walk `round` on `connection`; false when the link is gone.
+    mutating func beginWalk(_ round: UInt64, on connection: ConnectionID, start: (sequence: UInt64, clock: UInt64),
+                            now: UInt64) -> Bool {
+        guard var link = peers[connection], !link.closing else { return false }
+        for (other, walk) in link.walks where walk.mine {
+            link.walks[other] = nil
+            remember(other, in: &link)
+        }
+        link.walks[round] = Walk(round: round, mine: true, now: now, startSequence: start.sequence, startClock: start.clock)
+        peers[connection] = link
+        return true
+    }
+
+    enum DigestVerdict {
+        /// A message of a walk that ended here, or of none: ignore it.
+        case ignore
+        /// Compare it; the walk is (now) live with this start.
+        case compare(startClock: UInt64)
+    }
+
+    /// A digest arrived: a level-0 digest of an unknown round starts the peer's walk (replacing
+    /// its previous one); any other must belong to a live walk in its comparing phase.
+    mutating func digestArrived(round: UInt64, seq: UInt64, level: UInt8, peerClock: UInt64, on connection: ConnectionID,
+                                start: (sequence: UInt64, clock: UInt64), now: UInt64) -> DigestVerdict {
+        guard var link = peers[connection], !link.closing, !link.finishedRounds.contains(round) else { return .ignore }
+        if link.walks[round] == nil {
+            guard level == 0, seq == 1 else { return .ignore }
+            for (other, walk) in link.walks where !walk.mine {
+                link.walks[other] = nil
+                remember(other, in: &link)
+            }
+            link.walks[round] = Walk(round: round, mine: false, now: now, startSequence: start.sequence, startClock: start.clock)
+        }
+        peers[connection] = link
+        guard arrival(round, seq: seq, on: connection) == .process else { return .ignore }
+        link = peers[connection]!
+        guard var walk = link.walks[round], walk.phase == .comparing else { return .ignore }
+        if walk.peerClock == nil { walk.peerClock = peerClock }
+        walk.lastActivity = now
+        link.walks[round] = walk
+        peers[connection] = link
+        return .compare(startClock: walk.startClock)
+    }
+
+    enum Arrival {
+        /// The next message of a live walk: process it.
+        case process
+        /// A number already seen (a duplicated frame): ignore it.
+        case duplicate
+        /// A number was skipped (a frame lost or reordered): the walk is abandoned here.
+        case gap
+        /// No live walk has this round: ignore it.
+        case unknown
+    }
+
+    /// Checks a walk message's sequence number and, for the next one, counts it.
+    mutating func arrival(_ round: UInt64, seq: UInt64, on connection: ConnectionID) -> Arrival {
+        guard var walk = walk(round, on: connection) else { return .unknown }
+        if seq < walk.expectedSeq { return .duplicate }
+        if seq > walk.expectedSeq {
+            abandonWalk(round, on: connection)
+            return .gap
+        }
+        walk.expectedSeq += 1
+        update(walk, on: connection)
+        return .process
+    }
+
+    /// The sequence number for this side's next message of `round`; nil when the walk is gone.
+    mutating func takeSeq(_ round: UInt64, on connection: ConnectionID) -> UInt64? {
+        guard var walk = walk(round, on: connection) else { return nil }
+        walk.sentSeq += 1
+        update(walk, on: connection)
+        return walk.sentSeq
+    }
+
+    func walk(_ round: UInt64, on connection: ConnectionID) -> Walk? {
+        peers[connection]?.walks[round]
+    }
+
+    /// Stores `walk` back unless its link or walk went away meanwhile (timeout, disconnect).
+    mutating func update(_ walk: Walk, on connection: ConnectionID) {
+        guard peers[connection]?.walks[walk.round] != nil else { return }
+        peers[connection]!.walks[walk.round] = walk
+    }
+
+    /// Ends walk `round` here. With `synced`, a clean walk proves this node holds everything
+    /// the peer held when its clock read its start clock: the peer's coverage is raised.
+    mutating func endWalk(_ round: UInt64, on connection: ConnectionID, synced: Bool, now: UInt64) -> ReplicatorActions {
+        var actions = ReplicatorActions()
+        guard var link = peers[connection], let walk = link.walks.removeValue(forKey: round) else { return actions }
+        remember(round, in: &link)
+        if walk.mine { link.nextWalkAt = now + configuration.antiEntropyIntervalMilliseconds }
+        if synced && walk.clean, let clock = walk.peerClock {
+            covered(link.nodeID, clock: clock)
+        } else if walk.mine {
+            link.needsWalk = link.needsWalk || !walk.clean
+        }
+        peers[connection] = link
+        let level: Logger.Level = walk.changedKeys > 0 ? .info : .debug
+        actions.log(level, "catch-up finished", [
+            "peer": "\(link.nodeID)", "receivedEntries": "\(walk.receivedEntries)", "changedKeys": "\(walk.changedKeys)",
+            "ms": "\(now &- walk.startedAt)", "synced": "\(synced && walk.clean)", "startedHere": "\(walk.mine)",
+        ])
+        return actions
+    }
+
+    /// Abandons a walk whose stream could not be sent (queue full, change log overflowed);
+    /// the link is marked for a new walk.
+    mutating func abandonWalk(_ round: UInt64, on connection: ConnectionID) {
+        guard var link = peers[connection], link.walks.removeValue(forKey: round) != nil else { return }
+        remember(round, in: &link)
+        link.needsWalk = true
+        peers[connection] = link
+    }
+
+    // MARK: streams
+
+    /// What the thread that claimed a walk's pump must produce next.
+    enum PumpWork {
+        case summary(buckets: ArraySlice<Int>, firstBucketOffset: Int)
+        case entries(ArraySlice<KeyedEntry>)
+    }
+
+    /// Claims the right to produce `round`'s next stream message, when there is credit and
+    /// something left to send; nil when another thread pumps, or nothing can go now.
+    mutating func claimPump(_ round: UInt64, on connection: ConnectionID, window: Int) -> (Walk.Outgoing, seq: UInt64)? {
+        guard var walk = walk(round, on: connection), !walk.pumping, walk.unacked < window,
+              let outgoing = walk.outgoing else { return nil }
+        walk.pumping = true
+        walk.sentSeq += 1
+        update(walk, on: connection)
+        return (outgoing, walk.sentSeq)
+    }
+
+    /// The claimer sent one message (or none, `sent == false`) and moved the stream to `next`
+    /// (nil when it ended). Returns whether the walk ended on this side (both streams done).
+    mutating func pumped(_ round: UInt64, on connection: ConnectionID, next: Walk.Outgoing?, seq: UInt64?, now: UInt64) -> Bool {
+        guard var walk = walk(round, on: connection) else { return false }
+        walk.pumping = false
+        walk.outgoing = next
+        if let seq {
+            walk.unackedSeqs.append(seq)
+            walk.lastActivity = now
+        }
+        if next == nil && walk.unacked == 0 && walk.phase != .comparing && walkStreamStarted(walk) {
+            walk.outgoingDone = true
+        }
+        update(walk, on: connection)
+        return walk.streamsDone
+    }
+
+    /// The summary sender's stream ends only after its entries went out (it sends the summary
+    /// first, then, once requests ended, the requested entries).
+    private func walkStreamStarted(_ walk: Walk) -> Bool {
+        walk.phase == .summaryReceiver ? walk.summaryEnded : walk.requestsEnded
+    }
+
+    /// A cumulative `streamAck` arrived; returns whether the walk ended here, or nil for an ack
+    /// of a message never sent (a protocol violation). Repeated acks change nothing.
+    mutating func acked(_ round: UInt64, seq: UInt64, on connection: ConnectionID, now: UInt64) -> Bool? {
+        guard peers[connection] != nil else { return false }
+        guard var walk = walk(round, on: connection) else {
+            // Acks of a walk that ended here (abandoned or timed out) are late, not wrong.
+            return peers[connection]!.finishedRounds.contains(round) ? false : nil
+        }
+        guard seq <= walk.sentSeq else { return nil }
+        walk.unackedSeqs.removeAll { $0 <= seq }
+        walk.lastActivity = now
+        if walk.outgoing == nil && walk.unacked == 0 && walk.phase != .comparing && walkStreamStarted(walk) && !walk.pumping {
+            walk.outgoingDone = true
+        }
+        update(walk, on: connection)
+        return walk.streamsDone
+    }
+
+    /// Cuts the next entries batch from `entries`: at most `budgetBytes` and `maxEntries`,
+    /// cut only between versions (one version's entries are never split). Returns how many.
+    static func batchLength(_ entries: ArraySlice<KeyedEntry>, budgetBytes: Int, maxEntries: Int) -> Int {
+        var count = 0
+        var bytes = 0
+        var index = entries.startIndex
+        while index < entries.endIndex {
+            let item = entries[index]
+            let size = item.maxEncodedBytes
+            let full = count >= maxEntries || bytes + size > budgetBytes
+            if full, count > 0, entries[index - 1].entry.version != item.entry.version { break }
+            count += 1
+            bytes += size
+            index += 1
+        }
+        return count
+    }
+}
