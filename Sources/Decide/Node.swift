@@ -656,11 +656,13 @@ public final class Node: Sendable {
     /// an anti-entropy walk starts. Every entry this node holds then has a timestamp at or
     /// below the clock, or was received from a peer.
     /// The clock first moves up to physical time (as a commit would), so an idle node's
-    /// report keeps pace with real time; every later local version is above it.
+    /// report keeps pace with real time; every later local version is above it. It does not
+    /// while decisions are refused (the physical clock is then suspect).
     package var walkStart: (sequence: UInt64, clock: UInt64) {
         let physical = min(configuration.clock.nowMilliseconds(), HLCTimestamp.maxPhysicalMilliseconds)
+        let trusted = writeRefusal.withLock { $0 == nil }
         return core.withLock { core in
-            core.clock.advance(pastOrTo: HLCTimestamp(physicalMilliseconds: physical, logical: 0))
+            if trusted { core.clock.advance(pastOrTo: HLCTimestamp(physicalMilliseconds: physical, logical: 0)) }
             return (core.changeSequence, core.clock.last.rawValue)
         }
     }
@@ -670,64 +672,127 @@ public final class Node: Sendable {
         core.withLock { $0.clock.last.rawValue }
     }
 
-    /// The summary of every entry in leaf `bucket`, sorted by key hash.
-    package func summary(ofBucket bucket: Int) -> [ReplicationMessage.SummaryItem] {
+    /// The next piece of a summary of leaf `buckets`, read in one snapshot: groups from bucket
+    /// `index`, item `itemOffset`, with at most `maxItems` items (each group counts one more),
+    /// and where the next piece starts.
+    package func summaryChunk(of buckets: [Int], from index: Int, itemOffset: Int, maxItems: Int)
+        -> (groups: [ReplicationMessage.SummaryGroup], index: Int, itemOffset: Int) {
         core.withLock { core in
-            core.table.entries(inBucket: bucket).map { item in
-                ReplicationMessage.SummaryItem(
-                    keyHash: item.key.stableHash, timestamp: item.entry.version.timestamp.rawValue,
-                    entryHash: StateDigest.contribution(of: item.key, item.entry))
-            }.sorted { $0.keyHash < $1.keyHash }
-        }
-    }
-
-    /// Compares a peer's summary of leaf `bucket` with this node's entries there: the keys of
-    /// this node the peer lacks or holds older (to push), and the key hashes of the peer's the
-    /// node lacks or holds older (to request). Equal timestamps with different entries go both ways.
-    package func compare(bucket: Int, with theirs: [UInt64: ReplicationMessage.SummaryItem])
-        -> (push: [StateKey], request: [UInt64]) {
-        core.withLock { core in
-            var push: [StateKey] = []
-            var remaining = theirs
-            for item in core.table.entries(inBucket: bucket) {
-                let hash = item.key.stableHash
-                guard let other = remaining.removeValue(forKey: hash) else {
-                    push.append(item.key)
-                    continue
+            var groups: [ReplicationMessage.SummaryGroup] = []
+            var items = 0
+            var index = index
+            var offset = itemOffset
+            while index < buckets.count && items < maxItems {
+                let slots = core.table.slots(inBucket: buckets[index])
+                let start = min(offset, slots.count)
+                let take = min(slots.count - start, maxItems - items)
+                groups.append(.init(bucket: UInt32(buckets[index]), items: slots[start..<start + take].map { item in
+                    ReplicationMessage.SummaryItem(keyHash: item.key.stableHash,
+                                                   timestamp: item.slot.entry.version.timestamp.rawValue,
+                                                   entryHash: item.slot.contribution)
+                }))
+                items += take + 1
+                if start + take >= slots.count {
+                    index += 1
+                    offset = 0
+                } else {
+                    offset = start + take
                 }
-                let mine = item.entry.version.timestamp.rawValue
-                if other.entryHash == StateDigest.contribution(of: item.key, item.entry) { continue }
-                if mine >= other.timestamp { push.append(item.key) }
-                if mine <= other.timestamp { remaining[hash] = other }
             }
-            return (push, remaining.keys.sorted())
+            return (groups, index, offset)
         }
     }
 
-    /// The keys of leaf `bucket` whose stable hash is in `hashes`.
-    package func keys(inBucket bucket: Int, hashes: Set<UInt64>) -> [StateKey] {
-        core.withLock { core in
-            core.table.entries(inBucket: bucket).lazy.map(\.key).filter { hashes.contains($0.stableHash) }
+    /// Compares a peer's summaries of leaf buckets with this node's entries there, in one
+    /// snapshot: per bucket, the keys of this node the peer lacks or holds older (to push),
+    /// and the key hashes of the peer's the node lacks or holds older (to request). Equal
+    /// timestamps with different entries go both ways.
+    package func compare(buckets: [(bucket: Int, items: [UInt64: ReplicationMessage.SummaryItem])])
+        -> [(bucket: Int, push: [StateKey], request: [UInt64])] {
+        guard !buckets.isEmpty else { return [] }
+        return core.withLock { core in
+            buckets.map { bucket, theirs in
+                var push: [StateKey] = []
+                var remaining = theirs
+                for item in core.table.slots(inBucket: bucket) {
+                    let hash = item.key.stableHash
+                    guard let other = remaining.removeValue(forKey: hash) else {
+                        push.append(item.key)
+                        continue
+                    }
+                    let mine = item.slot.entry.version.timestamp.rawValue
+                    if other.entryHash == item.slot.contribution { continue }
+                    if mine >= other.timestamp { push.append(item.key) }
+                    if mine <= other.timestamp { remaining[hash] = other }
+                }
+                return (bucket, push, remaining.keys.sorted())
+            }
         }
     }
 
-    /// The entries of `keys` (those still held), plus every entry that changed after change
-    /// number `sequence`, read in one snapshot and sorted by version; nil when more changes
-    /// happened since `sequence` than the node's change log (`recentChangeCapacity`) holds.
+    /// The keys named by (leaf bucket, key hash) references that this node holds, in one snapshot.
+    package func keys(for references: [ReplicationMessage.KeyReference]) -> [StateKey] {
+        let sorted = references.sorted { ($0.bucket, $0.keyHash) < ($1.bucket, $1.keyHash) }
+        return core.withLock { core in
+            var found: [StateKey] = []
+            found.reserveCapacity(sorted.count)
+            var start = 0
+            while start < sorted.count {
+                let bucket = sorted[start].bucket
+                var end = start
+                while end < sorted.count && sorted[end].bucket == bucket { end += 1 }
+                let wanted = sorted[start..<end]
+                for key in core.table.keys(inBucket: Int(bucket)) {
+                    let hash = key.stableHash
+                    if wanted.count < 8 ? wanted.contains(where: { $0.keyHash == hash }) : Self.contains(wanted, hash) {
+                        found.append(key)
+                    }
+                }
+                start = end
+            }
+            return found
+        }
+    }
+
+    /// Binary search for `hash` among references sorted by key hash.
+    private static func contains(_ references: ArraySlice<ReplicationMessage.KeyReference>, _ hash: UInt64) -> Bool {
+        var low = references.startIndex, high = references.endIndex
+        while low < high {
+            let middle = (low + high) / 2
+            if references[middle].keyHash < hash { low = middle + 1 } else { high = middle }
+        }
+        return low < references.endIndex && references[low].keyHash == hash
+    }
+
+    /// `entries` ordered so that every version's entries are contiguous, oldest timestamps
+    /// first (ties between nodes broken by the node id's stable hash, the same on every node).
+    /// Sorts compact (timestamp, node hash, index) triples rather than the entries themselves
+    /// (moving an entry costs reference counting on its key and value).
+    static func sortedByVersion(_ entries: [KeyedEntry]) -> [KeyedEntry] {
+        var order = entries.indices.map {
+            (timestamp: entries[$0].entry.version.timestamp.rawValue, node: entries[$0].entry.version.nodeHash, index: $0)
+        }
+        order.sort { ($0.timestamp, $0.node) < ($1.timestamp, $1.node) }
+        return order.map { entries[$0.index] }
+    }
+
+    /// The entries of `keys` (distinct keys; those still held), plus every entry that changed
+    /// after change number `sequence`, read in one snapshot and grouped by version
+    /// (`sortedByVersion`); nil when more changes happened since `sequence` than the node's
+    /// change log (`recentChangeCapacity`) holds.
     package func walkEntries(keys: [StateKey], changedAfter sequence: UInt64) -> [KeyedEntry]? {
         core.withLock { core in
             guard let changed = core.keysChanged(after: sequence) else { return nil }
+            let changedSet = Set(changed)
             var result: [KeyedEntry] = []
             result.reserveCapacity(keys.count + changed.count)
-            var included = Set<StateKey>(minimumCapacity: keys.count + changed.count)
-            for key in keys where included.insert(key).inserted {
+            for key in keys where changedSet.isEmpty || !changedSet.contains(key) {
                 if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
-            for key in changed where included.insert(key).inserted {
+            for key in changed {
                 if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
-            result.sort { $0.entry.version < $1.entry.version }
-            return result
+            return Self.sortedByVersion(result)
         }
     }
 

@@ -110,6 +110,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         guard configuration.catchUpBatchBytes >= 1024, configuration.catchUpBatchBytes <= configuration.maxFrameBytes / 2 else {
             throw .init("catchUpBatchBytes must be 1,024 to half of maxFrameBytes")
         }
+        guard configuration.catchUpBatchBytes + node.configuration.maxDecisionBytes + ReplicationCodec.maxHeaderBytes
+                <= configuration.maxFrameBytes else {
+            throw .init("catchUpBatchBytes + maxDecisionBytes must fit maxFrameBytes: a batch is cut after the decision that crosses its budget")
+        }
         guard configuration.catchUpWindowMessages >= 1, configuration.maxMembers >= 1 else {
             throw .init("catchUpWindowMessages and maxMembers must be at least 1")
         }
@@ -493,72 +497,79 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                                from connection: ConnectionID, peerID: String) {
         let now = clock.nowMilliseconds()
         let leafWidth = 1 << (Int(shape.fanoutBits) * Int(shape.depth))
-        guard var walk = state.withLock({ $0.walk(round, on: connection) }) else { return }
-        guard walk.phase == .comparing || (walk.phase == .summaryReceiver && !walk.summaryEnded) else {
-            return violation(connection, peerID, "summary out of turn")
+        // Stage the items in place (the walk's collections are never copied out of the lock).
+        let staged = state.withLock { state in
+            state.withWalk(round, on: connection) { walk in
+                walk.stageSummary(groups, last: last, leafWidth: leafWidth, peerClock: peerClock, now: now,
+                                  maxItems: codec.maxItemsPerMessage)
+            }
         }
-        walk.phase = .summaryReceiver
-        if walk.peerClock == nil { walk.peerClock = peerClock }
-        walk.lastActivity = now
+        guard let staged else { return }
+        let closed: [(bucket: Int, items: [UInt64: ReplicationMessage.SummaryItem])]
+        switch staged {
+        case .failure(let rule): return violation(connection, peerID, rule.description)
+        case .success(let buckets): closed = buckets
+        }
+        let compared = node.compare(buckets: closed)
         var requests: [ReplicationMessage.KeyReference] = []
-        for group in groups {
-            let bucket = Int(group.bucket)
-            guard bucket < leafWidth else { return violation(connection, peerID, "summary bucket \(bucket) outside the tree") }
-            if let open = walk.openBucket, open != bucket {
-                guard bucket > open else { return violation(connection, peerID, "summary buckets out of order") }
-                closeBucket(&walk, into: &requests)
-            }
-            guard bucket >= walk.nextBucket else { return violation(connection, peerID, "summary buckets out of order") }
-            walk.openBucket = bucket
-            for item in group.items { walk.openItems[item.keyHash] = item }
-            guard walk.openItems.count <= codec.maxItemsPerMessage else {
-                return violation(connection, peerID, "summary of one bucket over \(codec.maxItemsPerMessage) keys")
-            }
-        }
-        if last {
-            closeBucket(&walk, into: &requests)
-            walk.summaryEnded = true
+        for (bucket, _, request) in compared {
+            requests.append(contentsOf: request.map { .init(bucket: UInt32(bucket), keyHash: $0) })
         }
         // Requests go out in pieces that fit a frame.
         let perMessage = max(1, (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.maxKeyReferenceBytes)
-        var sentAll = true
+        var pieces: [ArraySlice<ReplicationMessage.KeyReference>] = []
         var index = 0
-        repeat {
-            let piece = Array(requests[index..<min(requests.count, index + perMessage)])
-            index += piece.count
-            let final = last && index >= requests.count
-            if !piece.isEmpty || final {
-                walk.sentSeq += 1
-                let message = ReplicationMessage.keysRequest(round: round, seq: walk.sentSeq, last: final, keys: piece)
-                if send(message, to: connection) == .overLimit { sentAll = false }
-            }
-        } while index < requests.count
-        if last {
-            guard let entries = node.walkEntries(keys: walk.pushKeys, changedAfter: walk.startSequence) else {
-                changeLogOverflowed(round, on: connection, peerID: peerID)
-                return
-            }
-            walk.pushKeys = []
-            walk.requestsEnded = true
-            walk.outgoing = .entries(entries, cursor: 0)
+        while index < requests.count {
+            pieces.append(requests[index..<min(requests.count, index + perMessage)])
+            index += perMessage
         }
-        state.withLock { $0.update(walk, on: connection) }
+        if last && (pieces.isEmpty || pieces.last!.count == perMessage) { pieces.append([]) }
+        let seqs = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> [UInt64] in
+                for (_, push, _) in compared { walk.pushKeys.append(contentsOf: push) }
+                return pieces.map { _ in
+                    walk.sentSeq += 1
+                    return walk.sentSeq
+                }
+            }
+        }
+        guard let seqs else { return }
+        var sentAll = true
+        for (number, piece) in zip(seqs, pieces) {
+            let final = last && number == seqs.last
+            if send(.keysRequest(round: round, seq: number, last: final, keys: Array(piece)), to: connection) == .overLimit {
+                sentAll = false
+            }
+        }
         guard sentAll, send(.streamAck(round: round, seq: seq), to: connection) != .overLimit else {
             state.withLock { $0.abandonWalk(round, on: connection) }
             return
         }
-        if last { pump(round, on: connection) }
+        if last { startEntryStream(round, on: connection, peerID: peerID, keys: \.pushKeys) }
     }
 
-    /// Compares the open summary bucket with this node's entries there.
-    private func closeBucket(_ walk: inout Walk, into requests: inout [ReplicationMessage.KeyReference]) {
-        guard let bucket = walk.openBucket else { return }
-        let (push, request) = node.compare(bucket: bucket, with: walk.openItems)
-        walk.pushKeys.append(contentsOf: push)
-        requests.append(contentsOf: request.map { .init(bucket: UInt32(bucket), keyHash: $0) })
-        walk.openBucket = nil
-        walk.openItems = [:]
-        walk.nextBucket = bucket + 1
+    /// Reads the entries of `keys` (the walk's push or requested keys, taken out of it) plus
+    /// everything changed since the walk started, and starts streaming them.
+    private func startEntryStream(_ round: UInt64, on connection: ConnectionID, peerID: String,
+                                  keys: WritableKeyPath<Walk, [StateKey]>) {
+        let taken = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> ([StateKey], UInt64) in
+                defer { walk[keyPath: keys] = [] }
+                return (walk[keyPath: keys], walk.startSequence)
+            }
+        }
+        guard let (chosen, startSequence) = taken else { return }
+        guard let entries = node.walkEntries(keys: chosen, changedAfter: startSequence) else {
+            changeLogOverflowed(round, on: connection, peerID: peerID)
+            return
+        }
+        state.withLock { state in
+            state.withWalk(round, on: connection) { walk in
+                walk.entryStreamStarted = true
+                walk.outgoing = .entries(entries, cursor: 0)
+            }
+        }
+        pump(round, on: connection)
     }
 
     private func changeLogOverflowed(_ round: UInt64, on connection: ConnectionID, peerID: String) {
@@ -572,30 +583,28 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                                    from connection: ConnectionID, peerID: String) {
         let now = clock.nowMilliseconds()
         let leafWidth = 1 << (Int(shape.fanoutBits) * Int(shape.depth))
-        guard var walk = state.withLock({ $0.walk(round, on: connection) }) else { return }
-        guard walk.phase == .summarySender, !walk.requestsEnded else {
-            return violation(connection, peerID, "keys request out of turn")
-        }
-        walk.lastActivity = now
-        var byBucket: [Int: Set<UInt64>] = [:]
-        for key in keys {
-            guard Int(key.bucket) < leafWidth else { return violation(connection, peerID, "requested bucket outside the tree") }
-            byBucket[Int(key.bucket), default: []].insert(key.keyHash)
-        }
-        for bucket in byBucket.keys.sorted() {
-            for key in node.keys(inBucket: bucket, hashes: byBucket[bucket]!) { walk.requestedKeys.insert(key) }
-        }
-        if last {
-            guard let entries = node.walkEntries(keys: Array(walk.requestedKeys), changedAfter: walk.startSequence) else {
-                changeLogOverflowed(round, on: connection, peerID: peerID)
-                return
+        let inTurn = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> Bool in
+                guard walk.phase == .summarySender, !walk.entryStreamStarted else { return false }
+                walk.lastActivity = now
+                return true
             }
-            walk.requestedKeys = []
-            walk.requestsEnded = true
-            walk.outgoing = .entries(entries, cursor: 0)
         }
-        state.withLock { $0.update(walk, on: connection) }
-        if last { pump(round, on: connection) }
+        guard let inTurn else { return }
+        guard inTurn else { return violation(connection, peerID, "keys request out of turn") }
+        guard keys.allSatisfy({ Int($0.bucket) < leafWidth }) else {
+            return violation(connection, peerID, "requested bucket outside the tree")
+        }
+        let found = node.keys(for: keys)
+        let complete = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> Bool in
+                // Requested keys are this node's own, each counted once: bounded by its key count.
+                for key in found where walk.requestedSet.insert(key).inserted { walk.requestedKeys.append(key) }
+                if last { walk.requestedSet = [] }
+                return last
+            }
+        }
+        if complete == true { startEntryStream(round, on: connection, peerID: peerID, keys: \.requestedKeys) }
     }
 
     private func handleEntries(round: UInt64, seq: UInt64, last: Bool, batch: [KeyedEntry], from connection: ConnectionID, peerID: String) {
@@ -613,7 +622,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             if outcome.refusedVersions > 0 { walk.clean = false }
             if last {
                 walk.incomingDone = true
-                if walk.outgoing == nil && walk.unacked == 0 && !walk.pumping && walk.requestsEnded { walk.outgoingDone = true }
+                if walk.outgoing == nil && walk.unacked == 0 && !walk.pumping && walk.entryStreamStarted { walk.outgoingDone = true }
             }
             state.update(walk, on: connection)
             return walk.streamsDone
@@ -630,7 +639,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Acknowledges one applied batch: at once, or (strict durability) once the store holds it,
     /// from a queue of its own so the transport's thread never waits for the disk.
     private func acknowledge(_ round: UInt64, seq: UInt64, ticket: UInt64, to connection: ConnectionID) {
-        guard node.acknowledgesAfterDisk, ticket > 0 else {
+        // Strict: every ack goes through the queue, so a batch that changed nothing is not
+        // acknowledged (cumulatively) before an earlier one reached the disk.
+        guard node.acknowledgesAfterDisk else {
             send(.streamAck(round: round, seq: seq), to: connection)
             return
         }
@@ -676,22 +687,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         switch outgoing {
         case let .summary(buckets, bucketIndex, itemOffset):
             let budget = (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.summaryItemBytes
-            var groups: [ReplicationMessage.SummaryGroup] = []
-            var items = 0
-            var index = bucketIndex
-            var offset = itemOffset
-            while index < buckets.count && items < budget {
-                let summary = node.summary(ofBucket: buckets[index])
-                let take = min(summary.count - min(offset, summary.count), budget - items)
-                groups.append(.init(bucket: UInt32(buckets[index]), items: Array(summary[min(offset, summary.count)..<min(offset, summary.count) + take])))
-                items += take + 1
-                if min(offset, summary.count) + take >= summary.count {
-                    index += 1
-                    offset = 0
-                } else {
-                    offset += take
-                }
-            }
+            let (groups, index, offset) = node.summaryChunk(
+                of: buckets, from: bucketIndex, itemOffset: itemOffset, maxItems: budget)
             let last = index >= buckets.count
             let startClock = walkStartClock(round)
             return (.summary(round: round, seq: seq, clock: startClock, last: last, groups: groups),
@@ -732,8 +729,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             transport.connect(to: address)
         }
         for (connection, reason) in actions.refuse {
+            // Closing now would discard the refusal with the link's queue: close it once written.
             send(.refusal(reason: reason), to: connection)
-            transport.close(connection)
+            let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
+            state.withLock { $0.pendingCloses[connection] = deadline }
         }
         for (connection, why) in actions.close {
             logger.info("closing link", metadata: ["connection": "\(connection)", "why": "\(why)"])

@@ -17,7 +17,12 @@ extension ReplicatorState {
         return hash.value
     }
 
+    /// The counted members changed: the coverage this node reports falls to what it has proven
+    /// of the members it counts now (a new member counts from nothing until a clean walk with
+    /// it), and the new report outranks the old one.
     mutating func membershipDidChange(into actions: inout ReplicatorActions) {
+        let others = members.values.filter { !$0.removed }
+        if !others.isEmpty { advertisedCoverage = min(advertisedCoverage, others.map(\.covered).min() ?? 0) }
         heartbeat &+= 1
         actions.membershipChanged = true
     }

@@ -79,6 +79,12 @@ extension ReplicatorState {
         return walk.sentSeq
     }
 
+    /// Runs `body` on walk `round` in place (no copy of its collections); nil when it is gone.
+    mutating func withWalk<T>(_ round: UInt64, on connection: ConnectionID, _ body: (inout Walk) -> T) -> T? {
+        guard peers[connection]?.walks[round] != nil else { return nil }
+        return body(&peers[connection]!.walks[round]!)
+    }
+
     func walk(_ round: UInt64, on connection: ConnectionID) -> Walk? {
         peers[connection]?.walks[round]
     }
@@ -105,7 +111,7 @@ extension ReplicatorState {
         let level: Logger.Level = walk.changedKeys > 0 ? .info : .debug
         actions.log(level, "catch-up finished", [
             "peer": "\(link.nodeID)", "receivedEntries": "\(walk.receivedEntries)", "changedKeys": "\(walk.changedKeys)",
-            "ms": "\(now &- walk.startedAt)", "synced": "\(synced && walk.clean)", "startedHere": "\(walk.mine)",
+            "ms": "\(elapsed(since: walk.startedAt, now: now))", "synced": "\(synced && walk.clean)", "startedHere": "\(walk.mine)",
         ])
         return actions
     }
@@ -155,10 +161,10 @@ extension ReplicatorState {
         return walk.streamsDone
     }
 
-    /// The summary sender's stream ends only after its entries went out (it sends the summary
-    /// first, then, once requests ended, the requested entries).
+    /// A side's stream ends only after its entries went out (the summary sender sends the
+    /// summary first, then, once requests ended, the requested entries).
     private func walkStreamStarted(_ walk: Walk) -> Bool {
-        walk.phase == .summaryReceiver ? walk.summaryEnded : walk.requestsEnded
+        walk.entryStreamStarted
     }
 
     /// A cumulative `streamAck` arrived; returns whether the walk ended here, or nil for an ack

@@ -107,6 +107,9 @@ struct ReplicatorState {
     var dials: [String: Dial] = [:]
     /// Addresses that turned out to reach this node itself, or a node reached by another link.
     var addressOwners: [String: String] = [:]
+    /// Links that were sent a `refusal`: closed once their queue drained (so the refusal is
+    /// written, not discarded with the queue) or at the deadline.
+    var pendingCloses: [ConnectionID: UInt64] = [:]
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
     var nextNonce: UInt64 = 0
@@ -137,31 +140,36 @@ struct ReplicatorState {
 
     mutating func tick(now: UInt64, queuedBytes: [ConnectionID: Int]) -> ReplicatorActions {
         var actions = ReplicatorActions()
+        for (connection, deadline) in pendingCloses.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+        where (queuedBytes[connection] ?? 0) == 0 || now >= deadline {
+            pendingCloses[connection] = nil
+            actions.close.append((connection, "refused"))
+        }
         guard !leaving, !removedFromCluster else { return actions }
         for connection in peers.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             guard var link = peers[connection], !link.closing else { continue }
-            let silent = now &- link.lastHeard
-            if now > link.lastHeard && silent > configuration.failureTimeoutMilliseconds {
+            let silent = elapsed(since: link.lastHeard, now: now)
+            if silent > configuration.failureTimeoutMilliseconds {
                 link.closing = true
                 peers[connection] = link
                 actions.close.append((connection, "no message for \(silent) ms"))
                 actions.log(.warning, "peer unreachable", ["peer": "\(link.nodeID)", "silentMs": "\(silent)"])
                 continue
             }
-            if now &- link.lastPing >= configuration.heartbeatIntervalMilliseconds {
+            if elapsed(since: link.lastPing, now: now) >= configuration.heartbeatIntervalMilliseconds {
                 link.lastPing = now
                 nextNonce &+= 1
                 link.pingSentAt = (nextNonce, now)
                 actions.ping.append((connection, nextNonce))
             }
             for round in link.walks.keys.sorted() {
-                guard let walk = link.walks[round], now &- walk.lastActivity > configuration.antiEntropyTimeoutMilliseconds else { continue }
+                guard let walk = link.walks[round], elapsed(since: walk.lastActivity, now: now) > configuration.antiEntropyTimeoutMilliseconds else { continue }
                 link.walks[round] = nil
                 remember(round, in: &link)
                 if walk.mine {
                     link.needsWalk = true
                     actions.log(.warning, "catch-up abandoned: no answer", [
-                        "peer": "\(link.nodeID)", "ms": "\(now &- walk.startedAt)", "receivedEntries": "\(walk.receivedEntries)"])
+                        "peer": "\(link.nodeID)", "ms": "\(elapsed(since: walk.startedAt, now: now))", "receivedEntries": "\(walk.receivedEntries)"])
                 }
             }
             // One walk per link at a time, whichever side started it: a walk repairs both ways.
@@ -174,7 +182,7 @@ struct ReplicatorState {
             }
             peers[connection] = link
         }
-        if now &- lastGossip >= configuration.gossipIntervalMilliseconds {
+        if elapsed(since: lastGossip, now: now) >= configuration.gossipIntervalMilliseconds {
             lastGossip = now
             actions.gossipTo = liveConnections()
         }
@@ -189,7 +197,7 @@ struct ReplicatorState {
         pruneAddresses()
         if lastTombstoneCollection == 0 {
             lastTombstoneCollection = now
-        } else if now &- lastTombstoneCollection >= configuration.tombstoneCollectionIntervalMilliseconds,
+        } else if elapsed(since: lastTombstoneCollection, now: now) >= configuration.tombstoneCollectionIntervalMilliseconds,
                   !streaming {
             // Not while a catch-up stream is open: its entries were read before the peer's
             // latest coverage report and may hold a value a collected delete overwrote.
@@ -197,6 +205,13 @@ struct ReplicatorState {
             actions.collectTombstonesBelow = collectionBound()
         }
         return actions
+    }
+
+    /// Milliseconds from `time` to `now`; 0 when `time` is later. Another thread may stamp a
+    /// time after this one read `now` (the transport's thread records activity while the
+    /// timer's tick runs), so a plain subtraction could wrap and declare a live walk dead.
+    func elapsed(since time: UInt64, now: UInt64) -> UInt64 {
+        now > time ? now - time : 0
     }
 
     /// Whether any walk is past its comparison (a summary or entry stream is open).
@@ -450,7 +465,7 @@ struct ReplicatorState {
             }
             rows.append(ReplicationStatus.Member(
                 nodeID: member.nodeID, address: member.address, link: state,
-                lastHeardMillisecondsAgo: member.lastHeard.map { now &- $0 },
+                lastHeardMillisecondsAgo: member.lastHeard.map { elapsed(since: $0, now: now) },
                 outboundBytesQueued: link.map { queuedBytes[$0.connection] ?? 0 } ?? 0,
                 catchUp: catchUp, droppedDeltas: member.droppedDeltas,
                 coveredClock: member.covered, reportedCoverage: member.coverage))

@@ -52,9 +52,11 @@ struct Walk {
     var pushKeys: [StateKey] = []
     var summaryEnded = false
 
-    // The summary sender's side.
-    var requestedKeys = Set<StateKey>()
-    var requestsEnded = false
+    // The summary sender's side: the keys asked for, in order, each once.
+    var requestedKeys: [StateKey] = []
+    var requestedSet = Set<StateKey>()
+    /// This side's entry stream has started (after the summary, or after the last request).
+    var entryStreamStarted = false
 
     // Sequence numbers: the last this side sent, and the next it expects from the peer.
     var sentSeq: UInt64 = 0
@@ -83,4 +85,53 @@ struct Walk {
 
     /// Both streams are over: the walk ended here.
     var streamsDone: Bool { incomingDone && outgoingDone }
+
+    /// A rule of the walk protocol the peer broke.
+    struct RuleBroken: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Takes in one summary message: checks its turn and bucket order, adds its items to the
+    /// open bucket, and returns the buckets it finished (to compare with this node's entries).
+    mutating func stageSummary(
+        _ groups: [ReplicationMessage.SummaryGroup], last: Bool, leafWidth: Int, peerClock clock: UInt64,
+        now: UInt64, maxItems: Int
+    ) -> Result<[(bucket: Int, items: [UInt64: ReplicationMessage.SummaryItem])], RuleBroken> {
+        guard phase == .comparing || (phase == .summaryReceiver && !summaryEnded) else {
+            return .failure(RuleBroken(description: "summary out of turn"))
+        }
+        phase = .summaryReceiver
+        if peerClock == nil { peerClock = clock }
+        lastActivity = now
+        var closed: [(bucket: Int, items: [UInt64: ReplicationMessage.SummaryItem])] = []
+        for group in groups {
+            let bucket = Int(group.bucket)
+            guard bucket < leafWidth else { return .failure(RuleBroken(description: "summary bucket \(bucket) outside the tree")) }
+            if let open = openBucket, open != bucket {
+                guard bucket > open else { return .failure(RuleBroken(description: "summary buckets out of order")) }
+                closed.append(closeOpenBucket())
+            }
+            guard bucket >= nextBucket else { return .failure(RuleBroken(description: "summary buckets out of order")) }
+            openBucket = bucket
+            for item in group.items { openItems[item.keyHash] = item }
+            guard openItems.count <= maxItems else {
+                return .failure(RuleBroken(description: "summary of one bucket over \(maxItems) keys"))
+            }
+        }
+        if last {
+            if openBucket != nil { closed.append(closeOpenBucket()) }
+            summaryEnded = true
+        }
+        return .success(closed)
+    }
+
+    private mutating func closeOpenBucket() -> (bucket: Int, items: [UInt64: ReplicationMessage.SummaryItem]) {
+        let bucket = openBucket!
+        defer {
+            openBucket = nil
+            openItems = [:]
+            nextBucket = bucket + 1
+        }
+        return (bucket, openItems)
+    }
 }

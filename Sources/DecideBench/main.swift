@@ -4,7 +4,8 @@ import Foundation
 // Figures are rates measured here and now, beside a baseline measured in the same run:
 // compare ratios, not absolute numbers, across machines.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let known = ["core", "transport", "replication", "anti-entropy", "durability"]
+if arguments.first == "join-child" { JoinBench.child(Array(arguments.dropFirst())) }
+let known = ["core", "transport", "replication", "anti-entropy", "durability", "join"]
 let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
@@ -15,6 +16,7 @@ for section in sections {
     case "replication": ReplicationBench.run(seconds: seconds)
     case "anti-entropy": AntiEntropyBench.run()
     case "durability": DurabilityBench.run(seconds: seconds)
+    case "join": JoinBench.run()
     case "compare": CompareBench.run()
     default:
         FileHandle.standardError.write(Data("unknown bench section \(section); known: \(known.joined(separator: ", "))\n".utf8))

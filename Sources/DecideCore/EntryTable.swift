@@ -11,6 +11,8 @@ public struct EntryTable: Sendable {
     public struct Slot: Sendable {
         public fileprivate(set) var entry: Entry
         public var decoded: (any Sendable)?
+        /// `StateDigest.contribution(of:_:)` of this key and entry, computed once when it was merged.
+        public fileprivate(set) var contribution: UInt64
     }
 
     /// What `merge` did with an offered entry.
@@ -60,15 +62,17 @@ public struct EntryTable: Sendable {
     public mutating func merge(_ entry: Entry, for key: StateKey, decoded: (any Sendable)? = nil) -> MergeOutcome {
         let outcome: MergeOutcome
         if let index = slots.index(forKey: key) {
-            let previous = slots.values[index].entry
-            guard !previous.wins(over: entry) else { return .kept }
-            slots.values[index] = Slot(entry: entry, decoded: decoded)
-            if previous.isTombstone { tombstoneCount -= 1 }
-            digest.update(key: key, from: previous, to: entry)
-            outcome = .replaced(previous: previous)
+            let previous = slots.values[index]
+            guard !previous.entry.wins(over: entry) else { return .kept }
+            let contribution = StateDigest.contribution(of: key, entry)
+            slots.values[index] = Slot(entry: entry, decoded: decoded, contribution: contribution)
+            if previous.entry.isTombstone { tombstoneCount -= 1 }
+            digest.toggle(contribution: previous.contribution ^ contribution, of: key)
+            outcome = .replaced(previous: previous.entry)
         } else {
-            slots[key] = Slot(entry: entry, decoded: decoded)
-            digest.update(key: key, from: nil, to: entry)
+            let contribution = StateDigest.contribution(of: key, entry)
+            slots[key] = Slot(entry: entry, decoded: decoded, contribution: contribution)
+            digest.toggle(contribution: contribution, of: key)
             bucketMembers[digest.bucket(of: key)].append(key)
             outcome = .inserted
         }
@@ -88,24 +92,14 @@ public struct EntryTable: Sendable {
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
         guard let slot = slots[key], slot.entry.isTombstone, slot.entry.version == version else { return false }
-        remove(key, slot.entry)
+        remove(key, slot)
         return true
     }
 
-    /// Removes the entry of `key`, live or not, if it is still the one at `version` (a node
-    /// that was out of touch for longer than the tombstone horizon drops what may be stale);
-    /// returns whether it was removed.
-    @discardableResult
-    public mutating func discard(_ key: StateKey, version: Version) -> Bool {
-        guard let slot = slots[key], slot.entry.version == version else { return false }
-        remove(key, slot.entry)
-        return true
-    }
-
-    private mutating func remove(_ key: StateKey, _ entry: Entry) {
+    private mutating func remove(_ key: StateKey, _ slot: Slot) {
         slots[key] = nil
-        if entry.isTombstone { tombstoneCount -= 1 }
-        digest.remove(key: key, entry: entry)
+        if slot.entry.isTombstone { tombstoneCount -= 1 }
+        digest.toggle(contribution: slot.contribution, of: key)
         let bucket = digest.bucket(of: key)
         if let index = bucketMembers[bucket].firstIndex(of: key) { bucketMembers[bucket].remove(at: index) }
     }
@@ -118,6 +112,14 @@ public struct EntryTable: Sendable {
     /// Every stored (key, entry), sorted by key.
     public func sortedEntries() -> [(key: StateKey, entry: Entry)] {
         entries.sorted { $0.key < $1.key }
+    }
+
+    /// The keys in digest leaf `bucket`.
+    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket] }
+
+    /// Every stored (key, slot) whose key falls in digest leaf `bucket`, without a scan.
+    public func slots(inBucket bucket: Int) -> [(key: StateKey, slot: Slot)] {
+        bucketMembers[bucket].compactMap { key in slots[key].map { (key: key, slot: $0) } }
     }
 
     /// Every stored (key, entry) whose key falls in digest leaf `bucket`, without a scan.

@@ -252,7 +252,10 @@ public struct ReplicationCodec: Sendable {
             writer.writeUInt8(ReplicationMessage.leaveType)
         case .refusal(let reason):
             writer.writeUInt8(ReplicationMessage.refusalType)
-            writer.writeString(String(decoding: reason.utf8.prefix(maxReasonBytes), as: UTF8.self))
+            // Cut at a character boundary, so the reason stays within the decoder's limit.
+            var cut = reason
+            while cut.utf8.count > maxReasonBytes { cut.removeLast() }
+            writer.writeString(cut)
         }
         return writer.bytes
     }

@@ -66,6 +66,12 @@ public struct StateDigest: Hashable, Sendable {
         apply(delta: delta, bucket: bucket(of: key))
     }
 
+    /// XORs a precomputed `contribution(of:_:)` of `key` into its leaf and ancestors: adds it
+    /// when absent, takes it out when present.
+    public mutating func toggle(contribution: UInt64, of key: StateKey) {
+        apply(delta: contribution, bucket: bucket(of: key))
+    }
+
     /// Takes `entry` of `key` out (used when a tombstone is collected).
     public mutating func remove(key: StateKey, entry: Entry) {
         apply(delta: Self.contribution(of: key, entry), bucket: bucket(of: key))
