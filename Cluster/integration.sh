@@ -13,9 +13,16 @@
 #       acknowledged puts, restarts with all 1,000
 #   (h) durability: a three-peer cluster in which every peer is killed with -9 and restarted
 #       keeps everything
+#   (i) tombstones: three durable peers collect the tombstones of 10 deletes (every member
+#       reported covering them); one is killed with -9 and restarted: no deleted key comes back
+#   (j) forget: a member killed with -9 is forgotten with `syncnode forget`; the others collect
+#       a delete it never saw; restarted with its stale data, it is refused and the key stays gone
+#   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
+#       pipelined admin connection; a new peer seeded with it reaches the same digest (prints
+#       the seconds, the joiner's peak RSS and what it copied)
 #
 # Every wait polls with a deadline; ports are picked by the kernel (127.0.0.1:0) and reused
-# only for the restart in (b). Every process started here is stopped on exit (trap), by pid,
+# only for restarts ((b), (h), (i), (j)). Every process started here is stopped on exit (trap), by pid,
 # after checking its command line (Cluster/lib.sh). Ends with `N passed, N failed`; exits 1 on
 # any failure. Logs stay in .run/integration/ for a look after a failure.
 set -uo pipefail
@@ -27,7 +34,7 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e s x y z)
+PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 load join)
 passed=0
 failed=0
 
@@ -75,8 +82,9 @@ dumps_equal() {
         cmp -s "$RUN_DIR/$first.dump" "$RUN_DIR/$name.dump" || return 1
     done
 }
-# admin_batch PEER FILE: sends every request line of FILE on one admin connection and prints
-# one reply line per request.
+# admin_batch PEER FILE [SECONDS]: sends every request line of FILE on one admin connection
+# (pipelined: the replies are read while the requests are written) and prints one reply line
+# per request; gives up after SECONDS (default 60).
 admin_batch() {
     local address host port count
     address=$(peer_admin "$1")
@@ -86,10 +94,40 @@ admin_batch() {
     exec 3<>"/dev/tcp/$host/$port" || return 1
     cat "$2" >&3 &
     local writer=$!
-    timeout 60 head -n "$count" <&3
-    wait "$writer"
+    timeout "${3:-60}" head -n "$count" <&3
+    local status=$?
     exec 3>&- 3<&-
+    # A writer still blocked on a full socket (the node stopped answering) is ended, by its pid.
+    [ $status -eq 0 ] || kill "$writer" 2>/dev/null
+    wait "$writer" 2>/dev/null
+    return $status
 }
+# status_number PEER FIELD: a top-level number of PEER's status reply (entries, tombstones, ...).
+status_number() { status_json "$1" | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"; }
+digest_of() { status_json "$1" | sed -n 's/.*"digest":"\([0-9a-f]*\)".*/\1/p'; }
+# holds_collected N PEER...: every PEER holds N entries and no tombstone.
+holds_collected() {
+    local want=$1 name
+    shift
+    for name in "$@"; do
+        [ "$(status_number "$name" entries)" = "$want" ] && [ "$(status_number "$name" tombstones)" = 0 ] || return 1
+    done
+}
+# stays_true SECONDS COMMAND...: COMMAND holds at every check (every 0.2 s) for SECONDS; fails
+# at the first check where it does not.
+stays_true() {
+    local deadline=$(( $(date +%s%N) + $1 * 1000000000 ))
+    shift
+    while [ "$(date +%s%N)" -lt "$deadline" ]; do
+        "$@" >/dev/null 2>&1 || return 1
+        sleep 0.2
+    done
+}
+# collected_total PEER: the tombstones PEER's log says it collected, in all.
+collected_total() {
+    grep 'collected tombstones' "$RUN_DIR/$1/log" | sed -n 's/.* count=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
+}
+seconds_since() { local ns=$(( $(date +%s%N) - $1 )); echo "$((ns / 1000000000)).$(( ns / 100000000 % 10 ))"; }
 
 echo "== starting a, b, c (secret-protected cluster; b and c have a as their only seed)"
 peer_start a 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" || { echo "0 passed, 1 failed"; exit 1; }
@@ -305,6 +343,191 @@ if peer_start x 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" \
 else
     fail "(h) x, y and z start"
 fi
+
+# --- (i) -----------------------------------------------------------------------------------
+# Short intervals so that coverage is proven and tombstones collected within seconds. Each peer
+# collects on a period of its own (as peers started at different times do): collection must
+# not depend on the peers' timers happening to run in step.
+fast=(--anti-entropy-interval-ms 500)
+collect() { echo "--tombstone-collection-interval-ms"; echo "$1"; }
+tomb=(--cluster tombstones --durability strict "${fast[@]}")
+# only_live PEER: PEER's dump holds tomb[11]..tomb[20], live, and nothing else.
+only_live() {
+    dump_of "$1" || return 1
+    [ "$(wc -l < "$RUN_DIR/$1.dump")" -eq 10 ] && [ "$(grep -c '"deleted":false' "$RUN_DIR/$1.dump")" -eq 10 ] \
+        && ! grep -qE '"key":"tomb\[([1-9]|10)\]"' "$RUN_DIR/$1.dump"
+}
+every_only_live() { only_live t1 && only_live t2 && only_live t3; }
+if peer_start t1 127.0.0.1:0 127.0.0.1:0 "${tomb[@]}" $(collect 500) \
+    && peer_start t2 127.0.0.1:0 127.0.0.1:0 "${tomb[@]}" $(collect 700) --peer "$(peer_listen t1)" \
+    && peer_start t3 127.0.0.1:0 127.0.0.1:0 "${tomb[@]}" $(collect 900) --peer "$(peer_listen t1)"; then
+    mesh_t() { connected_all t1 t2 t3 && connected_all t2 t1 t3 && connected_all t3 t1 t2; }
+    wait_until 20 "a full mesh of t1, t2 and t3" mesh_t || true
+    : > "$RUN_DIR/tomb-puts.req"
+    : > "$RUN_DIR/tomb-deletes.req"
+    for i in $(seq 1 20); do echo "{\"op\":\"put\",\"key\":\"tomb[$i]\",\"value\":{\"i\":$i}}" >> "$RUN_DIR/tomb-puts.req"; done
+    for i in $(seq 1 10); do echo "{\"op\":\"delete\",\"key\":\"tomb[$i]\"}" >> "$RUN_DIR/tomb-deletes.req"; done
+    admin_batch t1 "$RUN_DIR/tomb-puts.req" > "$RUN_DIR/tomb-puts.rep"
+    wait_until 10 "t2 to hold the 20 puts" count_is t2 20 || true
+    # On t2, after the puts arrived there: each delete is the newest write of its key.
+    admin_batch t2 "$RUN_DIR/tomb-deletes.req" > "$RUN_DIR/tomb-deletes.rep"
+    collect_start=$(date +%s%N)
+    collected_t() { holds_collected 10 t1 t2 t3; }
+    if [ "$(cat "$RUN_DIR"/tomb-*.rep | grep -c '"ok":true')" -eq 30 ] \
+        && wait_until 30 "t1, t2 and t3 to collect the 10 tombstones" collected_t; then
+        collect_seconds=$(seconds_since "$collect_start")
+        # Collected for good: no walk brings a tombstone back to a peer that dropped it, so each
+        # peer collects each tombstone once.
+        if stays_true 3 collected_t && [ "$(collected_total t1)" = 10 ] && [ "$(collected_total t2)" = 10 ] \
+            && [ "$(collected_total t3)" = 10 ]; then
+            pass "(i) 20 puts and 10 deletes: t1, t2 and t3 collect the 10 tombstones $collect_seconds s after the deletes, once and for good"
+        else
+            fail "(i) each peer collects the 10 tombstones once, for good" \
+                "tombstones collected (logged): t1 $(collected_total t1), t2 $(collected_total t2), t3 $(collected_total t3); more than 10 means catch-up brought collected tombstones back"
+        fi
+    else
+        fail "(i) t1, t2 and t3 collect the 10 tombstones" \
+            "entries/tombstones: t1 $(status_number t1 entries)/$(status_number t1 tombstones), t2 $(status_number t2 entries)/$(status_number t2 tombstones), t3 $(status_number t3 entries)/$(status_number t3 tombstones); tombstones collected (logged): t1 $(collected_total t1), t2 $(collected_total t2), t3 $(collected_total t3)"
+    fi
+    t3_listen=$(peer_listen t3)
+    t3_admin=$(peer_admin t3)
+    kill9 t3
+    t3_unlinked() { ! linked t1 t3; }
+    wait_until 10 "t1 to notice t3 is gone" t3_unlinked || true
+    if peer_start t3 "$t3_listen" "$t3_admin" "${tomb[@]}" $(collect 900) --peer "$(peer_listen t1)"; then
+        rejoined_t3() { connected_all t1 t3 && connected_all t2 t3 && connected_all t3 t1 t2 && dumps_equal t1 t2 t3; }
+        if wait_until 20 "t3 to rejoin t1 and t2" rejoined_t3 && every_only_live && stays_true 3 every_only_live; then
+            pass "(i) t3 killed with -9 and restarted: no deleted key comes back; the 10 live ones are on every peer (checked for 3 s)"
+        else
+            fail "(i) after t3's kill -9 and restart, only the 10 live keys exist" \
+                "$(wc -l "$RUN_DIR"/t1.dump "$RUN_DIR"/t2.dump "$RUN_DIR"/t3.dump | tr '\n' ' ')"
+        fi
+    else
+        fail "(i) t3 restarts on its ports"
+    fi
+else
+    fail "(i) t1, t2 and t3 start"
+fi
+
+# --- (j) -----------------------------------------------------------------------------------
+forgetting=(--cluster forgetting --durability strict "${fast[@]}")
+gone_here() {   # gone_here PEER: gone[k] is absent on PEER (no value, no tombstone)
+    local out
+    out=$("$BIN" get --admin "$(peer_admin "$1")" 'gone[k]' 2>&1)
+    [ $? -eq 1 ] && [[ "$out" == *"has no value"* ]]
+}
+gone_on_f1_f2() { gone_here f1 && gone_here f2; }
+if peer_start f1 127.0.0.1:0 127.0.0.1:0 "${forgetting[@]}" $(collect 500) \
+    && peer_start f2 127.0.0.1:0 127.0.0.1:0 "${forgetting[@]}" $(collect 700) --peer "$(peer_listen f1)" \
+    && peer_start f3 127.0.0.1:0 127.0.0.1:0 "${forgetting[@]}" $(collect 900) --peer "$(peer_listen f1)"; then
+    mesh_f() { connected_all f1 f2 f3 && connected_all f2 f1 f3 && connected_all f3 f1 f2; }
+    wait_until 20 "a full mesh of f1, f2 and f3" mesh_f || true
+    "$BIN" put --admin "$(peer_admin f1)" 'gone[k]' '"stale"' >/dev/null
+    for name in f1 f2 f3; do wait_until 10 "the put on $name" value_is "$name" 'gone[k]' '"stale"' || true; done
+    f3_listen=$(peer_listen f3)
+    f3_admin=$(peer_admin f3)
+    kill9 f3
+    f3_unlinked() { ! linked f1 f3 && ! linked f2 f3; }
+    wait_until 10 "f1 and f2 to notice f3 is gone" f3_unlinked || true
+    "$BIN" delete --admin "$(peer_admin f1)" 'gone[k]' >/dev/null
+    forget_out=$("$BIN" forget --admin "$(peer_admin f1)" f3 2>&1); forget_status=$?
+    removed_on_f2() { [ "$(link_of f2 f3)" = removed ]; }
+    if [ $forget_status -eq 0 ] && [ "$forget_out" = "ok removed f3" ] && [ "$(link_of f1 f3)" = removed ] \
+        && wait_until 10 "f2 to learn f3 was removed" removed_on_f2; then
+        pass "(j) syncnode forget f3 prints 'ok removed f3'; f1 and f2 list f3 as removed"
+    else
+        fail "(j) syncnode forget removes f3 everywhere" "exit $forget_status: $forget_out; f1 sees '$(link_of f1 f3)', f2 sees '$(link_of f2 f3)'"
+    fi
+    again_out=$("$BIN" forget --admin "$(peer_admin f1)" f3 2>&1); again=$?
+    unknown_out=$("$BIN" forget --admin "$(peer_admin f1)" nobody 2>&1); unknown=$?
+    self_out=$("$BIN" forget --admin "$(peer_admin f1)" f1 2>&1); self=$?
+    if [ $again -eq 1 ] && [[ "$again_out" == *"already removed"* ]] && [ $unknown -eq 1 ] && [[ "$unknown_out" == *"no member nobody"* ]] \
+        && [ $self -eq 1 ] && [[ "$self_out" == *"is this node itself"* ]]; then
+        pass "(j) forget refuses (exit 1, one line): a removed member, an unknown one, the node itself"
+    else
+        fail "(j) forget's errors" "again $again ($again_out); unknown $unknown ($unknown_out); self $self ($self_out)"
+    fi
+    collected_f() { holds_collected 0 f1 f2; }
+    if wait_until 20 "f1 and f2 to collect the tombstone of gone[k]" collected_f && stays_true 3 collected_f \
+        && [ "$(collected_total f1)" = 1 ] && [ "$(collected_total f2)" = 1 ]; then
+        pass "(j) with f3 forgotten, f1 and f2 collect the tombstone of a delete f3 never saw, once and for good"
+    else
+        fail "(j) f1 and f2 collect the tombstone once, for good" \
+            "entries/tombstones: f1 $(status_number f1 entries)/$(status_number f1 tombstones), f2 $(status_number f2 entries)/$(status_number f2 tombstones); tombstones collected (logged): f1 $(collected_total f1), f2 $(collected_total f2)"
+    fi
+    if tr -d ' \n' < "$RUN_DIR/f1/data/members.json" | grep -q '"id":"f3","incarnation":"[0-9]*","status":"removed"'; then
+        pass "(j) f1's data dir keeps f3's removal (members.json)"
+    else
+        fail "(j) f1's members.json records f3 as removed" "$(tr -d '\n' < "$RUN_DIR/f1/data/members.json")"
+    fi
+    if peer_start f3 "$f3_listen" "$f3_admin" "${forgetting[@]}" $(collect 900) --peer "$(peer_listen f1)"; then
+        refused_f3() {
+            grep -q 'refused a removed member.*peer=f3' "$RUN_DIR/f1/log" || grep -q 'a peer refuses this node' "$RUN_DIR/f3/log"
+        }
+        if value_is f3 'gone[k]' '"stale"' && wait_until 15 "f3 to be refused" refused_f3; then
+            pass "(j) f3, restarted with its stale data dir (still holding gone[k]), is refused"
+            grep -q 'a peer refuses this node' "$RUN_DIR/f3/log" \
+                || echo "     note: f1 logged the refusal, but f3's log has no 'a peer refuses this node' line"
+        else
+            fail "(j) the restarted f3 is refused" "f3 holds gone[k]: $("$BIN" get --admin "$f3_admin" 'gone[k]' 2>&1); f1: $(grep -m1 'removed member' "$RUN_DIR/f1/log")"
+        fi
+        if gone_on_f1_f2 && stays_true 5 gone_on_f1_f2; then
+            pass "(j) f1 and f2 never show the deleted key again (checked for 5 s after f3 returned)"
+        else
+            fail "(j) f1 and f2 never show the deleted key again" \
+                "f1: $("$BIN" get --admin "$(peer_admin f1)" 'gone[k]' 2>&1); f2: $("$BIN" get --admin "$(peer_admin f2)" 'gone[k]' 2>&1)"
+        fi
+    else
+        fail "(j) f3 restarts on its ports"
+    fi
+else
+    fail "(j) f1, f2 and f3 start"
+fi
+
+# --- (k) -----------------------------------------------------------------------------------
+# The other peers stop first: both cores go to the two measured here.
+for name in a b c s x y z t1 t2 t3 f1 f2 f3; do peer_stop "$name" TERM >/dev/null 2>&1 || true; done
+LARGE_KEYS=100000
+# One request per key; each value is a JSON string of 1,022 characters: 1 KiB stored.
+awk -v n=$LARGE_KEYS 'BEGIN {
+    pad = sprintf("%1015s", ""); gsub(/ /, "x", pad)
+    for (i = 1; i <= n; i++) printf "{\"op\":\"put\",\"key\":\"large[%d]\",\"value\":\"%07d%s\"}\n", i, i, pad
+}' > "$RUN_DIR/large.req"
+if peer_start load 127.0.0.1:0 127.0.0.1:0 --cluster large; then
+    load_start=$(date +%s%N)
+    admin_batch load "$RUN_DIR/large.req" 150 > "$RUN_DIR/large.rep"
+    load_seconds=$(seconds_since "$load_start")
+    loaded=$(grep -c '"ok":true' "$RUN_DIR/large.rep")
+    if [ "$loaded" -eq $LARGE_KEYS ] && [ "$(status_number load entries)" -eq $LARGE_KEYS ]; then
+        pass "(k) load: 100,000 puts of 1 KiB (100 MB) on one pipelined admin connection in $load_seconds s"
+        target=$(digest_of load)
+        join_start=$(date +%s%N)
+        same_digest() { [ "$(digest_of join)" = "$target" ]; }
+        if peer_start join 127.0.0.1:0 127.0.0.1:0 --cluster large --peer "$(peer_listen load)" \
+            && wait_until 180 "join to reach load's digest" same_digest; then
+            join_seconds=$(seconds_since "$join_start")
+            join_pid=$(peer_pid join)
+            peak_mib=$(( $(awk '/^VmHWM:/ {print $2}' "/proc/$join_pid/status") / 1024 ))
+            store_mib=$(du -sm "$RUN_DIR/join/data" | cut -f1)
+            entries=$(status_number join entries)
+            received=$(grep -E 'catch-up (finished|abandoned)' "$RUN_DIR/join/log" | sed -n 's/.*receivedEntries=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+            abandoned=$(grep -c 'catch-up abandoned' "$RUN_DIR/join/log")
+            pass "(k) join, seeded with load, reaches load's digest in $join_seconds s: $entries entries ($(( entries * 1024 / 1048576 )) MiB of values) copied, peak RSS $peak_mib MiB, store $store_mib MiB"
+            echo "     catch-up: $received entries received in all, $abandoned walks abandoned on the way"
+        else
+            fail "(k) join reaches load's digest within 180 s" \
+                "join holds $(status_number join entries) entries; last catch-up lines: $(grep 'catch-up' "$RUN_DIR/join/log" | tail -2 | tr '\n' ' ')"
+        fi
+    else
+        fail "(k) 100,000 puts through the admin port" "$loaded ok replies; load holds $(status_number load entries) entries"
+    fi
+else
+    fail "(k) load starts"
+fi
+peer_stop join TERM >/dev/null 2>&1
+peer_stop load TERM >/dev/null 2>&1
+# The two stores and the request file are ~1 GB; the logs stay.
+rm -rf "$RUN_DIR/large.req" "$RUN_DIR/large.rep" "$RUN_DIR/load/data" "$RUN_DIR/join/data"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

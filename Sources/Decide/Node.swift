@@ -520,7 +520,7 @@ public final class Node: Sendable {
             var stored: [StorageChange] = []
             for write in delta.writes {
                 let entry = Entry(version: delta.version, value: write.value)
-                if core.table.merge(entry, for: write.key).changed {
+                if !core.isCollected(entry, for: write.key), core.table.merge(entry, for: write.key).changed {
                     changed += 1
                     core.recordChange(write.key)
                     notifyObservers(core, key: write.key, entry: entry, decoded: nil)
@@ -617,7 +617,7 @@ public final class Node: Sendable {
             var stored: [StorageChange] = []
             var applied: [KeyedEntry] = []
             for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
-                guard core.table.merge(item.entry, for: item.key).changed else { continue }
+                guard !core.isCollected(item.entry, for: item.key), core.table.merge(item.entry, for: item.key).changed else { continue }
                 outcome.changed += 1
                 core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
@@ -798,12 +798,15 @@ public final class Node: Sendable {
 
     /// Removes tombstones whose version is older than `horizon`; returns how many. The
     /// replication engine calls it only with a bound that every member of the cluster is known
-    /// to cover (docs/consistency.md, "Deletes and tombstones"). With a store, the tombstones are deleted from it too (in the next group commit; this
+    /// to cover (docs/consistency.md, "Deletes and tombstones"). From then on a tombstone below
+    /// `horizon` that arrives again for a key this node no longer holds is not stored (a peer
+    /// that has not collected it yet sends it back; it collects it within one interval). With a store, the tombstones are deleted from it too (in the next group commit; this
     /// call does not wait for the disk).
     @discardableResult
     public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
         let admitted = admitToStorage()
         return core.withLock { core in
+            if core.collectedBelow < horizon { core.collectedBelow = horizon }
             guard core.table.tombstoneCount > 0 else {
                 _ = appendToStorage(admitted, [], clock: core.clock.last)
                 return 0

@@ -23,6 +23,18 @@ final class NodeCore: @unchecked Sendable {
     private var recentChanges: [StateKey] = []
     private let recentChangeCapacity: Int
     var appliedRemoteDeltas: UInt64 = 0
+    /// Tombstones below this were collected here because every member holds them: one that
+    /// arrives again (from a peer that has not collected it yet) for a key this node no longer
+    /// holds is not stored again.
+    var collectedBelow = HLCTimestamp.zero
+    var droppedCollectedTombstones: UInt64 = 0
+
+    /// Whether `entry` is a tombstone this node already collected for an absent `key`.
+    func isCollected(_ entry: Entry, for key: StateKey) -> Bool {
+        guard entry.isTombstone, entry.version.timestamp < collectedBelow, table.entry(for: key) == nil else { return false }
+        droppedCollectedTombstones += 1
+        return true
+    }
 
     /// The node's one transaction, reused by every decision and snapshot read.
     private(set) var transaction: Transaction!

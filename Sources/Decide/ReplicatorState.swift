@@ -112,6 +112,8 @@ struct ReplicatorState {
     var pendingCloses: [ConnectionID: UInt64] = [:]
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
+    /// The highest collection bound reached (raw HLC; 0 for none).
+    var highestCollectionBound: UInt64 = 0
     var nextNonce: UInt64 = 0
     /// Forged news about this node already logged (once per incarnation claimed).
     var loggedForgedIncarnation: UInt64 = 0
@@ -196,13 +198,21 @@ struct ReplicatorState {
         }
         pruneAddresses()
         if lastTombstoneCollection == 0 {
-            lastTombstoneCollection = now
+            // A random phase: nodes do not collect in lockstep (and tests see them out of step,
+            // as real processes are).
+            let interval = max(1, configuration.tombstoneCollectionIntervalMilliseconds)
+            lastTombstoneCollection = max(1, now &- random.next() % interval)
         } else if elapsed(since: lastTombstoneCollection, now: now) >= configuration.tombstoneCollectionIntervalMilliseconds,
                   !streaming {
             // Not while a catch-up stream is open: its entries were read before the peer's
             // latest coverage report and may hold a value a collected delete overwrote.
             lastTombstoneCollection = now
-            actions.collectTombstonesBelow = collectionBound()
+            // A bound once reached stays true: everything below it was held by every member then,
+            // so a tombstone below it that shows up later (handed back by a peer that collected
+            // later, or late from a member since removed) goes too, even while the current bound
+            // is unknown (a member has not reported). Nodes then agree on it, and converge.
+            if let bound = collectionBound() { highestCollectionBound = max(highestCollectionBound, bound) }
+            if highestCollectionBound > 0 { actions.collectTombstonesBelow = highestCollectionBound }
         }
         return actions
     }

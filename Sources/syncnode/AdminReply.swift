@@ -28,6 +28,17 @@ enum AdminReply {
         ])
     }
 
+    /// A raw hybrid-clock reading as `{"ms":physical,"logical":n}`; null for nil or 0 (nothing
+    /// known yet).
+    static func hlc(_ raw: UInt64?) -> JSONValue {
+        guard let raw, raw > 0 else { return .null }
+        let timestamp = HLCTimestamp(rawValue: raw)
+        return .object([
+            ("ms", .number(String(timestamp.physicalMilliseconds))),
+            ("logical", .number(String(timestamp.logical))),
+        ])
+    }
+
     /// Stored value bytes as JSON: the value itself when it parses (every value the library or
     /// syncnode writes does), else `{"bytesHex":"..."}` so nothing is hidden.
     static func value(_ bytes: [UInt8]) -> JSONValue {

@@ -9,6 +9,8 @@ enum AdminRequest: Sendable {
     case watch(prefix: String)
     case status
     case dump
+    /// Remove a member from the cluster for good (`Replicator.forget`).
+    case forget(nodeID: String)
 
     /// Why a request line was refused; the text goes back as `{"ok":false,"error":...}`.
     struct Invalid: Error, CustomStringConvertible {
@@ -25,7 +27,7 @@ enum AdminRequest: Sendable {
         }
         guard case .object = json else { throw Invalid(description: "a request is a JSON object, e.g. {\"op\":\"status\"}") }
         guard let op = json["op"]?.stringValue else {
-            throw Invalid(description: "missing \"op\": one of put, get, delete, watch, status, dump")
+            throw Invalid(description: "missing \"op\": one of put, get, delete, watch, status, dump, forget")
         }
         func key() throws(Invalid) -> StateKey {
             guard let text = json["key"]?.stringValue else { throw Invalid(description: "\(op) needs \"key\" (a string)") }
@@ -44,8 +46,13 @@ enum AdminRequest: Sendable {
             return .watch(prefix: text)
         case "status": return .status
         case "dump": return .dump
+        case "forget":
+            guard let node = json["node"]?.stringValue, !node.isEmpty else {
+                throw Invalid(description: "forget needs \"node\" (the id of the member to remove)")
+            }
+            return .forget(nodeID: node)
         default:
-            throw Invalid(description: "unknown op \(JSONValue.quoted(op)): use put, get, delete, watch, status or dump")
+            throw Invalid(description: "unknown op \(JSONValue.quoted(op)): use put, get, delete, watch, status, dump or forget")
         }
     }
 }

@@ -135,17 +135,37 @@ final class AdminService: UVLineServer.Delegate, Sendable {
         }
         switch request {
         case let .put(key, value):
-            server.send(write(key: key, value: value.compactBytes, op: "put"), to: connection)
+            reply(write(key: key, value: value.compactBytes, op: "put"), to: connection, server: server)
         case .delete(let key):
-            server.send(write(key: key, value: nil, op: "delete"), to: connection)
+            reply(write(key: key, value: nil, op: "delete"), to: connection, server: server)
         case .get(let key):
-            server.send(get(key), to: connection)
+            reply(get(key), to: connection, server: server)
         case .status:
-            server.send(status(), to: connection)
+            reply(status(), to: connection, server: server)
+        case .forget(let nodeID):
+            reply(forget(nodeID), to: connection, server: server)
         case .dump:
             startDump(on: connection, server: server)
         case .watch(let prefix):
             startWatch(prefix: prefix, on: connection, server: server)
+        }
+    }
+
+    /// Queues one reply line. A client that pipelines requests without reading the replies
+    /// until `maxOutboundBytes` are queued loses its connection (logged) rather than a reply:
+    /// a reply silently missing would leave it waiting forever.
+    private func reply(_ line: [UInt8], to connection: UInt64, server: UVLineServer) {
+        guard server.send(line, to: connection) == .overLimit else { return }
+        logger.warning("admin client disconnected: it stopped reading its replies", metadata: ["connection": "\(connection)"])
+        server.close(connection)
+    }
+
+    private func forget(_ nodeID: String) -> [UInt8] {
+        do {
+            try replicator.forget(nodeID)
+            return AdminReply.ok([("removed", .string(nodeID))])
+        } catch {
+            return AdminReply.error(error.description, [("node", .string(nodeID))])
         }
     }
 
@@ -187,6 +207,8 @@ final class AdminService: UVLineServer.Delegate, Sendable {
                 ("queuedBytes", .number(String(member.outboundBytesQueued))),
                 ("catchUp", .string(member.catchUp.rawValue)),
                 ("droppedDeltas", .number(String(member.droppedDeltas))),
+                ("coveredClock", AdminReply.hlc(member.coveredClock)),
+                ("reportedCoverage", AdminReply.hlc(member.reportedCoverage)),
             ])
         }
         return AdminReply.ok([
@@ -201,6 +223,8 @@ final class AdminService: UVLineServer.Delegate, Sendable {
             ("highestVersion", summary.highestVersion.map(AdminReply.version) ?? .null),
             ("committedDecisions", .number(String(summary.committedDecisions))),
             ("appliedRemoteDeltas", .number(String(summary.appliedRemoteDeltas))),
+            ("coverage", AdminReply.hlc(replication.coverage)),
+            ("tombstoneBound", AdminReply.hlc(replication.tombstoneBound)),
             ("members", .array(members)),
         ])
     }

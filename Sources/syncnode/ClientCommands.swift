@@ -173,7 +173,7 @@ extension SyncNode {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the node, its members (link, last heard, queued bytes, catch-up), entry count and digest.",
+            abstract: "Show the node, its members (link, last heard, queued bytes, catch-up), entry count, digest and tombstones.",
             discussion: """
                 Examples:
                   syncnode status
@@ -186,6 +186,28 @@ extension SyncNode {
         mutating func run() async throws {
             let reply = try exchange(options, .object([("op", .string("status"))]))
             print(json ? reply.compact() : StatusTable.render(reply))
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a member from the cluster for good: tombstones stop waiting for it, and it is refused if it returns.",
+            discussion: """
+                For a node that will not come back (its machine is gone, it was killed and will not \
+                be restarted). Every other member learns of the removal by gossip. A removed node \
+                that starts again is refused by every member; to bring the machine back, start it \
+                with an empty data directory and a new node id.
+
+                Example:
+                  syncnode forget --admin 127.0.0.1:7501 node3
+                """)
+        @OptionGroup var options: AdminOptions
+        @Argument(help: "The id of the member to remove.")
+        var node: String
+
+        mutating func run() async throws {
+            let reply = try exchange(options, .object([("op", .string("forget")), ("node", .string(node))]))
+            print("ok removed \(reply["removed"]?.stringValue ?? node)")
         }
     }
 

@@ -39,9 +39,12 @@ final class PeerProcess: Sendable {
             logger: makeLogger("decide.uv")))
         var replication = Replicator.Configuration()
         replication.seeds = settings.peers
-        // Remembers the last finished walk across restarts, so a peer back after more than the
-        // tombstone horizon drops what may be stale (docs/consistency.md, "Tombstones").
+        // The member list (removed members included) survives restarts: a tombstone is collected
+        // only once every member holds it, so a node must not forget members that are down.
         if let directory = settings.dataDirectory { replication.membershipPath = directory + "/members.json" }
+        replication.deadMemberTimeoutMilliseconds = settings.deadMemberTimeoutMilliseconds
+        replication.tombstoneCollectionIntervalMilliseconds = settings.tombstoneCollectionIntervalMilliseconds
+        replication.antiEntropyIntervalMilliseconds = settings.antiEntropyIntervalMilliseconds
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
         replicator = Replicator(node: node, transport: transport, configuration: replication)
@@ -77,6 +80,7 @@ final class PeerProcess: Sendable {
             "listen": "\(listenAddress)", "admin": "\(adminAddress)", "cluster": "\(settings.cluster)",
             "seeds": "\(settings.peers.joined(separator: ","))", "incarnation": "\(replication.incarnation)",
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
+            "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
         ])
     }
 

@@ -13,7 +13,9 @@ extension SyncNode {
                 Settings come from, in order of precedence: flags, environment variables \
                 (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_PEERS (comma-separated), \
                 SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, SYNCNODE_CLUSTER, \
-                SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_CONFIG), the --config file, \
+                SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_DEAD_MEMBER_TIMEOUT_MS, \
+                SYNCNODE_TOMBSTONE_COLLECTION_INTERVAL_MS, SYNCNODE_ANTI_ENTROPY_INTERVAL_MS, \
+                SYNCNODE_CONFIG), the --config file, \
                 defaults. Logs go to stderr, one line per event.
 
                 Examples:
@@ -52,6 +54,18 @@ extension SyncNode {
         var logLevel: String?
         @Flag(help: "Allow listening on a non-loopback address without a cluster secret (unauthenticated).")
         var insecure = false
+        @Option(name: .customLong("dead-member-timeout-ms"), help: ArgumentHelp(
+            "Remove a member unheard of for this long, as `syncnode forget` would (default off: members are removed only by an operator).",
+            valueName: "ms"))
+        var deadMemberTimeoutMilliseconds: String?
+        @Option(name: .customLong("tombstone-collection-interval-ms"), help: ArgumentHelp(
+            "How often tombstones every member holds are collected (default \(RunSettings.defaultTombstoneCollectionIntervalMilliseconds)).",
+            valueName: "ms"))
+        var tombstoneCollectionIntervalMilliseconds: String?
+        @Option(name: .customLong("anti-entropy-interval-ms"), help: ArgumentHelp(
+            "How often an anti-entropy walk runs with each peer (default \(RunSettings.defaultAntiEntropyIntervalMilliseconds)).",
+            valueName: "ms"))
+        var antiEntropyIntervalMilliseconds: String?
         @Option(help: "Config file: `key = value` lines or a JSON object (see above).")
         var config: String?
 
@@ -63,7 +77,10 @@ extension SyncNode {
                 settings = try RunSettings.resolve(
                     flags: .init(id: id, listen: listen, admin: admin, peers: peers, dataDirectory: dataDir, durability: durability,
                                  clusterSecretFile: clusterSecretFile, cluster: cluster, logLevel: logLevel,
-                                 insecure: insecure, config: config),
+                                 insecure: insecure, config: config,
+                                 deadMemberTimeoutMilliseconds: deadMemberTimeoutMilliseconds,
+                                 tombstoneCollectionIntervalMilliseconds: tombstoneCollectionIntervalMilliseconds,
+                                 antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds),
                     environment: ProcessInfo.processInfo.environment)
                 if let directory = settings.dataDirectory {
                     nodeID = try PeerFiles.prepareDataDirectory(directory, id: settings.id)

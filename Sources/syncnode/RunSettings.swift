@@ -21,6 +21,13 @@ struct RunSettings: Sendable, Equatable {
     var cluster: String
     var logLevel: Logger.Level
     var insecure: Bool
+    /// A member unheard of for this long is removed from the cluster (nil: never; only `forget`).
+    var deadMemberTimeoutMilliseconds: UInt64?
+    var tombstoneCollectionIntervalMilliseconds: UInt64
+    var antiEntropyIntervalMilliseconds: UInt64
+
+    static let defaultTombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
+    static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
 
     /// Why the settings cannot be used; the text names the source to fix.
     struct Invalid: Error, CustomStringConvertible {
@@ -40,6 +47,9 @@ struct RunSettings: Sendable, Equatable {
         var logLevel: String?
         var insecure = false
         var config: String?
+        var deadMemberTimeoutMilliseconds: String?
+        var tombstoneCollectionIntervalMilliseconds: String?
+        var antiEntropyIntervalMilliseconds: String?
     }
 
     /// Merges `flags`, `environment` and the config file (from `--config` or `SYNCNODE_CONFIG`).
@@ -71,6 +81,21 @@ struct RunSettings: Sendable, Equatable {
         }
         let dataDirectory = pick(flags.dataDirectory, "DATA_DIR", "data-dir")
         let durability = try parseDurability(pick(flags.durability, "DURABILITY", "durability"), dataDirectory: dataDirectory)
+        var deadMemberTimeout: UInt64?
+        if let text = pick(flags.deadMemberTimeoutMilliseconds, "DEAD_MEMBER_TIMEOUT_MS", "dead-member-timeout-ms"),
+           text.lowercased() != "off", text != "0" {
+            deadMemberTimeout = try milliseconds(text, name: "dead-member-timeout-ms", range: 1_000 ... 31_536_000_000,
+                                                 example: "86400000 (a day), or off")
+        }
+        let collectionInterval = try pick(flags.tombstoneCollectionIntervalMilliseconds, "TOMBSTONE_COLLECTION_INTERVAL_MS",
+                                          "tombstone-collection-interval-ms")
+            .map { text throws(Invalid) in
+                try milliseconds(text, name: "tombstone-collection-interval-ms", range: 100 ... 86_400_000, example: "60000")
+            } ?? defaultTombstoneCollectionIntervalMilliseconds
+        let antiEntropyInterval = try pick(flags.antiEntropyIntervalMilliseconds, "ANTI_ENTROPY_INTERVAL_MS", "anti-entropy-interval-ms")
+            .map { text throws(Invalid) in
+                try milliseconds(text, name: "anti-entropy-interval-ms", range: 100 ... 86_400_000, example: "10000")
+            } ?? defaultAntiEntropyIntervalMilliseconds
         return RunSettings(
             id: pick(flags.id, "ID", "id"),
             listen: pick(flags.listen, "LISTEN", "listen") ?? defaultListen,
@@ -81,7 +106,19 @@ struct RunSettings: Sendable, Equatable {
             clusterSecretFile: pick(flags.clusterSecretFile, "CLUSTER_SECRET_FILE", "cluster-secret-file"),
             cluster: pick(flags.cluster, "CLUSTER", "cluster") ?? defaultCluster,
             logLevel: level,
-            insecure: insecure)
+            insecure: insecure,
+            deadMemberTimeoutMilliseconds: deadMemberTimeout,
+            tombstoneCollectionIntervalMilliseconds: collectionInterval,
+            antiEntropyIntervalMilliseconds: antiEntropyInterval)
+    }
+
+    /// A whole number of milliseconds within `range`; the error names the setting.
+    private static func milliseconds(_ text: String, name: String, range: ClosedRange<UInt64>,
+                                     example: String) throws(Invalid) -> UInt64 {
+        guard let value = UInt64(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
+            throw Invalid(description: "\(name) '\(text)': expected whole milliseconds in \(range.lowerBound)...\(range.upperBound), e.g. \(example)")
+        }
+        return value
     }
 
     /// `memory`, `batched`, `batched:MS` or `strict`; the default is `memory` without a data

@@ -19,10 +19,11 @@ struct SyncNode: AsyncParsableCommand {
               syncnode get --admin 127.0.0.1:7503 maintenance
               syncnode put --admin 127.0.0.1:7501 'quota[batch-jobs]' 0
               syncnode status --admin 127.0.0.1:7502
+              syncnode forget --admin 127.0.0.1:7501 c     # c is gone for good
 
             Exit status: 0 done; 1 the node refused or the key has no value; 2 no syncnode \
             answered at the admin address. Keys, the admin protocol and the log lines are \
             described in docs/operations.md.
             """,
-        subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self])
+        subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self, Forget.self])
 }
