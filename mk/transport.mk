@@ -1,7 +1,8 @@
 # Transport targets (DecideUV). Included by the main Makefile, which defines `deps`.
 #   make test-transport-asan   DecideUV tests under AddressSanitizer (+ LeakSanitizer)
-#   make fuzz                  libFuzzer on the frame decoder + handshake parser, FUZZ_SECONDS long
-#   make fuzz-smoke            the same for ~30 s (part of `make test`)
+#   make fuzz                  libFuzzer on the frame decoder + handshake parser, the replication
+#                              decoders and the replication engine, FUZZ_SECONDS long each
+#   make fuzz-smoke            the same for ~30 s each (part of `make test`)
 #   make bench-transport       release build, then `DecideBench transport`
 
 FUZZ_SECONDS ?= 300
@@ -24,27 +25,52 @@ $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_REPLICATION_SOURCES) -o $(FUZZ_REPLICATION_BIN)
 
+# The replication engine (Decide's Replicator and Node, DecideCore under them) as one module,
+# driven over a fake Transport by Fuzz/FuzzEngine.swift. Decide imports swift-log, which only
+# SwiftPM builds: the rule takes Logging.swiftmodule and its objects from the debug build
+# (`make test` builds it in unit-test first). `import DecideCore` in Decide's sources finds an
+# empty module map, since DecideCore is compiled into this same module.
+FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
+FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
+FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(wildcard Sources/DecideCore/*.swift) $(wildcard Sources/Decide/*.swift)
+DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
+
+$(DEBUG_LOGGING_MODULE): | deps
+	$(SWIFT) build
+
+$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(DEBUG_LOGGING_MODULE) | deps
+	mkdir -p $(FUZZ_ENGINE_MODULES)
+	cp $(DEBUG_LOGGING_MODULE) $(FUZZ_ENGINE_MODULES)/
+	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
+	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite $(FUZZ_ENGINE_FLAGS) \
+		$(FUZZ_ENGINE_SOURCES) .build/debug/Logging.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
+
 $(FUZZ_BIN): $(FUZZ_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_SOURCES) -o $(FUZZ_BIN)
 
-fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN)
+fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
 
-# The corpus lives in $(FUZZ_BUILD)/corpus (git-ignored); Fuzz/seeds holds the committed seeds.
-fuzz: deps $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN)
-	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication
+# The corpora live in $(FUZZ_BUILD)/corpus* (git-ignored); Fuzz/*seeds hold the committed seeds.
+fuzz: deps $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
+	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
 	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
+	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
 
-fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN)
-	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication
+fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
+	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
 	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
+	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=16384 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
 
 test-transport-asan: deps
 	swift test --sanitize=address --build-path .build-asan --disable-xctest --filter DecideUVTests

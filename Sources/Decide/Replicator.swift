@@ -114,6 +114,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                 <= configuration.maxFrameBytes else {
             throw .init("catchUpBatchBytes + maxDecisionBytes must fit maxFrameBytes: a batch is cut after the decision that crosses its budget")
         }
+        let limits = node.configuration.limits
+        let largestEntry = limits.maxNameBytes + limits.maxElementBytes + limits.maxValueBytes + limits.maxNodeIDBytes + 29
+        guard largestEntry + ReplicationCodec.maxHeaderBytes <= configuration.maxFrameBytes else {
+            throw .init("the largest entry the node's limits allow (\(largestEntry) bytes) does not fit maxFrameBytes \(configuration.maxFrameBytes)")
+        }
         guard configuration.catchUpWindowMessages >= 1, configuration.maxMembers >= 1 else {
             throw .init("catchUpWindowMessages and maxMembers must be at least 1")
         }
@@ -696,6 +701,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         case let .entries(entries, cursor):
             let rest = entries[cursor...]
             let count = ReplicatorState.batchLength(rest, budgetBytes: configuration.catchUpBatchBytes,
+                                                    hardLimitBytes: configuration.maxFrameBytes - ReplicationCodec.maxHeaderBytes,
                                                     maxEntries: node.configuration.limits.maxEntriesPerMessage)
             let end = cursor + count
             let last = end >= entries.count

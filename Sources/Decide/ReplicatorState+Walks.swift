@@ -186,8 +186,12 @@ extension ReplicatorState {
     }
 
     /// Cuts the next entries batch from `entries`: at most `budgetBytes` and `maxEntries`,
-    /// cut only between versions (one version's entries are never split). Returns how many.
-    static func batchLength(_ entries: ArraySlice<KeyedEntry>, budgetBytes: Int, maxEntries: Int) -> Int {
+    /// cut only between versions (one decision's entries travel together), except that a group
+    /// of one version larger than `hardLimitBytes` (what a frame carries) is cut too: no real
+    /// decision is that large (`maxDecisionBytes` fits a frame), but entries that share a version
+    /// from several deltas of a peer can be, and a walk must still be able to finish.
+    /// Returns how many entries.
+    static func batchLength(_ entries: ArraySlice<KeyedEntry>, budgetBytes: Int, hardLimitBytes: Int, maxEntries: Int) -> Int {
         var count = 0
         var bytes = 0
         var index = entries.startIndex
@@ -196,6 +200,7 @@ extension ReplicatorState {
             let size = item.maxEncodedBytes
             let full = count >= maxEntries || bytes + size > budgetBytes
             if full, count > 0, entries[index - 1].entry.version != item.entry.version { break }
+            if count > 0, bytes + size > hardLimitBytes || count >= maxEntries { break }
             count += 1
             bytes += size
             index += 1
