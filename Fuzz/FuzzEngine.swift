@@ -64,7 +64,8 @@ enum EngineFuzz {
     static let membershipDirectory: String = {
         let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/decide-fuzz-engine-\(getpid())"
         _ = mkdir(path, 0o700)
-        atexit { _ = rmdir(EngineFuzz.membershipDirectory) }
+        // The member file inside too (rmdir alone leaves a directory per run behind).
+        atexit { try? FileManager.default.removeItem(atPath: EngineFuzz.membershipDirectory) }
         return path
     }()
 }
