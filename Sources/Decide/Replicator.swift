@@ -153,6 +153,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         if let id = listenerID.withLock({ id -> UInt64? in defer { id = nil }; return id }) {
             node.removeCommitListener(id)
         }
+        // A refusal this engine set (its peers' clocks) ends with it: a later engine on the same
+        // node judges afresh.
+        if writeRefusal.withLock({ refusal -> Bool in defer { refusal = nil }; return refusal != nil }) {
+            node.refuseWrites(nil)
+        }
         saveMembership(force: true)
     }
 
