@@ -216,9 +216,11 @@ public final class Node: Sendable {
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
     private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock) -> String? {
+        // As catch-up entries (each carries the version), the larger of a decision's two encodings.
         var bytes = 16 + id.utf8.count
         for write in writes {
-            bytes += write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0) + 29 + id.utf8.count
+            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: write.key.name.utf8.count, elementBytes: write.key.element.count,
+                                                    nodeBytes: id.utf8.count, valueBytes: write.value?.count ?? 0)
         }
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
@@ -500,9 +502,7 @@ public final class Node: Sendable {
     /// once. Returns how many keys changed.
     @discardableResult
     public func apply(_ delta: Delta) throws(ClockError) -> Int {
-        let (changed, ticket) = try apply(delta, waitingForDisk: waitsForDisk)
-        _ = ticket
-        return changed
+        try apply(delta, waitingForDisk: waitsForDisk).changed
     }
 
     /// `apply(_:)` that waits for the disk only when `waitingForDisk`; returns the store ticket
@@ -742,11 +742,8 @@ public final class Node: Sendable {
                 var end = start
                 while end < sorted.count && sorted[end].bucket == bucket { end += 1 }
                 let wanted = sorted[start..<end]
-                for key in core.table.keys(inBucket: Int(bucket)) {
-                    let hash = key.stableHash
-                    if wanted.count < 8 ? wanted.contains(where: { $0.keyHash == hash }) : Self.contains(wanted, hash) {
-                        found.append(key)
-                    }
+                for key in core.table.keys(inBucket: Int(bucket)) where Self.contains(wanted, key.stableHash) {
+                    found.append(key)
                 }
                 start = end
             }

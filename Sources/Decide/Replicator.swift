@@ -115,7 +115,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             throw .init("catchUpBatchBytes + maxDecisionBytes must fit maxFrameBytes: a batch is cut after the decision that crosses its budget")
         }
         let limits = node.configuration.limits
-        let largestEntry = limits.maxNameBytes + limits.maxElementBytes + limits.maxValueBytes + limits.maxNodeIDBytes + 29
+        let largestEntry = WireCodec.maxEncodedEntryBytes(nameBytes: limits.maxNameBytes, elementBytes: limits.maxElementBytes,
+                                                         nodeBytes: limits.maxNodeIDBytes, valueBytes: limits.maxValueBytes)
         guard largestEntry + ReplicationCodec.maxHeaderBytes <= configuration.maxFrameBytes else {
             throw .init("the largest entry the node's limits allow (\(largestEntry) bytes) does not fit maxFrameBytes \(configuration.maxFrameBytes)")
         }
@@ -466,10 +467,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             // Leaves: send a per-key summary of the differing buckets; the peer answers with the
             // keys it wants and streams what this side lacks.
             state.withLock { state in
-                guard var walk = state.walk(round, on: connection) else { return }
-                walk.phase = .summarySender
-                walk.outgoing = .summary(buckets: differing.sorted(), bucketIndex: 0, itemOffset: 0)
-                state.update(walk, on: connection)
+                state.withWalk(round, on: connection) { walk in
+                    walk.phase = .summarySender
+                    walk.outgoing = .summary(buckets: differing.sorted(), bucketIndex: 0, itemOffset: 0)
+                }
             }
             pump(round, on: connection)
         } else {
@@ -484,11 +485,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     }
 
     private func handleDigestDone(round: UInt64, peerClock: UInt64, synced: Bool, from connection: ConnectionID, peerID: String) {
-        let phase = state.withLock { state -> Walk.Phase? in
-            guard var walk = state.walk(round, on: connection) else { return nil }
-            if walk.peerClock == nil { walk.peerClock = peerClock }
-            state.update(walk, on: connection)
-            return walk.phase
+        let phase = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> Walk.Phase in
+                if walk.peerClock == nil { walk.peerClock = peerClock }
+                return walk.phase
+            }
         }
         guard let phase else { return }
         if !synced {
@@ -527,13 +528,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         // Requests go out in pieces that fit a frame.
         let perMessage = max(1, (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.maxKeyReferenceBytes)
-        var pieces: [ArraySlice<ReplicationMessage.KeyReference>] = []
-        var index = 0
-        while index < requests.count {
-            pieces.append(requests[index..<min(requests.count, index + perMessage)])
-            index += perMessage
+        var pieces = stride(from: 0, to: requests.count, by: perMessage).map {
+            requests[$0..<min(requests.count, $0 + perMessage)]
         }
-        if last && (pieces.isEmpty || pieces.last!.count == perMessage) { pieces.append([]) }
+        if last && pieces.isEmpty { pieces.append([]) }   // the final piece carries `last`
         let seqs = state.withLock { state in
             state.withWalk(round, on: connection) { walk -> [UInt64] in
                 for (_, push, _) in compared { walk.pushKeys.append(contentsOf: push) }
@@ -624,18 +622,18 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         let outcome = node.applyCatchUp(batch)
         let now = clock.nowMilliseconds()
-        let done = state.withLock { state -> Bool in
-            guard var walk = state.walk(round, on: connection) else { return false }
-            walk.receivedEntries += batch.count
-            walk.changedKeys += outcome.changed
-            walk.lastActivity = now
-            if outcome.refusedVersions > 0 { walk.clean = false }
-            if last {
-                walk.incomingDone = true
-                if walk.outgoing == nil && walk.unacked == 0 && !walk.pumping && walk.entryStreamStarted { walk.outgoingDone = true }
-            }
-            state.update(walk, on: connection)
-            return walk.streamsDone
+        let done = state.withLock { state in
+            state.withWalk(round, on: connection) { walk -> Bool in
+                walk.receivedEntries += batch.count
+                walk.changedKeys += outcome.changed
+                walk.lastActivity = now
+                if outcome.refusedVersions > 0 { walk.clean = false }
+                if last {
+                    walk.incomingDone = true
+                    walk.noteOutgoingDone()
+                }
+                return walk.streamsDone
+            } ?? false
         }
         if let refusal = outcome.firstRefusal {
             logger.warning("refused catch-up entries: their timestamps are too far ahead of this node's clock",
@@ -669,8 +667,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// a walk's frames; node reads happen outside the engine's lock.
     private func pump(_ round: UInt64, on connection: ConnectionID) {
         let window = configuration.catchUpWindowMessages
-        while let (outgoing, seq) = state.withLock({ $0.claimPump(round, on: connection, window: window) }) {
-            let (message, next) = produce(outgoing, round: round, seq: seq)
+        while let (outgoing, seq, startClock) = state.withLock({ $0.claimPump(round, on: connection, window: window) }) {
+            let (message, next) = produce(outgoing, round: round, seq: seq, startClock: startClock)
             let result = message.map { send($0, to: connection) }
             let now = clock.nowMilliseconds()
             if result == .overLimit || result == .notConnected {
@@ -693,14 +691,14 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     }
 
     /// The next stream message and what is left after it (nil when the stream ended with it).
-    private func produce(_ outgoing: Walk.Outgoing, round: UInt64, seq: UInt64) -> (ReplicationMessage?, Walk.Outgoing?) {
+    private func produce(_ outgoing: Walk.Outgoing, round: UInt64, seq: UInt64, startClock: UInt64)
+        -> (ReplicationMessage?, Walk.Outgoing?) {
         switch outgoing {
         case let .summary(buckets, bucketIndex, itemOffset):
             let budget = (configuration.catchUpBatchBytes - ReplicationCodec.maxHeaderBytes) / ReplicationCodec.summaryItemBytes
             let (groups, index, offset) = node.summaryChunk(
                 of: buckets, from: bucketIndex, itemOffset: itemOffset, maxItems: budget)
             let last = index >= buckets.count
-            let startClock = walkStartClock(round)
             return (.summary(round: round, seq: seq, clock: startClock, last: last, groups: groups),
                     last ? nil : .summary(buckets: buckets, bucketIndex: index, itemOffset: offset))
         case let .entries(entries, cursor):
@@ -712,13 +710,6 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             let last = end >= entries.count
             return (.entries(round: round, seq: seq, last: last, batch: Array(entries[cursor..<end])),
                     last ? nil : .entries(entries, cursor: end))
-        }
-    }
-
-    private func walkStartClock(_ round: UInt64) -> UInt64 {
-        state.withLock { state in
-            for link in state.peers.values { if let walk = link.walks[round] { return walk.startClock } }
-            return 0
         }
     }
 

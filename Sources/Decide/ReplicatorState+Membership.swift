@@ -83,23 +83,18 @@ extension ReplicatorState {
             if record.nodeID == peer {
                 // A member is the authority on itself: what it says on its own link replaces
                 // whatever relays said of it (a relay may be wrong, stale or forged).
-                if record.coverage != member.coverage || record.membersHash != member.membersHash
-                    || record.incarnation != member.incarnation || record.heartbeat != member.heartbeat {
-                    member.incarnation = record.incarnation
-                    member.heartbeat = record.heartbeat
-                    member.coverage = record.coverage
-                    member.membersHash = record.membersHash
-                }
+                member.incarnation = record.incarnation
+                member.heartbeat = record.heartbeat
+                member.coverage = record.coverage
+                member.membersHash = record.membersHash
                 if !record.address.isEmpty { member.address = record.address }
                 members[record.nodeID] = member
                 continue
             }
             let status: Member.Status = record.status == .alive ? .alive : .left
             if (record.incarnation, record.heartbeat) > (member.incarnation, member.heartbeat) {
-                if record.incarnation > member.incarnation || record.heartbeat > member.heartbeat {
-                    member.coverage = record.coverage
-                    member.membersHash = record.membersHash
-                }
+                member.coverage = record.coverage
+                member.membersHash = record.membersHash
                 if record.incarnation > member.incarnation {
                     if !record.address.isEmpty { member.address = record.address }
                     if member.connection == nil || status == .alive { member.status = status }

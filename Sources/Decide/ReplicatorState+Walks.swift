@@ -60,23 +60,22 @@ extension ReplicatorState {
 
     /// Checks a walk message's sequence number and, for the next one, counts it.
     mutating func arrival(_ round: UInt64, seq: UInt64, on connection: ConnectionID) -> Arrival {
-        guard var walk = walk(round, on: connection) else { return .unknown }
-        if seq < walk.expectedSeq { return .duplicate }
-        if seq > walk.expectedSeq {
-            abandonWalk(round, on: connection)
-            return .gap
-        }
-        walk.expectedSeq += 1
-        update(walk, on: connection)
-        return .process
+        let arrival = withWalk(round, on: connection) { walk -> Arrival in
+            if seq < walk.expectedSeq { return .duplicate }
+            if seq > walk.expectedSeq { return .gap }
+            walk.expectedSeq += 1
+            return .process
+        } ?? .unknown
+        if arrival == .gap { abandonWalk(round, on: connection) }
+        return arrival
     }
 
     /// The sequence number for this side's next message of `round`; nil when the walk is gone.
     mutating func takeSeq(_ round: UInt64, on connection: ConnectionID) -> UInt64? {
-        guard var walk = walk(round, on: connection) else { return nil }
-        walk.sentSeq += 1
-        update(walk, on: connection)
-        return walk.sentSeq
+        withWalk(round, on: connection) { walk in
+            walk.sentSeq += 1
+            return walk.sentSeq
+        }
     }
 
     /// Runs `body` on walk `round` in place (no copy of its collections); nil when it is gone.
@@ -87,12 +86,6 @@ extension ReplicatorState {
 
     func walk(_ round: UInt64, on connection: ConnectionID) -> Walk? {
         peers[connection]?.walks[round]
-    }
-
-    /// Stores `walk` back unless its link or walk went away meanwhile (timeout, disconnect).
-    mutating func update(_ walk: Walk, on connection: ConnectionID) {
-        guard peers[connection]?.walks[walk.round] != nil else { return }
-        peers[connection]!.walks[walk.round] = walk
     }
 
     /// Ends walk `round` here. With `synced`, a clean walk proves this node holds everything
@@ -127,62 +120,49 @@ extension ReplicatorState {
 
     // MARK: streams
 
-    /// What the thread that claimed a walk's pump must produce next.
-    enum PumpWork {
-        case summary(buckets: ArraySlice<Int>, firstBucketOffset: Int)
-        case entries(ArraySlice<KeyedEntry>)
-    }
-
     /// Claims the right to produce `round`'s next stream message, when there is credit and
-    /// something left to send; nil when another thread pumps, or nothing can go now.
-    mutating func claimPump(_ round: UInt64, on connection: ConnectionID, window: Int) -> (Walk.Outgoing, seq: UInt64)? {
-        guard var walk = walk(round, on: connection), !walk.pumping, walk.unacked < window,
-              let outgoing = walk.outgoing else { return nil }
-        walk.pumping = true
-        walk.sentSeq += 1
-        update(walk, on: connection)
-        return (outgoing, walk.sentSeq)
+    /// something left to send: what to send, its sequence number and this side's walk-start
+    /// clock. Nil when another thread pumps, or nothing can go now.
+    mutating func claimPump(_ round: UInt64, on connection: ConnectionID, window: Int)
+        -> (outgoing: Walk.Outgoing, seq: UInt64, startClock: UInt64)? {
+        withWalk(round, on: connection) { walk -> (outgoing: Walk.Outgoing, seq: UInt64, startClock: UInt64)? in
+            guard !walk.pumping, walk.unacked < window, let outgoing = walk.outgoing else { return nil }
+            walk.pumping = true
+            walk.sentSeq += 1
+            return (outgoing, walk.sentSeq, walk.startClock)
+        } ?? nil
     }
 
     /// The claimer sent one message (or none, `sent == false`) and moved the stream to `next`
     /// (nil when it ended). Returns whether the walk ended on this side (both streams done).
     mutating func pumped(_ round: UInt64, on connection: ConnectionID, next: Walk.Outgoing?, seq: UInt64?, now: UInt64) -> Bool {
-        guard var walk = walk(round, on: connection) else { return false }
-        walk.pumping = false
-        walk.outgoing = next
-        if let seq {
-            walk.unackedSeqs.append(seq)
-            walk.lastActivity = now
-        }
-        if next == nil && walk.unacked == 0 && walk.phase != .comparing && walkStreamStarted(walk) {
-            walk.outgoingDone = true
-        }
-        update(walk, on: connection)
-        return walk.streamsDone
-    }
-
-    /// A side's stream ends only after its entries went out (the summary sender sends the
-    /// summary first, then, once requests ended, the requested entries).
-    private func walkStreamStarted(_ walk: Walk) -> Bool {
-        walk.entryStreamStarted
+        withWalk(round, on: connection) { walk -> Bool in
+            walk.pumping = false
+            walk.outgoing = next
+            if let seq {
+                walk.unackedSeqs.append(seq)
+                walk.lastActivity = now
+            }
+            walk.noteOutgoingDone()
+            return walk.streamsDone
+        } ?? false
     }
 
     /// A cumulative `streamAck` arrived; returns whether the walk ended here, or nil for an ack
     /// of a message never sent (a protocol violation). Repeated acks change nothing.
     mutating func acked(_ round: UInt64, seq: UInt64, on connection: ConnectionID, now: UInt64) -> Bool? {
-        guard peers[connection] != nil else { return false }
-        guard var walk = walk(round, on: connection) else {
+        guard let link = peers[connection] else { return false }
+        guard link.walks[round] != nil else {
             // Acks of a walk that ended here (abandoned or timed out) are late, not wrong.
-            return peers[connection]!.finishedRounds.contains(round) ? false : nil
+            return link.finishedRounds.contains(round) ? false : nil
         }
-        guard seq <= walk.sentSeq else { return nil }
-        walk.unackedSeqs.removeAll { $0 <= seq }
-        walk.lastActivity = now
-        if walk.outgoing == nil && walk.unacked == 0 && walk.phase != .comparing && walkStreamStarted(walk) && !walk.pumping {
-            walk.outgoingDone = true
-        }
-        update(walk, on: connection)
-        return walk.streamsDone
+        return withWalk(round, on: connection) { walk -> Bool? in
+            guard seq <= walk.sentSeq else { return nil }
+            walk.unackedSeqs.removeAll { $0 <= seq }
+            walk.lastActivity = now
+            walk.noteOutgoingDone()
+            return walk.streamsDone
+        } ?? false
     }
 
     /// Cuts the next entries batch from `entries`: at most `budgetBytes` and `maxEntries`,

@@ -55,9 +55,9 @@ struct ReplicatorState {
         var walks: [UInt64: Walk] = [:]
         /// Walks that ended here, newest last (at most 32); late messages of them are ignored.
         var finishedRounds: [UInt64] = []
-        /// The physical time a ping went out, by nonce (the newest only), and the peer's clock
-        /// offset measured from its answer (peer minus this node, ms).
-        var pingSentAt: (nonce: UInt64, at: UInt64)?
+        /// The nonce of the newest ping (sent at `lastPing`) while unanswered, and the peer's
+        /// clock offset measured from its answer (peer minus this node, ms).
+        var unansweredPing: UInt64?
         var clockOffsetMilliseconds: Int64?
     }
 
@@ -161,7 +161,7 @@ struct ReplicatorState {
             if elapsed(since: link.lastPing, now: now) >= configuration.heartbeatIntervalMilliseconds {
                 link.lastPing = now
                 nextNonce &+= 1
-                link.pingSentAt = (nextNonce, now)
+                link.unansweredPing = nextNonce
                 actions.ping.append((connection, nextNonce))
             }
             for round in link.walks.keys.sorted() {
@@ -423,12 +423,12 @@ struct ReplicatorState {
 
     /// Measures the peer's clock offset from the answer to this node's newest ping.
     mutating func ack(nonce: UInt64, peerPhysical: UInt64, on connection: ConnectionID, now: UInt64) {
-        guard var link = peers[connection], let sent = link.pingSentAt, sent.nonce == nonce, now >= sent.at else { return }
-        let midpoint = sent.at + (now - sent.at) / 2
+        guard var link = peers[connection], link.unansweredPing == nonce, now >= link.lastPing else { return }
+        let midpoint = link.lastPing + (now - link.lastPing) / 2
         let magnitude = peerPhysical >= midpoint ? peerPhysical - midpoint : midpoint - peerPhysical
         guard magnitude <= UInt64(Int64.max) else { return }
         link.clockOffsetMilliseconds = peerPhysical >= midpoint ? Int64(magnitude) : -Int64(magnitude)
-        link.pingSentAt = nil
+        link.unansweredPing = nil
         peers[connection] = link
     }
 

@@ -86,6 +86,13 @@ struct Walk {
     /// Both streams are over: the walk ended here.
     var streamsDone: Bool { incomingDone && outgoingDone }
 
+    /// Marks this side's stream done once its entries went out (the summary sender sends the
+    /// summary first, then, once requests ended, the requested entries), nothing is left to
+    /// produce, nobody is producing, and the peer acknowledged every message.
+    mutating func noteOutgoingDone() {
+        if entryStreamStarted && outgoing == nil && unacked == 0 && !pumping { outgoingDone = true }
+    }
+
     /// A rule of the walk protocol the peer broke.
     struct RuleBroken: Error, CustomStringConvertible {
         let description: String

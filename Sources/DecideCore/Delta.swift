@@ -40,19 +40,7 @@ public struct KeyedEntry: Hashable, Sendable {
 extension KeyedEntry {
     /// The most bytes this entry takes in a `WireCodec` entry batch (lengths as 5-byte varints).
     public var maxEncodedBytes: Int {
-        key.name.utf8.count + key.element.count + entry.version.node.utf8.count + (entry.value?.count ?? 0) + 8 + 1 + 20
-    }
-}
-
-extension Delta {
-    /// The most bytes this delta takes as a `WireCodec` delta, and as entries in one entry batch
-    /// (the larger of the two; lengths counted as 5-byte varints).
-    public var maxEncodedBytes: Int {
-        var total = 16 + version.node.utf8.count
-        for write in writes {
-            total += write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0) + 16
-            total += 8 + version.node.utf8.count + 5
-        }
-        return total
+        WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+                                       nodeBytes: entry.version.node.utf8.count, valueBytes: entry.value?.count ?? 0)
     }
 }

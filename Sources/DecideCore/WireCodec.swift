@@ -28,6 +28,12 @@ public struct WireCodec: Sendable {
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
+    /// The most bytes one entry takes in an entry batch, from the sizes of its parts: the
+    /// parts themselves, the timestamp and presence flag, and four lengths as 5-byte varints.
+    public static func maxEncodedEntryBytes(nameBytes: Int, elementBytes: Int, nodeBytes: Int, valueBytes: Int) -> Int {
+        nameBytes + elementBytes + nodeBytes + valueBytes + 8 + 1 + 4 * 5
+    }
+
     public func encode(_ delta: Delta) -> [UInt8] {
         var writer = WireWriter(reservingCapacity: 32 + delta.writes.count * 48)
         writer.writeUInt8(Self.format)
