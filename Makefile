@@ -3,7 +3,8 @@
 #   make build   debug build of every module
 #   make test    unit tests, README example check, transport tests under ASan, a short fuzz run
 #   make bench   release build, then every benchmark beside its baseline
-#   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000)
+#   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
+#                with ten times the weeks-long tombstone scenarios of make test
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
@@ -48,7 +49,7 @@ bench-core: $(BENCH_BIN)
 # A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
 sim: deps
 	$(SWIFT) build --build-tests
-	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.SimulationTests'
+	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests)'
 
 clean:
 	rm -rf .build .build-*

@@ -226,6 +226,9 @@ final class FakeTransport: Transport, @unchecked Sendable {
 
     func outboundBytes(for connection: ConnectionID) -> Int { links[connection]?.queued ?? 0 }
 
+    /// The fuzzer drives the engine from one thread: every frame is handled inside the call.
+    var delegateMayBlock: Bool { true }
+
     func shutdown() {
         down = true
         delegate = nil

@@ -90,7 +90,7 @@ public final class Node: Sendable {
         self.persists = storage.persists
         self.waitsForDisk = storage.persists && configuration.durability == .strict
         let core = NodeCore(
-            table: table, clock: clock,
+            nodeID: configuration.id, table: table, clock: clock,
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity)
         self.core = Mutex(core)
@@ -195,13 +195,22 @@ public final class Node: Sendable {
                 ticket = storage.append(StorageBatch(
                     changes: writes.map { .upsert($0.key, Entry(version: version, value: $0.value)) },
                     clock: core.clock.last))
+                // Strict: anti-entropy must not hand it on either until it is on disk.
+                if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
             }
             return (.committed(version), effect, ticket, afterDisk)
         }
-        if waitsForDisk && ticket > 0, let error = storage.waitUntilDurable(ticket) {
-            logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped and it is not replicated: \(error)")
-            delivery.drain()
-            return .aborted(reason: "committed in memory but not on disk: \(error)")
+        if waitsForDisk && ticket > 0 {
+            if let error = storage.waitUntilDurable(ticket) {
+                // It stays out of replication for good: the store refuses everything from now on,
+                // and a restart (without it) is how this node recovers.
+                logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped and it is not replicated: \(error)")
+                delivery.drain()
+                return .aborted(reason: "committed in memory but not on disk: \(error)")
+            }
+            if let version = commit.version {
+                core.withLock { _ = $0.undurable.remove(version.timestamp.rawValue) }
+            }
         }
         // Strict: peers hear of the decision only now that it is on disk.
         if let (delta, listeners) = afterDisk {
@@ -216,12 +225,7 @@ public final class Node: Sendable {
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
     private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock) -> String? {
-        // As catch-up entries (each carries the version), the larger of a decision's two encodings.
-        var bytes = 16 + id.utf8.count
-        for write in writes {
-            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: write.key.name.utf8.count, elementBytes: write.key.element.count,
-                                                    nodeBytes: id.utf8.count, valueBytes: write.value?.count ?? 0)
-        }
+        let bytes = Self.decisionBytes(nodeID: id, writes: writes.map { ($0.key, $0.value) })
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
         }
@@ -231,6 +235,17 @@ public final class Node: Sendable {
             return "this node's clock ran \(lead.partialValue) ms ahead of its physical clock (more than maxClockSkewMilliseconds \(configuration.maxClockSkewMilliseconds)); peers would refuse its writes, so it takes none until real time catches up"
         }
         return nil
+    }
+
+    /// The size `maxDecisionBytes` bounds: a decision's writes encoded as catch-up entries (each
+    /// carries the version), the larger of its two encodings.
+    package static func decisionBytes(nodeID: String, writes: [(key: StateKey, value: [UInt8]?)]) -> Int {
+        var bytes = 16 + nodeID.utf8.count
+        for write in writes {
+            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: write.key.name.utf8.count, elementBytes: write.key.element.count,
+                                                    nodeBytes: nodeID.utf8.count, valueBytes: write.value?.count ?? 0)
+        }
+        return bytes
     }
 
     /// A reason set by the replication engine to refuse every decision (e.g. this node's
@@ -657,13 +672,15 @@ public final class Node: Sendable {
     /// below the clock, or was received from a peer.
     /// The clock first moves up to physical time (as a commit would), so an idle node's
     /// report keeps pace with real time; every later local version is above it. It does not
-    /// while decisions are refused (the physical clock is then suspect).
+    /// while decisions are refused (the physical clock is then suspect). Under strict durability
+    /// it stays below every own decision not yet on disk (the walk leaves those out).
     package var walkStart: (sequence: UInt64, clock: UInt64) {
         let physical = min(configuration.clock.nowMilliseconds(), HLCTimestamp.maxPhysicalMilliseconds)
         let trusted = writeRefusal.withLock { $0 == nil }
         return core.withLock { core in
             if trusted { core.clock.advance(pastOrTo: HLCTimestamp(physicalMilliseconds: physical, logical: 0)) }
-            return (core.changeSequence, core.clock.last.rawValue)
+            guard let oldest = core.undurable.min() else { return (core.changeSequence, core.clock.last.rawValue) }
+            return (core.changeSequence, min(core.clock.last.rawValue, oldest - 1))
         }
     }
 
@@ -686,10 +703,11 @@ public final class Node: Sendable {
                 let slots = core.table.slots(inBucket: buckets[index])
                 let start = min(offset, slots.count)
                 let take = min(slots.count - start, maxItems - items)
-                groups.append(.init(bucket: UInt32(buckets[index]), items: slots[start..<start + take].map { item in
-                    ReplicationMessage.SummaryItem(keyHash: item.key.stableHash,
-                                                   timestamp: item.slot.entry.version.timestamp.rawValue,
-                                                   entryHash: item.slot.contribution)
+                // A strict decision not yet on disk is left out, as if this node did not hold it yet.
+                groups.append(.init(bucket: UInt32(buckets[index]), items: slots[start..<start + take].compactMap { item in
+                    core.isUndurable(item.slot.entry) ? nil : ReplicationMessage.SummaryItem(
+                        keyHash: item.key.stableHash, timestamp: item.slot.entry.version.timestamp.rawValue,
+                        entryHash: item.slot.contribution)
                 }))
                 items += take + 1
                 if start + take >= slots.count {
@@ -714,7 +732,7 @@ public final class Node: Sendable {
             buckets.map { bucket, theirs in
                 var push: [StateKey] = []
                 var remaining = theirs
-                for item in core.table.slots(inBucket: bucket) {
+                for item in core.table.slots(inBucket: bucket) where !core.isUndurable(item.slot.entry) {
                     let hash = item.key.stableHash
                     guard let other = remaining.removeValue(forKey: hash) else {
                         push.append(item.key)
@@ -784,10 +802,10 @@ public final class Node: Sendable {
             var result: [KeyedEntry] = []
             result.reserveCapacity(keys.count + changed.count)
             for key in keys where changedSet.isEmpty || !changedSet.contains(key) {
-                if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
+                if let entry = core.table.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
             for key in changed {
-                if let entry = core.table.entry(for: key) { result.append(KeyedEntry(key: key, entry: entry)) }
+                if let entry = core.table.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
             return Self.sortedByVersion(result)
         }

@@ -28,6 +28,16 @@ final class NodeCore: @unchecked Sendable {
     /// holds is not stored again.
     var collectedBelow = HLCTimestamp.zero
     var droppedCollectedTombstones: UInt64 = 0
+    /// Strict durability: the (raw) timestamps of this node's own decisions that are in the
+    /// table but not yet on disk, or never will be (the store failed). Replication must not hand
+    /// them on: the decision could still come back `.aborted`.
+    var undurable = Set<UInt64>()
+    let nodeID: String
+
+    /// Whether `entry` is one of this node's own decisions not yet on disk (strict durability).
+    func isUndurable(_ entry: Entry) -> Bool {
+        !undurable.isEmpty && undurable.contains(entry.version.timestamp.rawValue) && entry.version.node == nodeID
+    }
 
     /// Whether `entry` is a tombstone this node already collected for an absent `key`.
     func isCollected(_ entry: Entry, for key: StateKey) -> Bool {
@@ -39,7 +49,9 @@ final class NodeCore: @unchecked Sendable {
     /// The node's one transaction, reused by every decision and snapshot read.
     private(set) var transaction: Transaction!
 
-    init(table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits, recentChangeCapacity: Int) {
+    init(nodeID: String, table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits,
+         recentChangeCapacity: Int) {
+        self.nodeID = nodeID
         self.table = table
         self.clock = clock
         self.recentChangeCapacity = recentChangeCapacity

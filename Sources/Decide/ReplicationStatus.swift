@@ -34,6 +34,10 @@ public struct ReplicationStatus: Hashable, Sendable {
         /// Deltas not queued to it because its queue was full, since this node started
         /// (each is repaired by catch-up).
         public let droppedDeltas: Int
+        /// Deltas from it dropped unapplied because this node's store was slow and
+        /// `maxInboundDeltaBytes` of deltas already waited, since this node started (each is
+        /// repaired by catch-up).
+        public let droppedIncomingDeltas: Int
         /// This node holds everything the member held when the member's hybrid clock read
         /// this (raw HLC; 0 for nothing proven yet): the latest clean anti-entropy walk with it.
         public let coveredClock: UInt64

@@ -39,6 +39,12 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Strict durability: acknowledgements of applied catch-up batches wait for the disk here,
     /// never on the transport's thread.
     private let durableAcks = DispatchQueue(label: "decide.replicator.durable-acks")
+    /// Deltas and walk messages, which may wait for the store, are handled here in arrival
+    /// order rather than on the transport's thread; nil when the transport's delegate may block
+    /// (the simulator), which then handles everything in the call.
+    private let inbound: DispatchQueue?
+    private let inboundLoad = Mutex(InboundLoad())
+    private let stopped = Mutex(false)
     private let writeRefusal = Mutex<String?>(nil)
 
     /// `clock` drives timers (heartbeats, timeouts, backoff); it is the node's clock unless a
@@ -49,6 +55,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.clock = clock ?? node.configuration.clock
         self.codec = ReplicationCodec(wire: WireCodec(limits: node.configuration.limits))
+        self.inbound = transport.delegateMayBlock ? nil : DispatchQueue(label: "decide.replicator.inbound")
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
@@ -123,6 +130,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         guard configuration.catchUpWindowMessages >= 1, configuration.maxMembers >= 1 else {
             throw .init("catchUpWindowMessages and maxMembers must be at least 1")
         }
+        guard configuration.maxInboundDeltaBytes >= configuration.maxFrameBytes else {
+            throw .init("maxInboundDeltaBytes must be at least maxFrameBytes \(configuration.maxFrameBytes): one delta must fit")
+        }
     }
 
     /// Calls `tick()` every `intervalMilliseconds` on a background thread until `stop`.
@@ -147,6 +157,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Stops the timer and unhooks from the node (no more deltas are sent); saves the member
     /// list, if kept. Idempotent.
     public func stop() {
+        stopped.withLock { $0 = true }
         timer.withLock { timer in
             timer?.cancel()
             timer = nil
@@ -320,7 +331,68 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let now = clock.nowMilliseconds()
         guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
         switch message {
+        case .gossip(let records):
+            let actions = state.withLock { $0.gossip(records, from: connection, now: now) }
+            perform(actions)
+        case .ping(let nonce):
+            send(.ack(nonce: nonce, physicalMilliseconds: node.configuration.clock.nowMilliseconds()), to: connection)
+        case let .ack(nonce, physical):
+            state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
+        case .leave:
+            let actions = state.withLock { $0.peerLeft(connection) }
+            logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
+            perform(actions)
+        case .refusal(let reason):
+            logger.error("a peer refuses this node", metadata: ["peer": "\(peerID)", "reason": "\(reason)"])
+            state.withLock { $0.refused(by: connection, now: now) }
+            transport.close(connection)
+        default:
+            guard let inbound else { return handleOrdered(message, from: connection, peerID: peerID) }
+            enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
+        }
+    }
+
+    /// Queues a delta or walk message for the inbound queue, within its bounds: a delta past
+    /// `maxInboundDeltaBytes` is dropped (its peer marked for a walk, which repairs it); walk
+    /// messages past what the stream window lets an honest peer send close the link.
+    private func enqueue(_ message: ReplicationMessage, bytes: Int, on inbound: DispatchQueue,
+                         from connection: ConnectionID, peerID: String) {
+        let isDelta = if case .delta = message { true } else { false }
+        let walkBound = (configuration.catchUpWindowMessages + 2) * configuration.maxFrameBytes
+        let admitted = inboundLoad.withLock { load in
+            load.admit(bytes, delta: isDelta, on: connection, deltaBound: configuration.maxInboundDeltaBytes, walkBound: walkBound)
+        }
+        switch admitted {
+        case .queued:
+            break
+        case .deltaDropped(let first):
+            state.withLock { $0.incomingDeltaDropped(on: connection) }
+            if first {
+                logger.warning("dropping a peer's delta: the store is slow and \(configuration.maxInboundDeltaBytes) bytes of deltas already wait; a catch-up walk repairs it",
+                               metadata: ["peer": "\(peerID)"])
+            }
+            return
+        case .overWindow:
+            return violation(connection, peerID, "more catch-up messages than the stream window allows are waiting")
+        }
+        inbound.async { [self] in
+            defer { inboundLoad.withLock { $0.release(bytes, delta: isDelta, on: connection) } }
+            guard !stopped.withLock({ $0 }) else { return }
+            // The link may have gone, or been condemned, while this waited.
+            guard state.withLock({ $0.peers[connection].map { !$0.closing } ?? false }) else { return }
+            handleOrdered(message, from: connection, peerID: peerID)
+        }
+    }
+
+    /// Handles a delta or walk message: in arrival order per link, possibly waiting for the store.
+    private func handleOrdered(_ message: ReplicationMessage, from connection: ConnectionID, peerID: String) {
+        let now = clock.nowMilliseconds()
+        switch message {
         case .delta(let delta):
+            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.map { ($0.key, $0.value) })
+            guard bytes <= node.configuration.maxDecisionBytes else {
+                return violation(connection, peerID, "a delta of \(bytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
+            }
             do {
                 _ = try node.apply(delta, waitingForDisk: false)
             } catch {
@@ -350,21 +422,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             case false?:
                 pump(round, on: connection)
             }
-        case .gossip(let records):
-            let actions = state.withLock { $0.gossip(records, from: connection, now: now) }
-            perform(actions)
-        case .ping(let nonce):
-            send(.ack(nonce: nonce, physicalMilliseconds: node.configuration.clock.nowMilliseconds()), to: connection)
-        case let .ack(nonce, physical):
-            state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
-        case .leave:
-            let actions = state.withLock { $0.peerLeft(connection) }
-            logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
-            perform(actions)
-        case .refusal(let reason):
-            logger.error("a peer refuses this node", metadata: ["peer": "\(peerID)", "reason": "\(reason)"])
-            state.withLock { $0.refused(by: connection, now: now) }
-            transport.close(connection)
+        case .gossip, .ping, .ack, .leave, .refusal:
+            break  // never queued: `transport(_:didReceive:from:)` handles them on the transport's thread
         }
     }
 

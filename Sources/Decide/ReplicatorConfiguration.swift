@@ -51,6 +51,11 @@ extension Replicator {
         /// input limit). Catch-up batches are cut below it; a delta above it is not sent and
         /// the peers catch up instead. Must be at least the node's `maxDecisionBytes` + 64.
         public var maxFrameBytes = 16 * 1024 * 1024
+        /// The most bytes of peers' deltas (all links together) waiting to be applied while the
+        /// store is slow. A delta past it is dropped and its peer marked for a catch-up walk,
+        /// which repairs it; pings, acks and gossip never wait behind the store. Catch-up
+        /// messages are bounded per link by the stream window instead. At least `maxFrameBytes`.
+        public var maxInboundDeltaBytes = 64 * 1024 * 1024
         /// Seed for jitter and walk ids (the simulator fixes it; production draws one).
         public var randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
         public var logger = Logger(label: "decide.replication")

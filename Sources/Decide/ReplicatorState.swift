@@ -81,6 +81,9 @@ struct ReplicatorState {
         var lastSeen: UInt64
         /// Deltas not queued to it because its link's queue was full, over all its links.
         var droppedDeltas = 0
+        /// Deltas from it dropped unapplied because this node's store was slow and
+        /// `maxInboundDeltaBytes` of deltas already waited (each repaired by catch-up).
+        var droppedIncomingDeltas = 0
     }
 
     struct Dial {
@@ -415,6 +418,15 @@ struct ReplicatorState {
         return first
     }
 
+    /// Records a delta from the peer dropped before it was applied (the store is slow) and
+    /// marks the link for a walk, which repairs it.
+    mutating func incomingDeltaDropped(on connection: ConnectionID) {
+        guard var link = peers[connection] else { return }
+        members[link.nodeID]?.droppedIncomingDeltas += 1
+        link.needsWalk = true
+        peers[connection] = link
+    }
+
     mutating func remember(_ round: UInt64, in link: inout Link) {
         guard !link.finishedRounds.contains(round) else { return }
         link.finishedRounds.append(round)
@@ -477,7 +489,7 @@ struct ReplicatorState {
                 nodeID: member.nodeID, address: member.address, link: state,
                 lastHeardMillisecondsAgo: member.lastHeard.map { elapsed(since: $0, now: now) },
                 outboundBytesQueued: link.map { queuedBytes[$0.connection] ?? 0 } ?? 0,
-                catchUp: catchUp, droppedDeltas: member.droppedDeltas,
+                catchUp: catchUp, droppedDeltas: member.droppedDeltas, droppedIncomingDeltas: member.droppedIncomingDeltas,
                 coveredClock: member.covered, reportedCoverage: member.coverage))
         }
         return ReplicationStatus(nodeID: selfID, incarnation: incarnation, members: rows,

@@ -66,7 +66,8 @@ public enum SendResult: Hashable, Sendable {
 }
 
 /// Receives a transport's events. Calls come from the transport's own thread, one at a time,
-/// in the order the events happened on each link; an implementation must not block in them.
+/// in the order the events happened on each link; an implementation must not block in them
+/// unless the transport's `delegateMayBlock` says it may.
 public protocol TransportDelegate: AnyObject, Sendable {
     /// A link finished its handshake; frames may now be sent and will be received.
     func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo)
@@ -104,4 +105,14 @@ public protocol Transport: AnyObject, Sendable {
     func outboundBytes(for connection: ConnectionID) -> Int
     /// Closes every link and listener and releases every resource; waits until that is done.
     func shutdown()
+    /// True when nothing but the delegate runs on the thread that calls it (a simulator or a
+    /// test driver): the engine then handles every frame inside the call, deterministically,
+    /// even where that waits for the disk. False for an event loop: the engine moves whatever
+    /// may wait for the disk onto a queue of its own, so the loop never waits.
+    var delegateMayBlock: Bool { get }
+}
+
+extension Transport {
+    /// An event loop's answer: the delegate must not block.
+    public var delegateMayBlock: Bool { false }
 }

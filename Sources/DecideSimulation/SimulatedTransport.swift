@@ -73,6 +73,10 @@ public final class SimulatedTransport: Transport, @unchecked Sendable {
 
     /// Stops listening and closes every link; peers are told `.closedByPeer`. From its return on
     /// this transport makes no delegate call. Idempotent.
+    /// The simulator calls the delegate from its scheduler, where nothing else waits: the
+    /// engine handles every frame inside the call, so a seed replays exactly.
+    public var delegateMayBlock: Bool { true }
+
     public func shutdown() {
         network.shutdown(self)
     }

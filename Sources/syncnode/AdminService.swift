@@ -207,6 +207,7 @@ final class AdminService: UVLineServer.Delegate, Sendable {
                 ("queuedBytes", .number(String(member.outboundBytesQueued))),
                 ("catchUp", .string(member.catchUp.rawValue)),
                 ("droppedDeltas", .number(String(member.droppedDeltas))),
+                ("droppedIncomingDeltas", .number(String(member.droppedIncomingDeltas))),
                 ("coveredClock", AdminReply.hlc(member.coveredClock)),
                 ("reportedCoverage", AdminReply.hlc(member.reportedCoverage)),
             ])

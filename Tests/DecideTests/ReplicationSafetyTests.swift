@@ -75,6 +75,37 @@ import Testing
         try node.close()
     }
 
+    @Test func strictDurabilityKeepsADecisionOutOfCatchUpUntilItIsOnDisk() async throws {
+        let scratch = StorageTests.Scratch()
+        defer { scratch.remove() }
+        let node = try StorageTests.open(scratch, durability: .strict)
+        let key = StateKey(name: Fixture.Counter.name)
+        let bucket = node.digest.bucket(of: key)
+        let committed = Recorder<Version>()
+        _ = node.addCommitListener { committed.append($0.delta.version) }
+        StorageTests.sqlite(node).pauseWriter(true)
+        Thread { node.set(1, into: Fixture.Counter.self) }.start()
+        #expect(await committed.wait { !$0.isEmpty })
+        let version = committed.all[0]
+        // In memory, not on disk: a walk must neither offer, push nor stream it, and the coverage
+        // a walk proves must stay below it.
+        #expect(node.entry(for: key) != nil)
+        #expect(node.walkEntries(keys: [key], changedAfter: 0)?.isEmpty == true, "a walk streams a decision not on disk")
+        #expect(node.summaryChunk(of: [bucket], from: 0, itemOffset: 0, maxItems: 100).groups.allSatisfy { $0.items.isEmpty },
+                "a walk summary offers a decision not on disk")
+        #expect(node.compare(buckets: [(bucket: bucket, items: [:])]).allSatisfy { $0.push.isEmpty },
+                "a walk pushes a decision not on disk")
+        #expect(node.walkStart.clock < version.timestamp.rawValue, "a walk would prove coverage of a decision not on disk")
+        StorageTests.sqlite(node).pauseWriter(false)
+        try node.flush()
+        for _ in 0..<200 where node.walkEntries(keys: [key], changedAfter: 0)?.isEmpty != false {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(node.walkEntries(keys: [key], changedAfter: 0)?.map(\.entry.version) == [version])
+        #expect(node.walkStart.clock >= version.timestamp.rawValue)
+        try node.close()
+    }
+
     @Test func aWalkStartKeepsPaceWithRealTime() {
         let clock = ManualClock()
         let node = Fixture.node(clock: clock)

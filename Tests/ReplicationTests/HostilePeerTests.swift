@@ -71,6 +71,12 @@ import Testing
         send(.streamAck(round: 42, seq: UInt64.max))
         send(.entries(round: UInt64.max, seq: UInt64.max, last: true, batch: []))
         send(.summary(round: 3, seq: 1, clock: UInt64.max, last: true, groups: [.init(bucket: UInt32.max, items: [])]))
+        // A delta over maxDecisionBytes (8 MiB) that still fits a frame: it could never be handed
+        // on whole by catch-up, so it closes the link instead of being applied.
+        send(.delta(Delta(version: Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_000, logical: 0), node: "x"),
+                          writes: (0..<10).map { .init(key: StateKey(name: "huge\($0)"), value: Array(repeating: 0x61, count: 1_000_000)) })))
+        let appliedHuge = cluster.node("a").entry(for: StateKey(name: "huge0")) != nil
+        #expect(!appliedHuge, "a applied a delta over maxDecisionBytes")
         let rows = cluster.members["a"]!.replicator.status.members
         #expect(rows.count <= 64, "a holds \(rows.count) members")
         #expect(rows.contains { $0.nodeID == "b" && $0.link == .connected }, "a lost its honest peer: \(rows)")

@@ -29,14 +29,16 @@ import Testing
         let replicator: Replicator
         let address: String
 
-        init(_ id: String, seeds: [String]) throws {
+        init(_ id: String, seeds: [String],
+             configure: (inout Node.Configuration, inout Replicator.Configuration) -> Void = { _, _ in }) throws {
             var logger = Logger(label: "test.\(id)")
             logger.logLevel = .warning
             var nodeConfiguration = Node.Configuration(id: id)
             nodeConfiguration.logger = logger
+            var configuration = Replicator.Configuration()
+            configure(&nodeConfiguration, &configuration)
             node = try Node(configuration: nodeConfiguration)
             transport = try UVTransport(configuration: .init(nodeID: id, clusterName: "loopback-test", logger: logger))
-            var configuration = Replicator.Configuration()
             configuration.seeds = seeds
             configuration.logger = logger
             configuration.heartbeatIntervalMilliseconds = 100
@@ -95,6 +97,52 @@ import Testing
         #expect(c.node.stateSummary.digest == a.node.stateSummary.digest)
         #expect(await eventually { a.connectedPeers() == ["b", "c"] })
 
+        for peer in [a, b, c] { await peer.stop() }
+    }
+
+    struct Blob: Decision {
+        let index: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(String(repeating: "v", count: 4_000) + "\(index)", into: Payload.self, at: index)
+            return .none
+        }
+    }
+    struct Payload: CollectionState {
+        static func defaultValue(at id: Int) -> String { "" }
+        static var name: String { "test.payload" }
+    }
+
+    /// A store that stops writing must hold back neither the links (pings, handshakes) nor
+    /// memory: the engine waits for it off the transport's thread, drops deltas past its
+    /// bound, and a catch-up walk repairs them once the store moves again.
+    @Test(.timeLimit(.minutes(2))) func aStalledStoreStallsNeitherTheLinksNorMemoryAndLosesNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-stall-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let a = try Peer("a", seeds: [])
+        let b = try Peer("b", seeds: [a.address]) { node, replication in
+            node.dataDirectory = directory
+            node.durability = .batched(intervalMilliseconds: 5)
+            node.maxQueuedStorageCommits = 8
+            node.maxDecisionBytes = 256 * 1024
+            node.limits.maxValueBytes = 64 * 1024
+            replication.maxFrameBytes = 1024 * 1024
+            replication.catchUpBatchBytes = 256 * 1024
+            replication.maxInboundDeltaBytes = 1024 * 1024
+        }
+        #expect(await eventually { a.connectedPeers() == ["b"] && b.connectedPeers() == ["a"] })
+        let store = try #require(b.node.storage as? SQLiteStorage)
+        store.pauseWriter(true)
+        // 2,000 deltas of 4 KB: b's store takes 8 commits, 1 MiB more waits, the rest is dropped.
+        for index in 0..<2_000 { a.node.decide(Blob(index: index)) }
+        #expect(await eventually { (b.replicator.status.members.first { $0.nodeID == "a" }?.droppedIncomingDeltas ?? 0) > 0 },
+                "b dropped no delta although its store is stalled")
+        // b's transport thread still works: a new node links with it, and a keeps it alive.
+        let c = try Peer("c", seeds: [b.address])
+        #expect(await eventually { b.connectedPeers() == ["a", "c"] }, "b links with \(b.connectedPeers())")
+        #expect(a.connectedPeers() == ["b"], "a lost b while b's store was stalled")
+        store.pauseWriter(false)
+        #expect(await eventually(60) { b.node.entries() == a.node.entries() && c.node.entries() == a.node.entries() },
+                "entries: a \(a.node.entries().count) b \(b.node.entries().count) c \(c.node.entries().count)")
         for peer in [a, b, c] { await peer.stop() }
     }
 

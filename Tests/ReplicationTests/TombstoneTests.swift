@@ -10,6 +10,12 @@ import Testing
     /// Engine intervals × 200: ticks every 10 s, failure timeout 200 s, walks every 200 s.
     static let weeks: UInt64 = 200
 
+    /// Seeds per weeks-long scenario: `minimum` in `make test` (1,000 simulation seeds), ten
+    /// times as many in `make sim` (10,000).
+    static func seedCount(_ minimum: UInt64) -> UInt64 {
+        max(minimum, minimum * SimulationTests.defaultSeedCount / 1_000)
+    }
+
     static func key(_ index: Int) -> StateKey { StateKey(name: "t\(index)") }
     static func value(_ index: Int) -> [UInt8] { Array("v\(index)".utf8) }
 
@@ -62,7 +68,7 @@ import Testing
     }
 
     @Test func aLoneNodeRestartedEightDaysLaterThenJoinedKeepsEverything() {
-        for seed in SimulationTests.seeds(5, salt: 20 << 32) {
+        for seed in SimulationTests.seeds(Self.seedCount(3), salt: 20 << 32) {
             let cluster = SimCluster(seed: seed, ids: ["a"], seeds: ["a": []], timeScale: Self.weeks)
             Self.write(cluster, on: "a", (0..<50).map { (Self.key($0), Self.value($0)) })
             Self.write(cluster, on: "a", (40..<50).map { (Self.key($0), nil) })
@@ -78,7 +84,7 @@ import Testing
     }
 
     @Test func aPeerAwayForEightDaysComesBackWithoutLossOrResurrection() {
-        for seed in SimulationTests.seeds(5, salt: 21 << 32) {
+        for seed in SimulationTests.seeds(Self.seedCount(3), salt: 21 << 32) {
             let cluster = SimCluster(seed: seed, ids: ["a", "b"], timeScale: Self.weeks)
             Self.write(cluster, on: "a", (0..<20).map { (Self.key($0), Self.value($0)) })
             #expect(cluster.runUntilConverged(maxMilliseconds: Self.day, stepMilliseconds: 10_000), "\(cluster.describe())")
@@ -98,7 +104,7 @@ import Testing
     }
 
     @Test func aMonthLongPartitionWithDeletesOnBothSidesResurrectsNothing() {
-        for seed in SimulationTests.seeds(4, salt: 22 << 32) {
+        for seed in SimulationTests.seeds(Self.seedCount(2), salt: 22 << 32) {
             let ids = ["a", "b", "c", "d"]
             let cluster = SimCluster(seed: seed, ids: ids, timeScale: Self.weeks)
             Self.write(cluster, on: "a", (0..<40).map { (Self.key($0), Self.value($0)) })
@@ -127,7 +133,7 @@ import Testing
     }
 
     @Test func aMemberAwayForAMonthIsForgottenThenRefusedWhenItReturns() {
-        for seed in SimulationTests.seeds(4, salt: 23 << 32) {
+        for seed in SimulationTests.seeds(Self.seedCount(3), salt: 23 << 32) {
             let cluster = SimCluster(seed: seed, ids: ["a", "b", "c"], timeScale: Self.weeks)
             Self.write(cluster, on: "a", (0..<10).map { (Self.key($0), Self.value($0)) })
             #expect(cluster.runUntilConverged(maxMilliseconds: Self.day, stepMilliseconds: 10_000), "\(cluster.describe())")
@@ -159,7 +165,7 @@ import Testing
     }
 
     @Test func theDeadMemberTimeoutRemovesAMemberThatStaysAway() {
-        for seed in SimulationTests.seeds(4, salt: 24 << 32) {
+        for seed in SimulationTests.seeds(Self.seedCount(3), salt: 24 << 32) {
             let cluster = SimCluster(seed: seed, ids: ["a", "b", "c"], timeScale: Self.weeks, configure: { configuration in
                 configuration.deadMemberTimeoutMilliseconds = 7 * Self.day
             })
