@@ -331,6 +331,18 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let now = clock.nowMilliseconds()
         guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
         switch message {
+        case let .streamAck(round, seq):
+            // Credit for this node's own stream: sending more never waits for the store, and the
+            // walk cannot end before the peer's stream to us is applied (`incomingDone` is set
+            // only after the last batch was, on the inbound queue).
+            switch state.withLock({ $0.acked(round, seq: seq, on: connection, now: now) }) {
+            case nil:
+                violation(connection, peerID, "streamAck for a message never sent")
+            case true?:
+                finishWalk(round, on: connection, synced: true)
+            case false?:
+                pump(round, on: connection)
+            }
         case .gossip(let records):
             let actions = state.withLock { $0.gossip(records, from: connection, now: now) }
             perform(actions)
@@ -413,16 +425,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         case let .entries(round, seq, last, batch):
             guard accept(round, seq, from: connection, peerID: peerID) else { return }
             handleEntries(round: round, seq: seq, last: last, batch: batch, from: connection, peerID: peerID)
-        case let .streamAck(round, seq):
-            switch state.withLock({ $0.acked(round, seq: seq, on: connection, now: now) }) {
-            case nil:
-                violation(connection, peerID, "streamAck for a message never sent")
-            case true?:
-                finishWalk(round, on: connection, synced: true)
-            case false?:
-                pump(round, on: connection)
-            }
-        case .gossip, .ping, .ack, .leave, .refusal:
+        case .gossip, .ping, .ack, .leave, .refusal, .streamAck:
             break  // never queued: `transport(_:didReceive:from:)` handles them on the transport's thread
         }
     }

@@ -120,6 +120,7 @@ struct Walk {
             }
             guard bucket >= nextBucket else { return .failure(RuleBroken(description: "summary buckets out of order")) }
             openBucket = bucket
+            openItems.reserveCapacity(openItems.count + group.items.count)
             for item in group.items { openItems[item.keyHash] = item }
             guard openItems.count <= maxItems else {
                 return .failure(RuleBroken(description: "summary of one bucket over \(maxItems) keys"))

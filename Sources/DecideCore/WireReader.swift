@@ -66,8 +66,20 @@ public struct WireReader {
     }
 
     public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {
-        let raw = try readBytes(field, limit: limit)
-        guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidUTF8(field: field) }
+        let length = try readVarint(field)
+        guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
+        try need(Int(length), field)
+        let start = position
+        position += Int(length)
+        // Straight from the input, without an intermediate array. Decoding repairs invalid UTF-8,
+        // so a string that does not read back as its bytes was not valid UTF-8.
+        let text: String? = bytes.withUnsafeBufferPointer { buffer in
+            let raw = UnsafeBufferPointer(rebasing: buffer[start..<start + Int(length)])
+            let text = String(decoding: raw, as: UTF8.self)
+            if raw.allSatisfy({ $0 < 0x80 }) { return text }
+            return text.utf8.elementsEqual(raw) ? text : nil
+        }
+        guard let text else { throw .invalidUTF8(field: field) }
         return text
     }
 
