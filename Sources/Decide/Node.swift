@@ -225,7 +225,7 @@ public final class Node: Sendable {
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
     private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock) -> String? {
-        let bytes = Self.decisionBytes(nodeID: id, writes: writes.map { ($0.key, $0.value) })
+        let bytes = Self.decisionBytes(nodeID: id, writes: writes.lazy.map { ($0.key, $0.value) })
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
         }
@@ -239,11 +239,11 @@ public final class Node: Sendable {
 
     /// The size `maxDecisionBytes` bounds: a decision's writes encoded as catch-up entries (each
     /// carries the version), the larger of its two encodings.
-    package static func decisionBytes(nodeID: String, writes: [(key: StateKey, value: [UInt8]?)]) -> Int {
+    package static func decisionBytes(nodeID: String, writes: some Sequence<(StateKey, [UInt8]?)>) -> Int {
         var bytes = 16 + nodeID.utf8.count
-        for write in writes {
-            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: write.key.name.utf8.count, elementBytes: write.key.element.count,
-                                                    nodeBytes: nodeID.utf8.count, valueBytes: write.value?.count ?? 0)
+        for (key, value) in writes {
+            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+                                                    nodeBytes: nodeID.utf8.count, valueBytes: value?.count ?? 0)
         }
         return bytes
     }

@@ -401,7 +401,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let now = clock.nowMilliseconds()
         switch message {
         case .delta(let delta):
-            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.map { ($0.key, $0.value) })
+            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.value) })
             guard bytes <= node.configuration.maxDecisionBytes else {
                 return violation(connection, peerID, "a delta of \(bytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
             }
