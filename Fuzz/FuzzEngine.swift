@@ -721,30 +721,28 @@ final class EngineHarness {
         let steps = corrupt ? 1 : input.pick([1, 2, 4, 8, 16, 64])
         let direction = input.below(3)   // 0 both, 1 to honest only, 2 to victim only
         for _ in 0..<steps {
-            var moved = false
-            if direction != 2, var frame = victim.transport.takeFrame(mine) {
-                moved = true
-                if corrupt {
-                    // What `a` then holds need not come from the victim: the coverage oracle is off.
-                    mutate(&frame, &input)
-                    impersonated = true
-                }
-                if honest.transport.links[theirs] != nil {
-                    honest.replicator.transport(honest.transport, didReceive: frame, from: theirs)
-                }
-            }
-            if direction != 1, var frame = honest.transport.takeFrame(theirs) {
-                moved = true
-                if corrupt {
-                    mutate(&frame, &input)
-                    impersonated = true
-                }
-                if victim.transport.links[mine] != nil {
-                    victim.replicator.transport(victim.transport, didReceive: frame, from: mine)
-                }
-            }
-            if !moved { break }
+            // Both sides' `moved` are evaluated: each direction takes its frame in the same step.
+            let toHonest = direction != 2 && move(from: victim, mine, to: honest, theirs, corrupt: corrupt, &input)
+            let toVictim = direction != 1 && move(from: honest, theirs, to: victim, mine, corrupt: corrupt, &input)
+            if !toHonest && !toVictim { break }
         }
+    }
+
+    /// Takes the next frame `source` queued on `outgoing` and delivers it to `target` on
+    /// `incoming` (if that link is still up); with `corrupt`, alters it on the way. False when
+    /// nothing was queued.
+    private func move(from source: Engine, _ outgoing: ConnectionID, to target: Engine, _ incoming: ConnectionID,
+                      corrupt: Bool, _ input: inout FuzzInput) -> Bool {
+        guard var frame = source.transport.takeFrame(outgoing) else { return false }
+        if corrupt {
+            // What the receiver then holds need not come from its peer: the coverage oracle is off.
+            mutate(&frame, &input)
+            impersonated = true
+        }
+        if target.transport.links[incoming] != nil {
+            target.replicator.transport(target.transport, didReceive: frame, from: incoming)
+        }
+        return true
     }
 
     private func misc(_ input: inout FuzzInput) {
