@@ -28,9 +28,13 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The whole log goes to .build/unit-test.log; on failure the failing tests and their recorded
+# issues are printed again last, so a CI log that keeps only its tail still names them.
 unit-test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	@bash -o pipefail -c '$(SWIFT) test --skip-build 2>&1 | tee .build/unit-test.log' || { \
+		echo "== unit tests failed; every failure recorded (whole log: .build/unit-test.log):"; \
+		grep -a -E '✘|recorded an issue' .build/unit-test.log | tail -n 80; exit 1; }
 
 check-readme:
 	bash scripts/check-readme-example.sh

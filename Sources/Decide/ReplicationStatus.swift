@@ -38,6 +38,10 @@ public struct ReplicationStatus: Hashable, Sendable {
         /// `maxInboundDeltaBytes` of deltas already waited, since this node started (each is
         /// repaired by catch-up).
         public let droppedIncomingDeltas: Int
+        /// Links to it this node closed because it broke a protocol rule (each logged with the
+        /// rule), since this node started. Honest peers never do; a count here is a bug, a
+        /// member with another version's limits, or a hostile member.
+        public let protocolViolations: Int
         /// This node holds everything the member held when the member's hybrid clock read
         /// this (raw HLC; 0 for nothing proven yet): the latest clean anti-entropy walk with it.
         public let coveredClock: UInt64

@@ -370,7 +370,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private func enqueue(_ message: ReplicationMessage, bytes: Int, on inbound: DispatchQueue,
                          from connection: ConnectionID, peerID: String) {
         let isDelta = if case .delta = message { true } else { false }
-        let walkBound = (configuration.catchUpWindowMessages + 2) * configuration.maxFrameBytes
+        // Two walks can stream at once on a link (each side's own), each with `window` stream
+        // messages unacknowledged plus its control messages (digest, requests, done).
+        let walkBound = 2 * (configuration.catchUpWindowMessages + 2) * configuration.maxFrameBytes
         let admitted = inboundLoad.withLock { load in
             load.admit(bytes, delta: isDelta, on: connection, deltaBound: configuration.maxInboundDeltaBytes, walkBound: walkBound)
         }
@@ -475,8 +477,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
 
     private func violation(_ connection: ConnectionID, _ peerID: String, _ rule: String) {
         var actions = ReplicatorActions()
-        actions.violation(connection, peer: peerID, rule: rule)
-        state.withLock { $0.peers[connection]?.closing = true }
+        state.withLock { $0.brokeRule(on: connection, rule: rule, into: &actions) }
         perform(actions)
     }
 

@@ -54,7 +54,8 @@ extension Replicator {
         /// The most bytes of peers' deltas (all links together) waiting to be applied while the
         /// store is slow. A delta past it is dropped and its peer marked for a catch-up walk,
         /// which repairs it; pings, acks and gossip never wait behind the store. Catch-up
-        /// messages are bounded per link by the stream window instead. At least `maxFrameBytes`.
+        /// messages are bounded per link by the stream window instead (two walks, each at most
+        /// `catchUpWindowMessages` + 2 frames). At least `maxFrameBytes`.
         public var maxInboundDeltaBytes = 64 * 1024 * 1024
         /// Seed for jitter and walk ids (the simulator fixes it; production draws one).
         public var randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)

@@ -47,7 +47,7 @@ extension ReplicatorState {
         var actions = ReplicatorActions()
         let peer = peers[connection]?.nodeID ?? "?"
         guard records.count <= 2 * configuration.maxMembers + 1 else {
-            actions.violation(connection, peer: peer, rule: "gossip of \(records.count) records is over twice maxMembers \(configuration.maxMembers)")
+            brokeRule(on: connection, rule: "gossip of \(records.count) records is over twice maxMembers \(configuration.maxMembers)", into: &actions)
             return actions
         }
         for record in records {
@@ -62,8 +62,7 @@ extension ReplicatorState {
             }
             guard var member = members[record.nodeID] else {
                 guard activeMemberCount < configuration.maxMembers else {
-                    actions.violation(connection, peer: peer,
-                                      rule: "gossip would pass maxMembers \(configuration.maxMembers)")
+                    brokeRule(on: connection, rule: "gossip would pass maxMembers \(configuration.maxMembers)", into: &actions)
                     return actions
                 }
                 var member = Member(nodeID: record.nodeID, address: record.address,

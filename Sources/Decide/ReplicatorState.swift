@@ -84,6 +84,8 @@ struct ReplicatorState {
         /// Deltas from it dropped unapplied because this node's store was slow and
         /// `maxInboundDeltaBytes` of deltas already waited (each repaired by catch-up).
         var droppedIncomingDeltas = 0
+        /// Links to it closed because it broke a protocol rule, since this node started.
+        var protocolViolations = 0
     }
 
     struct Dial {
@@ -418,6 +420,15 @@ struct ReplicatorState {
         return first
     }
 
+    /// The peer on `connection` broke a protocol rule: counts it against the member, marks the
+    /// link closing (nothing more of it is handled) and has the link closed, naming the rule.
+    mutating func brokeRule(on connection: ConnectionID, rule: String, into actions: inout ReplicatorActions) {
+        let peer = peers[connection]?.nodeID ?? "?"
+        if let link = peers[connection] { members[link.nodeID]?.protocolViolations += 1 }
+        peers[connection]?.closing = true
+        actions.violation(connection, peer: peer, rule: rule)
+    }
+
     /// Records a delta from the peer dropped before it was applied (the store is slow) and
     /// marks the link for a walk, which repairs it.
     mutating func incomingDeltaDropped(on connection: ConnectionID) {
@@ -490,6 +501,7 @@ struct ReplicatorState {
                 lastHeardMillisecondsAgo: member.lastHeard.map { elapsed(since: $0, now: now) },
                 outboundBytesQueued: link.map { queuedBytes[$0.connection] ?? 0 } ?? 0,
                 catchUp: catchUp, droppedDeltas: member.droppedDeltas, droppedIncomingDeltas: member.droppedIncomingDeltas,
+                protocolViolations: member.protocolViolations,
                 coveredClock: member.covered, reportedCoverage: member.coverage))
         }
         return ReplicationStatus(nodeID: selfID, incarnation: incarnation, members: rows,

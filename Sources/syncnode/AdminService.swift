@@ -208,6 +208,7 @@ final class AdminService: UVLineServer.Delegate, Sendable {
                 ("catchUp", .string(member.catchUp.rawValue)),
                 ("droppedDeltas", .number(String(member.droppedDeltas))),
                 ("droppedIncomingDeltas", .number(String(member.droppedIncomingDeltas))),
+                ("protocolViolations", .number(String(member.protocolViolations))),
                 ("coveredClock", AdminReply.hlc(member.coveredClock)),
                 ("reportedCoverage", AdminReply.hlc(member.reportedCoverage)),
             ])

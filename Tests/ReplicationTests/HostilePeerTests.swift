@@ -80,6 +80,9 @@ import Testing
         let rows = cluster.members["a"]!.replicator.status.members
         #expect(rows.count <= 64, "a holds \(rows.count) members")
         #expect(rows.contains { $0.nodeID == "b" && $0.link == .connected }, "a lost its honest peer: \(rows)")
+        // Each rule broken is counted against the one who broke it, and only against it.
+        #expect((rows.first { $0.nodeID == "x" }?.protocolViolations ?? 0) >= 3, "\(rows.filter { $0.nodeID == "x" })")
+        #expect(rows.first { $0.nodeID == "b" }?.protocolViolations == 0)
         cluster.node("a").decide(SimulationTests.Write(writes: [(StateKey(name: "after"), Array("1".utf8))]))
         #expect(cluster.runUntilConverged(["a", "b"]), "\(cluster.describe())")
         #expect(cluster.members["a"]!.replicator.status.incarnation < UInt64.max)
