@@ -11,6 +11,8 @@ import Synchronization
 /// - effects run only here, after their decision commits, on a bounded task pool.
 public final class Node: Sendable {
     public let id: String
+    /// `Version.nodeHash` of `id`, hashed once rather than per decision.
+    private let idHash: UInt64
     let configuration: Configuration
     let logger: Logger
     private let core: Mutex<NodeCore>
@@ -25,6 +27,8 @@ public final class Node: Sendable {
     private let waitsForDisk: Bool
     /// Set by the replication engine while this node must take no decision.
     private let writeRefusal = Mutex<String?>(nil)
+    /// Whether `writeRefusal` holds a reason: one load per decision instead of a lock.
+    private let refusingWrites = Atomic<Bool>(false)
 
     /// Creates a node. Without a data directory its state starts empty. With one, it loads the
     /// store into memory and moves its clock past every stored version before any decision.
@@ -58,6 +62,7 @@ public final class Node: Sendable {
             throw .invalidDurability("durability \(configuration.durability) needs a dataDirectory")
         }
         self.id = configuration.id
+        self.idHash = Version(timestamp: .zero, node: configuration.id).nodeHash
         self.configuration = configuration
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(configuration.id)"
@@ -92,7 +97,8 @@ public final class Node: Sendable {
         let core = NodeCore(
             nodeID: configuration.id, table: table, clock: clock,
             logger: logger, limits: configuration.limits,
-            recentChangeCapacity: configuration.recentChangeCapacity)
+            recentChangeCapacity: configuration.recentChangeCapacity,
+            maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
         self.core = Mutex(core)
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
@@ -136,7 +142,7 @@ public final class Node: Sendable {
 
     @discardableResult
     private func runOne(_ decision: any Decision, followUps: inout [any Decision]) -> Commit {
-        if let reason = writeRefusal.withLock({ $0 }) {
+        if refusingWrites.load(ordering: .acquiring), let reason = writeRefusal.withLock({ $0 }) {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(reason)")
             return .aborted(reason: reason)
         }
@@ -163,17 +169,19 @@ public final class Node: Sendable {
                 if persists { storage.cancelAdmission() }
                 return (.unchanged, effect, 0, nil)
             }
-            if let refusal = refusal(of: writes, clock: core.clock) {
+            let physical = configuration.clock.nowMilliseconds()
+            if let refusal = refusal(of: writes, clock: core.clock, physicalMilliseconds: physical) {
                 if persists { storage.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
                 return (.aborted(reason: refusal), .none, 0, nil)
             }
-            let timestamp = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds())
-            let version = Version(timestamp: timestamp, node: id)
+            let timestamp = core.clock.tick(physicalMilliseconds: physical)
+            let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
             for write in writes {
                 let entry = Entry(version: version, value: write.value)
-                let outcome = core.table.merge(entry, for: write.key, decoded: write.decoded)
+                let outcome = core.table.merge(entry, for: write.key)
                 precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+                if let decoded = write.decoded { core.decoded.written(decoded, of: write.key, at: version) }
                 core.recordChange(write.key)
                 notifyObservers(core, key: write.key, entry: entry, decoded: write.decoded)
             }
@@ -224,12 +232,12 @@ public final class Node: Sendable {
     /// Why a decision with these writes must not commit now, or nil: it is larger than one
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
-    private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock) -> String? {
+    private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock,
+                         physicalMilliseconds physical: UInt64) -> String? {
         let bytes = Self.decisionBytes(nodeID: id, writes: writes.lazy.map { ($0.key, $0.value) })
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
         }
-        let physical = configuration.clock.nowMilliseconds()
         let lead = clock.last.physicalMilliseconds.subtractingReportingOverflow(physical)
         if !lead.overflow, lead.partialValue > configuration.maxClockSkewMilliseconds {
             return "this node's clock ran \(lead.partialValue) ms ahead of its physical clock (more than maxClockSkewMilliseconds \(configuration.maxClockSkewMilliseconds)); peers would refuse its writes, so it takes none until real time catches up"
@@ -251,7 +259,10 @@ public final class Node: Sendable {
     /// A reason set by the replication engine to refuse every decision (e.g. this node's
     /// clock is far from its peers'), nil to accept them.
     package func refuseWrites(_ reason: String?) {
-        writeRefusal.withLock { $0 = reason }
+        writeRefusal.withLock { current in
+            current = reason
+            refusingWrites.store(reason != nil, ordering: .releasing)
+        }
     }
 
     // MARK: effects
@@ -412,8 +423,9 @@ public final class Node: Sendable {
         let observer = core.withLock { core -> Observer in
             let observer = make(core.makeID())
             core.observers[key, default: [:]][observer.id] = observer
-            let slot = core.table.slot(for: key)
-            delivery.enqueue(.init(observer: observer, entry: slot?.entry, decoded: slot?.decoded))
+            let entry = core.table.entry(for: key)
+            delivery.enqueue(.init(observer: observer, entry: entry,
+                                   decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
             return observer
         }
         delivery.drain()

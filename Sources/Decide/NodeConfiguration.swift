@@ -45,6 +45,10 @@ extension Node {
         /// whole decisions (docs/replication.md, "Atomic catch-up"); a walk during which more
         /// changes happen is restarted.
         public var recentChangeCapacity = 65_536
+        /// How many decoded values the node keeps for typed reads and observers (each beside
+        /// the entry's bytes, so reading a key again does not decode it again). When full the
+        /// cache starts over; 0 decodes on every read. The entries themselves are always kept.
+        public var maxCachedDecodedValues = 65_536
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
         /// The directory of this node's store (created when absent; the file inside is

@@ -6,6 +6,8 @@ import Logging
 /// `@unchecked Sendable`: only ever touched inside `Node.core.withLock`.
 final class NodeCore: @unchecked Sendable {
     var table: EntryTable
+    /// Values decoded from the table's bytes, for typed reads (bounded; see `DecodedCache`).
+    var decoded: DecodedCache
     var clock: HybridLogicalClock
     private var atomicKeys: [ObjectIdentifier: StateKey] = [:]
     private var names: [ObjectIdentifier: String] = [:]
@@ -50,9 +52,10 @@ final class NodeCore: @unchecked Sendable {
     private(set) var transaction: Transaction!
 
     init(nodeID: String, table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits,
-         recentChangeCapacity: Int) {
+         recentChangeCapacity: Int, maxCachedDecodedValues: Int) {
         self.nodeID = nodeID
         self.table = table
+        self.decoded = DecodedCache(capacity: maxCachedDecodedValues)
         self.clock = clock
         self.recentChangeCapacity = recentChangeCapacity
         self.transaction = Transaction(core: self, logger: logger, limits: limits)

@@ -72,10 +72,10 @@ final class Transaction: @unchecked Sendable {
             guard let bytes = write.value else { return nil }
             return decode(type, bytes, key: key)
         }
-        guard let slot = core.table.slot(for: key), let bytes = slot.entry.value else { return nil }
-        if let decoded = slot.decoded as? Value { return decoded }
+        guard let entry = core.table.entry(for: key), let bytes = entry.value else { return nil }
+        if let decoded = core.decoded.value(of: key, at: entry.version) as? Value { return decoded }
         guard let decoded = decode(type, bytes, key: key) else { return nil }
-        core.table.cache(decoded, for: key, version: slot.entry.version)
+        core.decoded.keep(decoded, of: key, at: entry.version)
         return decoded
     }
 

@@ -51,18 +51,24 @@ enum ValueCoding {
         }
     }
 
+    /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.
     private static func encodeInteger(_ number: Int64) -> [UInt8] {
-        if number == 0 { return [UInt8(ascii: "0")] }
-        var digits: [UInt8] = []
-        digits.reserveCapacity(20)
-        var rest = number.magnitude
-        while rest > 0 {
-            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
+        var digitCount = 1
+        var probe = number.magnitude
+        while probe >= 10 {
+            probe /= 10
+            digitCount += 1
         }
-        if number < 0 { digits.append(UInt8(ascii: "-")) }
-        digits.reverse()
-        return digits
+        let count = digitCount + (number < 0 ? 1 : 0)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var rest = number.magnitude
+            for position in stride(from: count - 1, through: count - digitCount, by: -1) {
+                buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            if number < 0 { buffer[0] = UInt8(ascii: "-") }
+            initialized = count
+        }
     }
 
     /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to

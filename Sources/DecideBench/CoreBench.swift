@@ -74,11 +74,20 @@ enum CoreBench {
         }
     }
 
+    /// `BENCH_CORE_OPERATIONS=N`: run exactly N operations per measurement instead of timing
+    /// them, so `valgrind --tool=callgrind` counts instructions per decision repeatably
+    /// (docs/benchmarks.md, "Profiling").
+    static let fixedOperations = Int(ProcessInfo.processInfo.environment["BENCH_CORE_OPERATIONS"] ?? "")
+
     /// Operations per second of `body`, timed in batches until `seconds` pass.
     static func rate(seconds: Double, _ body: (Int) -> Void) -> Double {
         let batch = 10_000
         var done = 0
         let start = DispatchTime.now().uptimeNanoseconds
+        if let fixed = fixedOperations {
+            for iteration in 0..<fixed { body(iteration) }
+            return Double(fixed) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
         let deadline = start + UInt64(seconds * 1e9)
         var now = start
         while now < deadline {

@@ -44,23 +44,13 @@ enum JoinBench {
         print(String(format: "   holder loaded %d entries (%.0f MB of keys and values) in %.1f s", summary.entryCount,
                      Double(copiedBytes) / 1e6, loadSeconds))
 
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["join-child", holder.listenAddress, String(summary.digest, radix: 16), "\(summary.entryCount)"]
-        let output = Pipe()
-        child.standardOutput = output
+        let text: String
+        let fields: [String: Double]
         do {
-            try child.run()
+            (_, text, fields) = try BenchChild.run(["join-child", holder.listenAddress, String(summary.digest, radix: 16), "\(summary.entryCount)"])
         } catch {
             print("   cannot start the joiner: \(error)\n")
             return
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        var fields: [String: Double] = [:]
-        for pair in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
-            let parts = pair.split(separator: "=")
-            if parts.count == 2, let number = Double(parts[1]) { fields[String(parts[0])] = number }
         }
         guard let seconds = fields["seconds"], let peak = fields["peakKB"], let settled = fields["settledKB"],
               fields["converged"] == 1 else {
@@ -115,20 +105,9 @@ enum JoinBench {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         usleep(500_000)
-        _ = releaseFreeHeapMemory(0)
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        func kilobytes(_ field: String) -> Int {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
-        }
-        print("converged=\(converged ? 1 : 0) seconds=\(seconds) peakKB=\(kilobytes("VmHWM")) settledKB=\(kilobytes("VmRSS"))")
+        print("converged=\(converged ? 1 : 0) seconds=\(seconds) peakKB=\(ProcessMemory.kilobytes("VmHWM")) settledKB=\(ProcessMemory.kilobytes("VmRSS"))")
         exit(converged ? 0 : 1)
     }
-
-    /// glibc's `malloc_trim`: hands free heap pages back to the system, so the RSS read after it
-    /// is what the joiner holds, not what it freed. (Not in the Glibc module map.)
-    @_silgen_name("malloc_trim")
-    private static func releaseFreeHeapMemory(_ pad: Int) -> Int32
 
     /// `range.count` keys of `valueBytes` bytes each, in one decision.
     struct Fill: Decision {

@@ -5,13 +5,15 @@ import Foundation
 // compare ratios, not absolute numbers, across machines.
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "join-child" { JoinBench.child(Array(arguments.dropFirst())) }
-let known = ["core", "transport", "replication", "anti-entropy", "durability", "join"]
+if arguments.first == "memory-child" { MemoryBench.child(Array(arguments.dropFirst())) }
+let known = ["core", "memory", "transport", "replication", "anti-entropy", "durability", "join"]
 let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
 for section in sections {
     switch section {
     case "core": CoreBench.run(seconds: seconds)
+    case "memory": MemoryBench.run()
     case "transport": runTransportBench()
     case "replication": ReplicationBench.run(seconds: seconds)
     case "anti-entropy": AntiEntropyBench.run()

@@ -5,14 +5,17 @@
 /// `Entry.merged` of every entry offered for it (so two tables offered the same entries in any
 /// order hold the same entries and the same digest); `digest` always describes exactly the
 /// entries held.
+///
+/// Layout (docs/benchmarks.md, "memory"): one dense array of records (key, timestamp, interned
+/// node id, value bytes, digest contribution: 64 bytes), an open-addressing index of 32-bit
+/// record numbers probed by the key's `stableHash`, and per digest leaf the record numbers of
+/// its keys. Decoded values are not kept here; the node layer caches the ones it reads.
 public struct EntryTable: Sendable {
-    /// One stored key: its entry and a decoded form of its value that the node layer may cache
-    /// (cleared whenever the entry changes, so it never describes an older entry).
+    /// One stored key as the table hands it out: its entry and its digest contribution.
     public struct Slot: Sendable {
-        public fileprivate(set) var entry: Entry
-        public var decoded: (any Sendable)?
+        public let entry: Entry
         /// `StateDigest.contribution(of:_:)` of this key and entry, computed once when it was merged.
-        public fileprivate(set) var contribution: UInt64
+        public let contribution: UInt64
     }
 
     /// What `merge` did with an offered entry.
@@ -29,9 +32,25 @@ public struct EntryTable: Sendable {
         }
     }
 
-    private var slots: [StateKey: Slot] = [:]
-    /// The keys of each digest leaf, so anti-entropy reads a differing leaf without a scan.
-    private var bucketMembers: [[StateKey]]
+    private struct Record {
+        let key: StateKey
+        var timestamp: HLCTimestamp
+        var value: [UInt8]?
+        var contribution: UInt64
+        var node: UInt32
+    }
+
+    private var records: ContiguousArray<Record> = []
+    /// Open addressing, linear probing: record number + 1, or 0 for an empty cell. Its size is a
+    /// power of two kept at least twice the record count.
+    private var index: [UInt32]
+    /// Node ids seen in versions, each once, with their stable hashes; records name them by
+    /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
+    private var nodeIDs: [(id: String, hash: UInt64)] = []
+    private var nodeNumbers: [String: UInt32] = [:]
+    /// The record numbers of each digest leaf's keys, so anti-entropy reads a differing leaf
+    /// without a scan.
+    private var bucketMembers: [[UInt32]]
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
@@ -40,47 +59,72 @@ public struct EntryTable: Sendable {
 
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
-        self.bucketMembers = [[StateKey]](repeating: [], count: digest.width(ofLevel: digest.depth))
+        self.bucketMembers = [[UInt32]](repeating: [], count: digest.width(ofLevel: digest.depth))
+        self.index = [UInt32](repeating: 0, count: 16)
     }
 
     /// Stored keys, tombstones included.
-    public var count: Int { slots.count }
+    public var count: Int { records.count }
 
-    public func entry(for key: StateKey) -> Entry? { slots[key]?.entry }
-
-    public func slot(for key: StateKey) -> Slot? { slots[key] }
-
-    /// Stores a decoded value for `key`, only if the stored entry still has `version`.
-    public mutating func cache(_ decoded: any Sendable, for key: StateKey, version: Version) {
-        guard let index = slots.index(forKey: key), slots.values[index].entry.version == version else { return }
-        slots.values[index].decoded = decoded
+    /// Makes room for `count` keys in all, so a large load does not rehash on the way.
+    public mutating func reserveCapacity(_ count: Int) {
+        records.reserveCapacity(count)
+        if count * 2 > index.count { rebuildIndex(minimumCells: count * 2) }
     }
 
-    /// Offers `entry` for `key` under last-writer-wins; `decoded`, when given, is cached with
-    /// it if it wins.
+    public func entry(for key: StateKey) -> Entry? {
+        guard let position = find(key) else { return nil }
+        return entry(of: records[position])
+    }
+
+    public func slot(for key: StateKey) -> Slot? {
+        guard let position = find(key) else { return nil }
+        let record = records[position]
+        return Slot(entry: entry(of: record), contribution: record.contribution)
+    }
+
+    /// The version stored for `key`, without building its entry.
+    public func version(for key: StateKey) -> Version? {
+        guard let position = find(key) else { return nil }
+        return version(of: records[position])
+    }
+
+    /// Offers `entry` for `key` under last-writer-wins.
     @discardableResult
-    public mutating func merge(_ entry: Entry, for key: StateKey, decoded: (any Sendable)? = nil) -> MergeOutcome {
+    public mutating func merge(_ entry: Entry, for key: StateKey) -> MergeOutcome {
+        let cell = probe(key)
         let outcome: MergeOutcome
-        if let index = slots.index(forKey: key) {
-            let previous = slots.values[index]
-            guard !previous.entry.wins(over: entry) else { return .kept }
+        let stored = index[cell]
+        if stored != 0 {
+            let position = Int(stored - 1)
+            let previous = self.entry(of: records[position])
+            guard !previous.wins(over: entry) else { return .kept }
             let contribution = StateDigest.contribution(of: key, entry)
-            slots.values[index] = Slot(entry: entry, decoded: decoded, contribution: contribution)
-            if previous.entry.isTombstone { tombstoneCount -= 1 }
-            digest.toggle(contribution: previous.contribution ^ contribution, of: key)
-            outcome = .replaced(previous: previous.entry)
+            let node = nodeNumber(of: entry.version)
+            let old = records[position].contribution
+            records.withUnsafeMutableBufferPointer { records in
+                records[position].timestamp = entry.version.timestamp
+                records[position].value = entry.value
+                records[position].contribution = contribution
+                records[position].node = node
+            }
+            if previous.isTombstone { tombstoneCount -= 1 }
+            digest.toggle(contribution: old ^ contribution, of: key)
+            outcome = .replaced(previous: previous)
         } else {
             let contribution = StateDigest.contribution(of: key, entry)
-            slots[key] = Slot(entry: entry, decoded: decoded, contribution: contribution)
+            let number = UInt32(records.count)
+            records.append(Record(key: key, timestamp: entry.version.timestamp, value: entry.value,
+                                  contribution: contribution, node: nodeNumber(of: entry.version)))
+            index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
-            bucketMembers[digest.bucket(of: key)].append(key)
+            bucketMembers[digest.bucket(of: key)].append(number)
             outcome = .inserted
+            if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
         }
         if entry.isTombstone { tombstoneCount += 1 }
         if let highest = highestVersion {
-            if highest.timestamp <= entry.version.timestamp && highest != entry.version && highest < entry.version {
-                highestVersion = entry.version
-            }
+            if highest.timestamp <= entry.version.timestamp && highest < entry.version { highestVersion = entry.version }
         } else {
             highestVersion = entry.version
         }
@@ -91,22 +135,18 @@ public struct EntryTable: Sendable {
     /// collection); returns whether it was removed. Live entries are never removed here.
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
-        guard let slot = slots[key], slot.entry.isTombstone, slot.entry.version == version else { return false }
-        remove(key, slot)
+        let cell = probe(key)
+        guard index[cell] != 0 else { return false }
+        let position = Int(index[cell] - 1)
+        let record = records[position]
+        guard record.value == nil, self.version(of: record) == version else { return false }
+        remove(at: position, cell: cell)
         return true
-    }
-
-    private mutating func remove(_ key: StateKey, _ slot: Slot) {
-        slots[key] = nil
-        if slot.entry.isTombstone { tombstoneCount -= 1 }
-        digest.toggle(contribution: slot.contribution, of: key)
-        let bucket = digest.bucket(of: key)
-        if let index = bucketMembers[bucket].firstIndex(of: key) { bucketMembers[bucket].remove(at: index) }
     }
 
     /// Every stored (key, entry), in no particular order.
     public var entries: some Sequence<(key: StateKey, entry: Entry)> {
-        slots.lazy.map { (key: $0.key, entry: $0.value.entry) }
+        records.lazy.map { (key: $0.key, entry: self.entry(of: $0)) }
     }
 
     /// Every stored (key, entry), sorted by key.
@@ -115,15 +155,130 @@ public struct EntryTable: Sendable {
     }
 
     /// The keys in digest leaf `bucket`.
-    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket] }
+    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket].map { records[Int($0)].key } }
 
     /// Every stored (key, slot) whose key falls in digest leaf `bucket`, without a scan.
     public func slots(inBucket bucket: Int) -> [(key: StateKey, slot: Slot)] {
-        bucketMembers[bucket].compactMap { key in slots[key].map { (key: key, slot: $0) } }
+        bucketMembers[bucket].map { number in
+            let record = records[Int(number)]
+            return (key: record.key, slot: Slot(entry: entry(of: record), contribution: record.contribution))
+        }
     }
 
     /// Every stored (key, entry) whose key falls in digest leaf `bucket`, without a scan.
     public func entries(inBucket bucket: Int) -> [(key: StateKey, entry: Entry)] {
-        bucketMembers[bucket].compactMap { key in slots[key].map { (key: key, entry: $0.entry) } }
+        bucketMembers[bucket].map { number in
+            let record = records[Int(number)]
+            return (key: record.key, entry: entry(of: record))
+        }
+    }
+
+    // MARK: layout
+
+    private func version(of record: Record) -> Version {
+        let node = nodeIDs[Int(record.node)]
+        return Version(timestamp: record.timestamp, node: node.id, nodeHash: node.hash)
+    }
+
+    private func entry(of record: Record) -> Entry {
+        Entry(version: version(of: record), value: record.value)
+    }
+
+    /// The number of `version`'s node id, interned on first sight.
+    private mutating func nodeNumber(of version: Version) -> UInt32 {
+        // Most merges carry the node id of the previous one (a node's own writes, a peer's batch).
+        if let last = nodeIDs.indices.last, nodeIDs[last].hash == version.nodeHash, nodeIDs[last].id == version.node {
+            return UInt32(last)
+        }
+        if let known = nodeNumbers[version.node] { return known }
+        let number = UInt32(nodeIDs.count)
+        nodeIDs.append((version.node, version.nodeHash))
+        nodeNumbers[version.node] = number
+        return number
+    }
+
+    /// The record of `key`, if stored.
+    private func find(_ key: StateKey) -> Int? {
+        let stored = index[probe(key)]
+        return stored == 0 ? nil : Int(stored - 1)
+    }
+
+    /// The cell that holds `key`, or the empty cell where it would go.
+    private func probe(_ key: StateKey) -> Int {
+        let mask = index.count - 1
+        return index.withUnsafeBufferPointer { cells in
+            records.withUnsafeBufferPointer { records in
+                var cell = Int(truncatingIfNeeded: Self.spread(key.stableHash)) & mask
+                while true {
+                    let stored = cells[cell]
+                    if stored == 0 { return cell }
+                    if records[Int(stored - 1)].key == key { return cell }
+                    cell = (cell + 1) & mask
+                }
+            }
+        }
+    }
+
+    /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
+    /// high ones for buckets, so keys of one leaf would otherwise crowd together).
+    private static func spread(_ hash: UInt64) -> UInt64 {
+        var mixed = hash ^ (hash >> 31)
+        mixed &*= 0x7FB5_D329_728E_A185
+        return mixed ^ (mixed >> 27)
+    }
+
+    private mutating func rebuildIndex(minimumCells: Int) {
+        var cells = 16
+        while cells < minimumCells { cells <<= 1 }
+        index = [UInt32](repeating: 0, count: cells)
+        let mask = cells - 1
+        index.withUnsafeMutableBufferPointer { index in
+            for (number, record) in records.enumerated() {
+                var cell = Int(truncatingIfNeeded: Self.spread(record.key.stableHash)) & mask
+                while index[cell] != 0 { cell = (cell + 1) & mask }
+                index[cell] = UInt32(number + 1)
+            }
+        }
+    }
+
+    /// Removes the record at `position`, whose index cell is `cell`: the last record moves into
+    /// its place, and the probe sequence after the emptied cell is closed up (backward shift).
+    private mutating func remove(at position: Int, cell: Int) {
+        let record = records[position]
+        tombstoneCount -= record.value == nil ? 1 : 0
+        digest.toggle(contribution: record.contribution, of: record.key)
+        let bucket = digest.bucket(of: record.key)
+        if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
+
+        // Close the gap in the index.
+        let mask = index.count - 1
+        var hole = cell
+        var next = (hole + 1) & mask
+        while index[next] != 0 {
+            let home = Int(truncatingIfNeeded: Self.spread(records[Int(index[next] - 1)].key.stableHash)) & mask
+            // Move it back when its home is not cyclically within (hole, next].
+            let distanceToNext = (next - home) & mask
+            let distanceToHole = (hole - home) & mask
+            if distanceToHole < distanceToNext {
+                index[hole] = index[next]
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        index[hole] = 0
+
+        // Move the last record into the freed position.
+        let last = records.count - 1
+        if position != last {
+            let moved = records[last]
+            let movedCell = probe(moved.key)
+            index[movedCell] = UInt32(position + 1)
+            let movedBucket = digest.bucket(of: moved.key)
+            if let slot = bucketMembers[movedBucket].firstIndex(of: UInt32(last)) {
+                bucketMembers[movedBucket][slot] = UInt32(position)
+            }
+            records[position] = moved
+        }
+        records.removeLast()
     }
 }

@@ -17,6 +17,13 @@ public struct Version: Hashable, Comparable, Sendable, CustomStringConvertible {
         self.nodeHash = hash.value
     }
 
+    /// A version whose `nodeHash` is already known (the entry table keeps one per node id).
+    package init(timestamp: HLCTimestamp, node: String, nodeHash: UInt64) {
+        self.timestamp = timestamp
+        self.node = node
+        self.nodeHash = nodeHash
+    }
+
     public static func == (lhs: Version, rhs: Version) -> Bool {
         lhs.timestamp == rhs.timestamp && lhs.nodeHash == rhs.nodeHash && lhs.node == rhs.node
     }

@@ -92,6 +92,12 @@ import Testing
         #expect(replica.read(Fixture.Counter.self) == Int.min)
         let stored = node.entry(for: StateKey(name: Fixture.Label.name))?.value
         #expect(stored.map { String(decoding: $0, as: UTF8.self) } == "\"line\\nbreak \\\\ and \u{7f} é\"")
+        // Integers are stored as their decimal digits, exactly (the fast path beside JSONEncoder).
+        for number in [0, 7, 9, 10, -1, -9, -10, 99, 100, 1_000_000, Int.max, Int.min] {
+            node.set(number, into: Fixture.Counter.self)
+            let bytes = node.entry(for: StateKey(name: Fixture.Counter.name))?.value
+            #expect(bytes == Array(String(number).utf8), "\(number)")
+        }
     }
 
     @Test func bytesThatDoNotDecodeReadAsTheDefault() throws {

@@ -81,9 +81,22 @@ import Testing
         subscription.cancel()
     }
 
+    /// Counter + 1 into both Counter and Mirror: values grow in commit order whichever thread
+    /// commits, so a later snapshot never holds a smaller one.
+    struct IncrementPair: Decision {
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            let next = read(Fixture.Counter.self) + 1
+            write(next, into: Fixture.Counter.self)
+            write(next, into: Fixture.Mirror.self)
+            return .none
+        }
+    }
+
     @Test func anObserverNeverSeesHalfADecision() async {
         // Counter and Mirror are always written together; every callback reads both in one
         // snapshot and every observed Counter value must come with an equal or newer Mirror.
+        // (Values set by several writers without reading would not grow in commit order: a
+        // callback delivering one writer's value could then rightly see another's smaller one.)
         let node = Fixture.node()
         let violations = Recorder<String>()
         let seen = Recorder<Int>()
@@ -96,7 +109,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for writer in 0..<4 {
                 group.addTask {
-                    for step in 0..<500 { node.decide(Fixture.SetPair(value: writer * 1_000 + step)) }
+                    for _ in 0..<500 { node.decide(IncrementPair()) }
                 }
             }
             group.addTask {
@@ -108,6 +121,7 @@ import Testing
         }
         _ = await seen.wait { !$0.isEmpty }
         #expect(violations.all.isEmpty, "\(violations.all.prefix(5))")
+        #expect(node.read(Fixture.Mirror.self) == 2_000)
         subscription.cancel()
     }
 
