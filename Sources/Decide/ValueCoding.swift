@@ -53,22 +53,23 @@ enum ValueCoding {
 
     /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.
     private static func encodeInteger(_ number: Int64) -> [UInt8] {
+        let magnitude = number.magnitude
+        var divisor: UInt64 = 1
         var digitCount = 1
-        var probe = number.magnitude
-        while probe >= 10 {
-            probe /= 10
+        while magnitude / divisor >= 10 {
+            divisor *= 10
             digitCount += 1
         }
-        let count = digitCount + (number < 0 ? 1 : 0)
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var rest = number.magnitude
-            for position in stride(from: count - 1, through: count - digitCount, by: -1) {
-                buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            }
-            if number < 0 { buffer[0] = UInt8(ascii: "-") }
-            initialized = count
+        var digits: [UInt8] = []
+        digits.reserveCapacity(digitCount + (number < 0 ? 1 : 0))
+        if number < 0 { digits.append(UInt8(ascii: "-")) }
+        var rest = magnitude
+        while divisor > 0 {
+            digits.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
         }
+        return digits
     }
 
     /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to
