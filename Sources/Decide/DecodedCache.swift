@@ -30,7 +30,7 @@ struct DecodedCache {
     /// A new value written to `key` at `version`: replaces the kept one if the key has one (a
     /// key read before is likely read again); a key never read costs nothing more.
     mutating func written(_ value: any Sendable, of key: StateKey, at version: Version) {
-        guard !values.isEmpty, values[key] != nil else { return }
-        values[key] = (version, value)
+        guard !values.isEmpty, let kept = values.index(forKey: key) else { return }
+        values.values[kept] = (version, value)
     }
 }

@@ -423,10 +423,10 @@ struct ReplicatorState {
     /// The peer on `connection` broke a protocol rule: counts it against the member, marks the
     /// link closing (nothing more of it is handled) and has the link closed, naming the rule.
     mutating func brokeRule(on connection: ConnectionID, rule: String, into actions: inout ReplicatorActions) {
-        let peer = peers[connection]?.nodeID ?? "?"
-        if let link = peers[connection] { members[link.nodeID]?.protocolViolations += 1 }
+        let peer = peers[connection]?.nodeID
+        if let peer { members[peer]?.protocolViolations += 1 }
         peers[connection]?.closing = true
-        actions.violation(connection, peer: peer, rule: rule)
+        actions.violation(connection, peer: peer ?? "?", rule: rule)
     }
 
     /// Records a delta from the peer dropped before it was applied (the store is slow) and

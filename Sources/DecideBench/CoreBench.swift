@@ -76,7 +76,7 @@ enum CoreBench {
 
     /// `BENCH_CORE_OPERATIONS=N`: run exactly N operations per measurement instead of timing
     /// them, so `valgrind --tool=callgrind` counts instructions per decision repeatably
-    /// (docs/benchmarks.md, "Profiling").
+    /// (the callgrind recipe at the top of docs/benchmarks.md).
     static let fixedOperations = Int(ProcessInfo.processInfo.environment["BENCH_CORE_OPERATIONS"] ?? "")
 
     /// Operations per second of `body`, timed in batches until `seconds` pass.

@@ -48,6 +48,9 @@ public struct EntryTable: Sendable {
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
     private var nodeNumbers: [String: UInt32] = [:]
+    /// The node number of the latest merge: most merges carry the same node id as the one
+    /// before (a node's own writes, a peer's batch), so they skip `nodeNumbers`.
+    private var latestNode: UInt32 = 0
     /// The record numbers of each digest leaf's keys, so anti-entropy reads a differing leaf
     /// without a scan.
     private var bucketMembers: [[UInt32]]
@@ -66,27 +69,9 @@ public struct EntryTable: Sendable {
     /// Stored keys, tombstones included.
     public var count: Int { records.count }
 
-    /// Makes room for `count` keys in all, so a large load does not rehash on the way.
-    public mutating func reserveCapacity(_ count: Int) {
-        records.reserveCapacity(count)
-        if count * 2 > index.count { rebuildIndex(minimumCells: count * 2) }
-    }
-
     public func entry(for key: StateKey) -> Entry? {
         guard let position = find(key) else { return nil }
         return entry(of: records[position])
-    }
-
-    public func slot(for key: StateKey) -> Slot? {
-        guard let position = find(key) else { return nil }
-        let record = records[position]
-        return Slot(entry: entry(of: record), contribution: record.contribution)
-    }
-
-    /// The version stored for `key`, without building its entry.
-    public func version(for key: StateKey) -> Version? {
-        guard let position = find(key) else { return nil }
-        return version(of: records[position])
     }
 
     /// Offers `entry` for `key` under last-writer-wins.
@@ -186,14 +171,18 @@ public struct EntryTable: Sendable {
 
     /// The number of `version`'s node id, interned on first sight.
     private mutating func nodeNumber(of version: Version) -> UInt32 {
-        // Most merges carry the node id of the previous one (a node's own writes, a peer's batch).
-        if let last = nodeIDs.indices.last, nodeIDs[last].hash == version.nodeHash, nodeIDs[last].id == version.node {
-            return UInt32(last)
+        if Int(latestNode) < nodeIDs.count, nodeIDs[Int(latestNode)].hash == version.nodeHash,
+           nodeIDs[Int(latestNode)].id == version.node {
+            return latestNode
         }
-        if let known = nodeNumbers[version.node] { return known }
+        if let known = nodeNumbers[version.node] {
+            latestNode = known
+            return known
+        }
         let number = UInt32(nodeIDs.count)
         nodeIDs.append((version.node, version.nodeHash))
         nodeNumbers[version.node] = number
+        latestNode = number
         return number
     }
 
