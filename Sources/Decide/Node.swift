@@ -22,7 +22,7 @@ public final class Node: Sendable {
     /// Where commits go to survive a restart (`InMemoryStorage` when there is no data directory).
     package let storage: any NodeStorage
     /// `storage.persists`, read once: a node without a store skips every storage call.
-    private let persists: Bool
+    package let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     private let waitsForDisk: Bool
     /// Set by the replication engine while this node must take no decision.
@@ -170,26 +170,31 @@ public final class Node: Sendable {
                 return (.unchanged, effect, 0, nil)
             }
             let physical = configuration.clock.nowMilliseconds()
-            if let refusal = refusal(of: writes, clock: core.clock, physicalMilliseconds: physical) {
+            if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
                 if persists { storage.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
                 return (.aborted(reason: refusal), .none, 0, nil)
             }
             let timestamp = core.clock.tick(physicalMilliseconds: physical)
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
-            for write in writes {
-                let entry = Entry(version: version, value: write.value)
-                let outcome = core.table.merge(entry, for: write.key)
+            for index in 0..<writes.count {
+                let key = writes.keys[index]
+                let entry = Entry(version: version, value: writes.values[index])
+                let outcome = core.table.merge(entry, for: key)
                 precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
-                if let decoded = write.decoded { core.decoded.written(decoded, of: write.key, at: version) }
-                core.recordChange(write.key)
-                notifyObservers(core, key: write.key, entry: entry, decoded: write.decoded)
+                if let decoded = writes.decoded[index] {
+                    core.decoded.written(decoded, of: key, at: version)
+                    notifyObservers(core, key: key, entry: entry, decoded: decoded)
+                } else {
+                    notifyObservers(core, key: key, entry: entry, decoded: nil)
+                }
+                core.recordChange(key)
             }
             core.committedDecisions += 1
             var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
             if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
                 let delta = CommittedDelta(
-                    delta: Delta(version: version, writes: writes.map { Delta.Write(key: $0.key, value: $0.value) }),
+                    delta: Delta(version: version, writes: zip(writes.keys, writes.values).map { Delta.Write(key: $0, value: $1) }),
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
                 if waitsForDisk {
@@ -201,7 +206,7 @@ public final class Node: Sendable {
             var ticket: UInt64 = 0
             if persists {
                 ticket = storage.append(StorageBatch(
-                    changes: writes.map { .upsert($0.key, Entry(version: version, value: $0.value)) },
+                    changes: zip(writes.keys, writes.values).map { .upsert($0, Entry(version: version, value: $1)) },
                     clock: core.clock.last))
                 // Strict: anti-entropy must not hand it on either until it is on disk.
                 if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
@@ -229,12 +234,10 @@ public final class Node: Sendable {
         return commit
     }
 
-    /// Why a decision with these writes must not commit now, or nil: it is larger than one
+    /// Why a decision of `bytes` (its `decisionBytes`) must not commit now, or nil: it is larger than one
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
-    private func refusal(of writes: [Transaction.PendingWrite], clock: HybridLogicalClock,
-                         physicalMilliseconds physical: UInt64) -> String? {
-        let bytes = Self.decisionBytes(nodeID: id, writes: writes.lazy.map { ($0.key, $0.value) })
+    private func refusal(bytes: Int, clock: HybridLogicalClock, physicalMilliseconds physical: UInt64) -> String? {
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
         }
@@ -535,35 +538,58 @@ public final class Node: Sendable {
     /// `apply(_:)` that waits for the disk only when `waitingForDisk`; returns the store ticket
     /// (0 for none) so the replication engine can wait elsewhere than on its network thread.
     package func apply(_ delta: Delta, waitingForDisk: Bool) throws(ClockError) -> (changed: Int, ticket: UInt64) {
+        let outcome = apply(deltas: CollectionOfOne(delta))
+        if let refusal = outcome.refusals.first { throw refusal.error }
+        if waitingForDisk && waitsForDisk && outcome.ticket > 0 { _ = storage.waitUntilDurable(outcome.ticket) }
+        return (outcome.changed, outcome.ticket)
+    }
+
+    /// What `apply(deltas:)` did: keys changed in all, the store ticket (0 for none), and the
+    /// deltas refused by the clock rule (by their position), which changed nothing.
+    package struct DeltaBatchOutcome {
+        package var changed = 0
+        package var ticket: UInt64 = 0
+        package var refusals: [(index: Int, error: ClockError)] = []
+    }
+
+    /// Applies peers' deltas in order under one hold of the lock and one store append, without
+    /// waiting for the disk: each delta still lands whole or not at all (a delta the clock
+    /// refuses changes nothing), and observers and listeners hear of each as before.
+    package func apply(deltas: some Collection<Delta>) -> DeltaBatchOutcome {
         let admitted = admitToStorage()
-        let (changed, ticket) = try core.withLock { core throws(ClockError) -> (Int, UInt64) in
-            do throws(ClockError) {
-                try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: configuration.clock.nowMilliseconds())
-            } catch {
-                if admitted { storage.cancelAdmission() }
-                throw error
-            }
-            var changed = 0
+        let outcome = core.withLock { core -> DeltaBatchOutcome in
+            var outcome = DeltaBatchOutcome()
             var stored: [StorageChange] = []
-            for write in delta.writes {
-                let entry = Entry(version: delta.version, value: write.value)
-                if !core.isCollected(entry, for: write.key), core.table.merge(entry, for: write.key).changed {
-                    changed += 1
-                    core.recordChange(write.key)
-                    notifyObservers(core, key: write.key, entry: entry, decoded: nil)
-                    if admitted { stored.append(.upsert(write.key, entry)) }
+            let physical = configuration.clock.nowMilliseconds()
+            for (index, delta) in deltas.enumerated() {
+                do throws(ClockError) {
+                    try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: physical)
+                } catch {
+                    outcome.refusals.append((index, error))
+                    continue
                 }
+                var changed = 0
+                for write in delta.writes {
+                    let entry = Entry(version: delta.version, value: write.value)
+                    if !core.isCollected(entry, for: write.key), core.table.merge(entry, for: write.key).changed {
+                        changed += 1
+                        core.recordChange(write.key)
+                        notifyObservers(core, key: write.key, entry: entry, decoded: nil)
+                        if admitted { stored.append(.upsert(write.key, entry)) }
+                    }
+                }
+                core.appliedRemoteDeltas += 1
+                if changed > 0 && !core.commitListeners.isEmpty {
+                    let committed = CommittedDelta(delta: delta, origin: .remote)
+                    for listener in core.commitListeners.values { listener(committed) }
+                }
+                outcome.changed += changed
             }
-            core.appliedRemoteDeltas += 1
-            if changed > 0 && !core.commitListeners.isEmpty {
-                let committed = CommittedDelta(delta: delta, origin: .remote)
-                for listener in core.commitListeners.values { listener(committed) }
-            }
-            return (changed, appendToStorage(admitted, stored, clock: core.clock.last))
+            outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+            return outcome
         }
-        if waitingForDisk && waitsForDisk && ticket > 0 { _ = storage.waitUntilDurable(ticket) }
         delivery.drain()
-        return (changed, ticket)
+        return outcome
     }
 
     /// Waits until the store holds the commit of `ticket` (from `apply(_:waitingForDisk:)` or

@@ -9,8 +9,16 @@ final class NodeCore: @unchecked Sendable {
     /// Values decoded from the table's bytes, for typed reads (bounded; see `DecodedCache`).
     var decoded: DecodedCache
     var clock: HybridLogicalClock
-    private var atomicKeys: [ObjectIdentifier: StateKey] = [:]
-    private var names: [ObjectIdentifier: String] = [:]
+    private var atomicKeys = TypeKeys()
+    /// A collection's wire name and its part of every key's hash, found once per type.
+    private struct CollectionName {
+        let id: ObjectIdentifier
+        let name: String
+        let hash: StableHash
+    }
+    private var names: [ObjectIdentifier: CollectionName] = [:]
+    /// The collection written last: a run of writes into one collection skips the dictionary.
+    private var latestCollection: CollectionName?
     var observers: [StateKey: [UInt64: Observer]] = [:]
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
     /// Listeners of local commits that must hear of them only once they are on disk (the
@@ -20,10 +28,9 @@ final class NodeCore: @unchecked Sendable {
     var deltaChannels: [UInt64: DeltaStream.Channel] = [:]
     var nextID: UInt64 = 0
     var committedDecisions: UInt64 = 0
-    /// Counts every change of the table; `recentChanges` holds the keys of the newest ones.
-    private(set) var changeSequence: UInt64 = 0
-    private var recentChanges: [StateKey] = []
-    private let recentChangeCapacity: Int
+    /// The keys of the newest changes, and the count of all of them.
+    private(set) var changes: ChangeLog
+    var changeSequence: UInt64 { changes.sequence }
     var appliedRemoteDeltas: UInt64 = 0
     /// Tombstones below this were collected here because every member holds them: one that
     /// arrives again (from a peer that has not collected it yet) for a key this node no longer
@@ -57,34 +64,19 @@ final class NodeCore: @unchecked Sendable {
         self.table = table
         self.decoded = DecodedCache(capacity: maxCachedDecodedValues)
         self.clock = clock
-        self.recentChangeCapacity = recentChangeCapacity
+        self.changes = ChangeLog(capacity: recentChangeCapacity)
         self.transaction = Transaction(core: self, logger: logger, limits: limits)
     }
 
     /// Records that `key` changed (after a merge that changed it).
     func recordChange(_ key: StateKey) {
-        changeSequence += 1
-        if recentChanges.count < recentChangeCapacity {
-            recentChanges.append(key)
-        } else {
-            recentChanges[Int((changeSequence - 1) % UInt64(recentChangeCapacity))] = key
-        }
+        changes.record(key)
     }
 
     /// The keys changed after sequence number `sequence` (each once), or nil when more changes
     /// than the log holds happened since.
     func keysChanged(after sequence: UInt64) -> [StateKey]? {
-        let count = changeSequence - min(sequence, changeSequence)
-        guard count <= UInt64(recentChanges.count) else { return nil }
-        var keys: [StateKey] = []
-        var seen = Set<StateKey>()
-        var position = changeSequence
-        while position > sequence {
-            let key = recentChanges[Int((position - 1) % UInt64(recentChangeCapacity))]
-            if seen.insert(key).inserted { keys.append(key) }
-            position -= 1
-        }
-        return keys
+        changes.keys(after: sequence)
     }
 
     func makeID() -> UInt64 {
@@ -94,21 +86,24 @@ final class NodeCore: @unchecked Sendable {
 
     func key<K: AtomicState>(for key: K.Type) -> StateKey {
         let id = ObjectIdentifier(key)
-        if let known = atomicKeys[id] { return known }
+        if let known = atomicKeys.key(for: id) { return known }
         let made = StateKey(name: K.name)
-        atomicKeys[id] = made
+        atomicKeys.insert(made, for: id)
         return made
     }
 
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
         let id = ObjectIdentifier(collection)
-        let name: String
-        if let known = names[id] {
+        let name: CollectionName
+        if let latest = latestCollection, latest.id == id {
+            name = latest
+        } else if let known = names[id] {
             name = known
         } else {
-            name = C.name
+            name = CollectionName(id: id, name: C.name, hash: StateKey.nameHash(C.name))
             names[id] = name
         }
-        return StateKey(name: name, element: try ValueCoding.encode(element))
+        latestCollection = name
+        return StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
     }
 }

@@ -360,6 +360,13 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             transport.close(connection)
         default:
             guard let inbound else { return handleOrdered(message, from: connection, peerID: peerID) }
+            // A node without a store never waits to apply a delta: with nothing queued ahead of
+            // it (arrival order holds), it is applied here, saving the hop to the queue's thread.
+            if case .delta = message, !node.persists, inboundLoad.withLock({ $0.isIdle }) {
+                // `heard` just found the link open.
+                return applyDeltas([InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true, connection: connection, peerID: peerID)],
+                                   linksChecked: true)
+            }
             enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
         }
     }
@@ -389,29 +396,78 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         case .overWindow:
             return violation(connection, peerID, "more catch-up messages than the stream window allows are waiting")
         }
-        inbound.async { [self] in
-            defer { inboundLoad.withLock { $0.release(bytes, delta: isDelta, on: connection) } }
-            guard !stopped.withLock({ $0 }) else { return }
-            // The link may have gone, or been condemned, while this waited.
-            guard state.withLock({ $0.peers[connection].map { !$0.closing } ?? false }) else { return }
-            handleOrdered(message, from: connection, peerID: peerID)
+        let waiting = InboundLoad.Waiting(message: message, bytes: bytes, isDelta: isDelta, connection: connection, peerID: peerID)
+        if inboundLoad.withLock({ $0.push(waiting) }) {
+            inbound.async { [self] in drainInbound() }
+        }
+    }
+
+    /// One pass of the inbound queue: handles what waits, in arrival order, until nothing does.
+    /// Consecutive deltas are applied together (`applyDeltas`), at most `inboundBatchMessages`
+    /// at a time so a long burst does not hold the node's lock for long.
+    private func drainInbound() {
+        while true {
+            let batch = inboundLoad.withLock { $0.take(maxMessages: Self.inboundBatchMessages) }
+            guard !batch.isEmpty else { return }
+            var start = batch.startIndex
+            while start < batch.endIndex {
+                // A run of deltas, or one walk message; its bytes stop counting once handled
+                // (the peer's window counts on it: what was handled no longer waits).
+                var end = start + 1
+                if batch[start].isDelta { while end < batch.endIndex && batch[end].isDelta { end += 1 } }
+                let run = batch[start..<end]
+                if !stopped.withLock({ $0 }) {
+                    if run.count > 1 || run[start].isDelta {
+                        applyDeltas(run)
+                    } else if state.withLock({ $0.isOpen(run[start].connection) }) {
+                        // The link may have gone, or been condemned, while this waited.
+                        handleOrdered(run[start].message, from: run[start].connection, peerID: run[start].peerID)
+                    }
+                }
+                inboundLoad.withLock { load in
+                    for item in run { load.release(item.bytes, delta: item.isDelta, on: item.connection) }
+                }
+                start = end
+            }
+        }
+    }
+
+    /// The most messages one step of the inbound queue takes (and deltas applied under one lock).
+    static let inboundBatchMessages = 256
+
+    /// Applies peers' deltas, in order, as one batch: those of links that went or were condemned
+    /// meanwhile are dropped, one over `maxDecisionBytes` condemns its link (and drops the rest
+    /// of that link's), and the node applies the others under one hold of its lock.
+    private func applyDeltas(_ items: ArraySlice<InboundLoad.Waiting>, linksChecked: Bool = false) {
+        var live = linksChecked ? Set(items.lazy.map(\.connection)) : state.withLock { state in
+            Set(items.map(\.connection).filter { state.isOpen($0) })
+        }
+        var deltas: [Delta] = []
+        var sources: [InboundLoad.Waiting] = []
+        deltas.reserveCapacity(items.count)
+        for item in items where live.contains(item.connection) {
+            guard case .delta(let delta) = item.message else { continue }
+            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.value) })
+            guard bytes <= node.configuration.maxDecisionBytes else {
+                live.remove(item.connection)
+                violation(item.connection, item.peerID, "a delta of \(bytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
+                continue
+            }
+            deltas.append(delta)
+            sources.append(item)
+        }
+        guard !deltas.isEmpty else { return }
+        for refusal in node.apply(deltas: deltas).refusals {
+            logger.warning("refused delta", metadata: [
+                "peer": "\(sources[refusal.index].peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
         }
     }
 
     /// Handles a delta or walk message: in arrival order per link, possibly waiting for the store.
     private func handleOrdered(_ message: ReplicationMessage, from connection: ConnectionID, peerID: String) {
-        let now = clock.nowMilliseconds()
         switch message {
-        case .delta(let delta):
-            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.value) })
-            guard bytes <= node.configuration.maxDecisionBytes else {
-                return violation(connection, peerID, "a delta of \(bytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
-            }
-            do {
-                _ = try node.apply(delta, waitingForDisk: false)
-            } catch {
-                logger.warning("refused delta", metadata: ["peer": "\(peerID)", "version": "\(delta.version)", "error": "\(error)"])
-            }
+        case .delta:
+            applyDeltas([InboundLoad.Waiting(message: message, bytes: 0, isDelta: true, connection: connection, peerID: peerID)])
         case let .digest(round, seq, peerClock, shape, level, nodes):
             handleDigest(round: round, seq: seq, peerClock: peerClock, shape: shape, level: level, nodes: nodes,
                          from: connection, peerID: peerID)

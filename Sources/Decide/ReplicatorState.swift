@@ -336,13 +336,31 @@ struct ReplicatorState {
 
     /// Records that `connection` was heard from; nil when it is not (or no longer) a peer link.
     mutating func heard(from connection: ConnectionID, now: UInt64) -> String? {
-        guard var link = peers[connection], !link.closing else { return nil }
-        link.lastHeard = now
-        peers[connection] = link
-        members[link.nodeID]?.lastHeard = now
-        members[link.nodeID]?.lastSeen = now
-        return link.nodeID
+        // In place (`values[index]` as inout): this runs for every frame, and a link is large to copy.
+        guard let index = peers.index(forKey: connection), let heard = Self.hear(&peers.values[index], now: now) else { return nil }
+        if heard.first, let member = members.index(forKey: heard.nodeID) {
+            members.values[member].lastHeard = now
+            members.values[member].lastSeen = now
+        }
+        return heard.nodeID
     }
+
+    /// Marks an open link heard at `now`: its peer, and whether this is the first time this
+    /// millisecond. Nil for a link this side is closing.
+    private static func hear(_ link: inout Link, now: UInt64) -> (nodeID: String, first: Bool)? {
+        guard !link.closing else { return nil }
+        defer { link.lastHeard = now }
+        return (link.nodeID, link.lastHeard != now)
+    }
+
+    /// Whether `connection` is a link this side is not closing (mutating only to read the link
+    /// in place).
+    mutating func isOpen(_ connection: ConnectionID) -> Bool {
+        guard let index = peers.index(forKey: connection) else { return false }
+        return Self.isOpen(&peers.values[index])
+    }
+
+    private static func isOpen(_ link: inout Link) -> Bool { !link.closing }
 
     mutating func disconnected(_ connection: ConnectionID, now: UInt64) -> (String?, Bool) {
         guard let link = peers.removeValue(forKey: connection) else { return (nil, true) }

@@ -4,23 +4,13 @@ import Logging
 /// per node, reused: `generation` changes on every `begin`, so a reader or writer kept past
 /// its call is caught by a precondition instead of touching a later decision.
 final class Transaction: @unchecked Sendable {
-    struct PendingWrite {
-        let key: StateKey
-        var value: [UInt8]?
-        var decoded: (any Sendable)?
-    }
-
     private unowned(unsafe) let core: NodeCore
     private let logger: Logger
     private(set) var generation: UInt64 = 0
     private(set) var isOpen = false
-    private(set) var pending: [PendingWrite] = []
-    /// Built only for decisions with many writes; small ones search `pending` linearly.
-    private var pendingIndex: [StateKey: Int] = [:]
+    private(set) var pending: PendingWrites
     /// Why the decision must abort (the first reason found), or nil.
     private(set) var failure: String?
-
-    private static let linearSearchLimit = 8
 
     private let limits: WireCodec.Limits
 
@@ -28,14 +18,14 @@ final class Transaction: @unchecked Sendable {
         self.core = core
         self.logger = logger
         self.limits = limits
+        self.pending = PendingWrites(nodeID: core.nodeID)
     }
 
     func begin() -> UInt64 {
         precondition(!isOpen, "a decision started while another held the node")
         generation &+= 1
         isOpen = true
-        pending.removeAll(keepingCapacity: true)
-        if !pendingIndex.isEmpty { pendingIndex.removeAll(keepingCapacity: true) }
+        pending.removeAll()
         failure = nil
         return generation
     }
@@ -66,10 +56,9 @@ final class Transaction: @unchecked Sendable {
     /// The typed value of a key with the current decision's writes applied; nil means "the
     /// default" (absent, deleted, or not decodable).
     private func value<Value: Decodable & Sendable>(of key: StateKey, as type: Value.Type) -> Value? {
-        if let index = indexOfPending(key) {
-            let write = pending[index]
-            if let decoded = write.decoded as? Value { return decoded }
-            guard let bytes = write.value else { return nil }
+        if let index = pending.position(of: key) {
+            if let decoded = pending.decoded[index] as? Value { return decoded }
+            guard let bytes = pending.values[index] else { return nil }
             return decode(type, bytes, key: key)
         }
         guard let entry = core.table.entry(for: key), let bytes = entry.value else { return nil }
@@ -103,68 +92,49 @@ final class Transaction: @unchecked Sendable {
     }
 
     func delete<K: AtomicState>(_ key: K.Type) {
-        store(PendingWrite(key: core.key(for: key), value: nil, decoded: nil))
+        store(core.key(for: key), nil, decoded: nil)
     }
 
     func delete<C: CollectionState>(_ collection: C.Type, at id: C.ID) {
         do {
-            store(PendingWrite(key: try core.key(for: collection, at: id), value: nil, decoded: nil))
+            store(try core.key(for: collection, at: id), nil, decoded: nil)
         } catch {
             failure = failure ?? "\(error)"
         }
     }
 
     func writeRaw(_ value: [UInt8]?, into key: StateKey) {
-        store(PendingWrite(key: key, value: value, decoded: nil))
+        store(key, value, decoded: nil)
     }
 
     private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value) {
         do {
-            store(PendingWrite(key: key, value: try ValueCoding.encode(value), decoded: value))
+            store(key, try ValueCoding.encode(value), decoded: value)
         } catch {
             failure = failure ?? "\(error)"
         }
     }
 
-    private func store(_ write: PendingWrite) {
-        guard withinLimits(write) else { return }
-        if let index = indexOfPending(write.key) {
-            pending[index] = write
-            return
-        }
-        pending.append(write)
-        if pending.count > Self.linearSearchLimit {
-            if pendingIndex.isEmpty {
-                for (index, item) in pending.enumerated() { pendingIndex[item.key] = index }
-            } else {
-                pendingIndex[write.key] = pending.count - 1
-            }
-        }
+    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?) {
+        let existing = pending.position(of: key)
+        guard withinLimits(key, value, replacing: existing != nil) else { return }
+        pending.set(key, value: value, decoded: decoded, at: existing)
     }
 
     /// Whether every peer's decoder would accept this write; records the failure if not.
-    private func withinLimits(_ write: PendingWrite) -> Bool {
+    private func withinLimits(_ key: StateKey, _ value: [UInt8]?, replacing: Bool) -> Bool {
         var problem: String?
-        if write.key.name.utf8.count > limits.maxNameBytes {
-            problem = "state name of \(write.key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
-        } else if write.key.element.count > limits.maxElementBytes {
-            problem = "element id of \(write.key.element.count) bytes in \(write.key.name) is over maxElementBytes \(limits.maxElementBytes)"
-        } else if let value = write.value, value.count > limits.maxValueBytes {
-            problem = "value of \(value.count) bytes for \(write.key) is over maxValueBytes \(limits.maxValueBytes)"
-        } else if pending.count >= limits.maxEntriesPerMessage {
+        if key.name.utf8.count > limits.maxNameBytes {
+            problem = "state name of \(key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
+        } else if key.element.count > limits.maxElementBytes {
+            problem = "element id of \(key.element.count) bytes in \(key.name) is over maxElementBytes \(limits.maxElementBytes)"
+        } else if let value, value.count > limits.maxValueBytes {
+            problem = "value of \(value.count) bytes for \(key) is over maxValueBytes \(limits.maxValueBytes)"
+        } else if !replacing && pending.count >= limits.maxEntriesPerMessage {
             problem = "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
         }
         guard let problem else { return true }
         failure = failure ?? problem
         return false
-    }
-
-    private func indexOfPending(_ key: StateKey) -> Int? {
-        if pending.isEmpty { return nil }
-        if pending.count > Self.linearSearchLimit { return pendingIndex[key] }
-        for index in pending.indices where pending[index].key.stableHash == key.stableHash && pending[index].key == key {
-            return index
-        }
-        return nil
     }
 }

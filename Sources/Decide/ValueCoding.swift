@@ -96,6 +96,19 @@ enum ValueCoding {
     }
 
     private static func encodeString(_ text: String) -> [UInt8] {
+        var text = text
+        // Most strings need no escape: one copy between the quotes.
+        if let plain = text.withUTF8({ utf8 -> [UInt8]? in
+            for byte in utf8 where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+            return [UInt8](unsafeUninitializedCapacity: utf8.count + 2) { buffer, initialized in
+                buffer[0] = UInt8(ascii: "\"")
+                if let base = utf8.baseAddress { (buffer.baseAddress! + 1).initialize(from: base, count: utf8.count) }
+                buffer[utf8.count + 1] = UInt8(ascii: "\"")
+                initialized = utf8.count + 2
+            }
+        }) {
+            return plain
+        }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count + 2)
         out.append(UInt8(ascii: "\""))

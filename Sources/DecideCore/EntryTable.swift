@@ -23,7 +23,7 @@ public struct EntryTable: Sendable {
         /// The key was absent; the entry is now stored.
         case inserted
         /// The entry beat the stored one, which it replaced.
-        case replaced(previous: Entry)
+        case replaced
         /// The stored entry won (or was equal); nothing changed.
         case kept
         public var changed: Bool {
@@ -82,8 +82,11 @@ public struct EntryTable: Sendable {
         let stored = index[cell]
         if stored != 0 {
             let position = Int(stored - 1)
-            let previous = self.entry(of: records[position])
-            guard !previous.wins(over: entry) else { return .kept }
+            // Timestamps decide almost always; only a tie needs the whole versions and values.
+            let storedTimestamp = records[position].timestamp
+            if entry.version.timestamp < storedTimestamp { return .kept }
+            if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
+            let wasTombstone = records[position].value == nil
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
@@ -93,9 +96,9 @@ public struct EntryTable: Sendable {
                 records[position].contribution = contribution
                 records[position].node = node
             }
-            if previous.isTombstone { tombstoneCount -= 1 }
+            if wasTombstone { tombstoneCount -= 1 }
             digest.toggle(contribution: old ^ contribution, of: key)
-            outcome = .replaced(previous: previous)
+            outcome = .replaced
         } else {
             let contribution = StateDigest.contribution(of: key, entry)
             let number = UInt32(records.count)
@@ -109,7 +112,12 @@ public struct EntryTable: Sendable {
         }
         if entry.isTombstone { tombstoneCount += 1 }
         if let highest = highestVersion {
-            if highest.timestamp <= entry.version.timestamp && highest < entry.version { highestVersion = entry.version }
+            // The writes of one decision share a version: compare node ids only on a tie of
+            // timestamps between different nodes.
+            if highest.timestamp < entry.version.timestamp
+                || (highest.timestamp == entry.version.timestamp && highest.node != entry.version.node && highest < entry.version) {
+                highestVersion = entry.version
+            }
         } else {
             highestVersion = entry.version
         }

@@ -169,8 +169,9 @@ public struct ReplicationCodec: Sendable {
         var writer = WireWriter(reservingCapacity: 32)
         switch message {
         case .delta(let delta):
+            writer = WireWriter(reservingCapacity: 1 + WireCodec.estimatedBytes(of: delta))
             writer.writeUInt8(ReplicationMessage.deltaType)
-            writer.writeRaw(wire.encode(delta))
+            wire.encode(delta, into: &writer)
         case let .digest(round, seq, clock, shape, level, nodes):
             writer = WireWriter(reservingCapacity: 32 + nodes.count * 12)
             writer.writeUInt8(ReplicationMessage.digestType)

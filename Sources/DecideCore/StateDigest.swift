@@ -78,12 +78,20 @@ public struct StateDigest: Hashable, Sendable {
     }
 
     private mutating func apply(delta: UInt64, bucket: Int) {
+        // The leaf's offset, then each parent's: the offset of level l - 1 is (offset(l) - 1) >> fanoutBits,
+        // since offset(l) = 1 + F * offset(l - 1). One bounds check for the leaf covers the rest.
+        let shift = fanoutBits
+        var levelOffset = offset(ofLevel: depth)
         var index = bucket
-        var level = depth
-        while level >= 0 {
-            nodes[offset(ofLevel: level) + index] ^= delta
-            index >>= fanoutBits
-            level -= 1
+        precondition(levelOffset + index < nodes.count, "bucket outside the digest")
+        nodes.withUnsafeMutableBufferPointer { nodes in
+            var level = depth
+            while level >= 0 {
+                nodes[levelOffset + index] ^= delta
+                index >>= shift
+                levelOffset = (levelOffset &- 1) >> shift
+                level -= 1
+            }
         }
     }
 

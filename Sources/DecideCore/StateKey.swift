@@ -18,6 +18,24 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
         self.stableHash = hash.value
     }
 
+    /// The same key as `init(name:element:)`, with the name's part of the hash already taken
+    /// (`nameHash` is `StableHash()` after `combine(bytes: name.utf8)`): a collection's name is
+    /// hashed once, not once per element written.
+    package init(name: String, nameHash: StableHash, element: [UInt8]) {
+        self.name = name
+        self.element = element
+        var hash = nameHash
+        hash.combine(bytes: element)
+        self.stableHash = hash.value
+    }
+
+    /// `StableHash` after the name: what `init(name:nameHash:element:)` takes.
+    package static func nameHash(_ name: String) -> StableHash {
+        var hash = StableHash()
+        hash.combine(bytes: name.utf8)
+        return hash
+    }
+
     public static func == (lhs: StateKey, rhs: StateKey) -> Bool {
         lhs.stableHash == rhs.stableHash && lhs.name == rhs.name && lhs.element == rhs.element
     }

@@ -35,7 +35,14 @@ public struct WireCodec: Sendable {
     }
 
     public func encode(_ delta: Delta) -> [UInt8] {
-        var writer = WireWriter(reservingCapacity: 32 + delta.writes.count * 48)
+        var writer = WireWriter(reservingCapacity: Self.estimatedBytes(of: delta))
+        encode(delta, into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends `delta`'s encoding to `writer` (a message that carries a delta writes it in
+    /// place, with no intermediate array).
+    public func encode(_ delta: Delta, into writer: inout WireWriter) {
         writer.writeUInt8(Self.format)
         writer.writeUInt8(Self.deltaKind)
         writer.writeUInt64(delta.version.timestamp.rawValue)
@@ -45,7 +52,15 @@ public struct WireCodec: Sendable {
             writeKey(write.key, into: &writer)
             writeValue(write.value, into: &writer)
         }
-        return writer.bytes
+    }
+
+    /// About the bytes `delta` encodes to (a little more, so one allocation holds it).
+    public static func estimatedBytes(of delta: Delta) -> Int {
+        var bytes = 24 + delta.version.node.utf8.count
+        for write in delta.writes {
+            bytes += 12 + write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0)
+        }
+        return bytes
     }
 
     public func decodeDelta(_ bytes: [UInt8]) throws(WireDecodeError) -> Delta {

@@ -38,10 +38,6 @@ public struct WireWriter: Sendable {
     public mutating func writeRaw<Bytes: Sequence<UInt8>>(_ value: Bytes) { bytes.append(contentsOf: value) }
 
     private mutating func writeLittleEndian(_ value: UInt64, byteCount: Int) {
-        var rest = value
-        for _ in 0..<byteCount {
-            bytes.append(UInt8(truncatingIfNeeded: rest))
-            rest >>= 8
-        }
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0.prefix(byteCount)) }
     }
 }

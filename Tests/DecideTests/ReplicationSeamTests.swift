@@ -69,6 +69,31 @@ import Testing
         #expect(next > ahead)
     }
 
+    /// The replication engine applies a burst of peers' deltas under one hold of the lock: each
+    /// still lands whole, in order, and the clock rule refuses only the delta that breaks it.
+    @Test func aBatchOfDeltasAppliesEachWholeAndRefusesOnlyTheOneTooFarAhead() {
+        let clock = ManualClock(1_000_000)
+        let node = Fixture.node("a", clock: clock) { $0.maxClockSkewMilliseconds = 5_000 }
+        let heard = Recorder<Delta>()
+        _ = node.addCommitListener { heard.append($0.delta) }
+        func delta(_ physical: UInt64, _ node: String, _ keys: [String]) -> Delta {
+            Delta(version: Version(timestamp: HLCTimestamp(physicalMilliseconds: physical, logical: 0), node: node),
+                  writes: keys.map { Delta.Write(key: StateKey(name: $0), value: Array("\(physical)".utf8)) })
+        }
+        let first = delta(999_000, "x", ["k1", "k2"])
+        let ahead = delta(1_005_001, "y", ["k2", "k3"])
+        let last = delta(999_500, "z", ["k4"])
+        let outcome = node.apply(deltas: [first, ahead, last])
+        #expect(outcome.refusals.map(\.index) == [1])
+        #expect(outcome.changed == 3)
+        #expect(heard.all == [first, last])
+        let stored = Dictionary(uniqueKeysWithValues: node.entries().map { ($0.key.name, $0.entry.version) })
+        #expect(stored == ["k1": first.version, "k2": first.version, "k4": last.version])
+        // The same batch again changes nothing and tells no listener.
+        #expect(node.apply(deltas: [first, last]).changed == 0)
+        #expect(heard.all.count == 2)
+    }
+
     @Test func theDeltaStreamDeliversInOrderAndReportsGaps() async {
         let node = Fixture.node()
         let stream = node.deltas(maxBuffered: 3)
@@ -102,6 +127,30 @@ import Testing
         try replica.apply(local.all[0])
         try replica.apply(local.all[0])
         #expect(remote.all == [.remote])
+    }
+
+    /// The size bound counts each key's last write in the decision, kept as writes arrive: a big
+    /// value overwritten by a small one fits, the reverse does not, and the bound is exact.
+    @Test func theDecisionSizeBoundCountsEachKeysLastWrite() {
+        struct Rewrite: Decision {
+            let values: [String]
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                for value in values { write(value, into: Fixture.Label.self) }
+                return .none
+            }
+        }
+        let node = Fixture.node("a") { $0.maxDecisionBytes = 1_024 }
+        let label = StateKey(name: Fixture.Label.name)
+        func bytes(_ text: String) -> Int {
+            Node.decisionBytes(nodeID: "a", writes: [(label, Array("\"\(text)\"".utf8))])
+        }
+        let fits = String(repeating: "f", count: 1_024 - bytes(""))
+        #expect(bytes(fits) == 1_024)
+        let tooBig = fits + "!"
+        #expect(node.decide(Rewrite(values: [tooBig, "small"])).version != nil)
+        #expect(node.decide(Rewrite(values: ["small", tooBig])).version == nil)
+        #expect(node.decide(Rewrite(values: [tooBig, fits])).version != nil)
+        #expect(node.read(Fixture.Label.self) == fits)
     }
 
     @Test func oversizedWritesAbortInsteadOfCommittingWhatCannotReplicate() {

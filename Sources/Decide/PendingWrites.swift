@@ -1,0 +1,74 @@
+import DecideCore
+
+/// The writes of the decision running now, one per key (a later write to a key replaces the
+/// earlier), in first-write order. Kept as parallel arrays so the commit reads each part without
+/// copying the others, and as a value type so each write is one mutation of the transaction.
+struct PendingWrites {
+    private(set) var keys: [StateKey] = []
+    /// The encoded value of each key (nil deletes it).
+    private(set) var values: [[UInt8]?] = []
+    /// The typed value each write came from, when it had one (for the decoded cache and observers).
+    private(set) var decoded: [(any Sendable)?] = []
+    /// Built only for decisions with many writes; small ones search `keys` linearly.
+    private var positions: [StateKey: Int] = [:]
+    /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
+    /// size check at commit is one addition.
+    private(set) var entryBytes = 0
+    private let nodeBytes: Int
+
+    private static let linearSearchLimit = 16
+
+    /// `nodeID`: the id of the node whose decisions these are (its bytes count in every entry).
+    init(nodeID: String) {
+        nodeBytes = nodeID.utf8.count
+    }
+
+    var count: Int { keys.count }
+    var isEmpty: Bool { keys.isEmpty }
+
+    /// The bytes `Node.decisionBytes` counts for these writes.
+    var decisionBytes: Int { 16 + nodeBytes + entryBytes }
+
+    mutating func removeAll() {
+        guard !keys.isEmpty else { return }
+        keys.removeAll(keepingCapacity: true)
+        values.removeAll(keepingCapacity: true)
+        decoded.removeAll(keepingCapacity: true)
+        if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
+        entryBytes = 0
+    }
+
+    /// Where `key` was written in this decision, if it was.
+    func position(of key: StateKey) -> Int? {
+        if keys.count > Self.linearSearchLimit { return positions[key] }
+        for index in keys.indices where keys[index].stableHash == key.stableHash && keys[index] == key {
+            return index
+        }
+        return nil
+    }
+
+    /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
+    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, at existing: Int?) {
+        let bytes = WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+                                                   nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
+        if let existing {
+            entryBytes += bytes - WireCodec.maxEncodedEntryBytes(
+                nameBytes: key.name.utf8.count, elementBytes: key.element.count, nodeBytes: nodeBytes,
+                valueBytes: values[existing]?.count ?? 0)
+            values[existing] = value
+            decoded[existing] = typed
+            return
+        }
+        entryBytes += bytes
+        keys.append(key)
+        values.append(value)
+        decoded.append(typed)
+        if keys.count > Self.linearSearchLimit {
+            if positions.isEmpty {
+                for (index, item) in keys.enumerated() { positions[item] = index }
+            } else {
+                positions[key] = keys.count - 1
+            }
+        }
+    }
+}
