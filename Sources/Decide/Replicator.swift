@@ -364,7 +364,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             // it (arrival order holds), it is applied here, saving the hop to the queue's thread.
             if case .delta = message, !node.persists, inboundLoad.withLock({ $0.isIdle }) {
                 // `heard` just found the link open.
-                return applyDeltas([InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true, connection: connection, peerID: peerID)],
+                return applyDeltas(CollectionOfOne(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
+                                                                       connection: connection, peerID: peerID)),
                                    linksChecked: true)
             }
             enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
@@ -436,30 +437,43 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     static let inboundBatchMessages = 256
 
     /// Applies peers' deltas, in order, as one batch: those of links that went or were condemned
-    /// meanwhile are dropped, one over `maxDecisionBytes` condemns its link (and drops the rest
-    /// of that link's), and the node applies the others under one hold of its lock.
-    private func applyDeltas(_ items: ArraySlice<InboundLoad.Waiting>, linksChecked: Bool = false) {
-        var live = linksChecked ? Set(items.lazy.map(\.connection)) : state.withLock { state in
-            Set(items.map(\.connection).filter { state.isOpen($0) })
+    /// meanwhile are dropped (unless `linksChecked`: the caller just found them open), one over
+    /// `maxDecisionBytes` condemns its link (and drops the rest of that link's), and the node
+    /// applies the others under one hold of its lock.
+    private func applyDeltas<Items: Collection<InboundLoad.Waiting>>(_ items: Items, linksChecked: Bool = false) {
+        // Links not to apply from: usually none, so a short array rather than a set.
+        var dropped: [ConnectionID] = linksChecked ? [] : state.withLock { state in
+            var closed: [ConnectionID] = []
+            for item in items where !closed.contains(item.connection) && !state.isOpen(item.connection) {
+                closed.append(item.connection)
+            }
+            return closed
         }
         var deltas: [Delta] = []
-        var sources: [InboundLoad.Waiting] = []
         deltas.reserveCapacity(items.count)
-        for item in items where live.contains(item.connection) {
-            guard case .delta(let delta) = item.message else { continue }
+        // Where each applied delta came from, kept only once one was skipped (for the log).
+        var sources: [Items.Index]?
+        for position in items.indices {
+            let item = items[position]
+            guard dropped.isEmpty || !dropped.contains(item.connection), case .delta(let delta) = item.message else {
+                if sources == nil { sources = Array(items.indices.prefix(while: { $0 != position })) }
+                continue
+            }
             let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.value) })
             guard bytes <= node.configuration.maxDecisionBytes else {
-                live.remove(item.connection)
+                dropped.append(item.connection)
+                if sources == nil { sources = Array(items.indices.prefix(while: { $0 != position })) }
                 violation(item.connection, item.peerID, "a delta of \(bytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
                 continue
             }
             deltas.append(delta)
-            sources.append(item)
+            sources?.append(position)
         }
         guard !deltas.isEmpty else { return }
         for refusal in node.apply(deltas: deltas).refusals {
+            let source = sources.map { items[$0[refusal.index]] } ?? items[items.index(items.startIndex, offsetBy: refusal.index)]
             logger.warning("refused delta", metadata: [
-                "peer": "\(sources[refusal.index].peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
+                "peer": "\(source.peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
         }
     }
 
@@ -467,7 +481,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private func handleOrdered(_ message: ReplicationMessage, from connection: ConnectionID, peerID: String) {
         switch message {
         case .delta:
-            applyDeltas([InboundLoad.Waiting(message: message, bytes: 0, isDelta: true, connection: connection, peerID: peerID)])
+            applyDeltas(CollectionOfOne(InboundLoad.Waiting(message: message, bytes: 0, isDelta: true, connection: connection, peerID: peerID)))
         case let .digest(round, seq, peerClock, shape, level, nodes):
             handleDigest(round: round, seq: seq, peerClock: peerClock, shape: shape, level: level, nodes: nodes,
                          from: connection, peerID: peerID)

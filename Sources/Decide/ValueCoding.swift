@@ -100,12 +100,12 @@ enum ValueCoding {
         // Most strings need no escape: one copy between the quotes.
         if let plain = text.withUTF8({ utf8 -> [UInt8]? in
             for byte in utf8 where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
-            return [UInt8](unsafeUninitializedCapacity: utf8.count + 2) { buffer, initialized in
-                buffer[0] = UInt8(ascii: "\"")
-                if let base = utf8.baseAddress { (buffer.baseAddress! + 1).initialize(from: base, count: utf8.count) }
-                buffer[utf8.count + 1] = UInt8(ascii: "\"")
-                initialized = utf8.count + 2
-            }
+            var quoted: [UInt8] = []
+            quoted.reserveCapacity(utf8.count + 2)
+            quoted.append(UInt8(ascii: "\""))
+            quoted.append(contentsOf: utf8)
+            quoted.append(UInt8(ascii: "\""))
+            return quoted
         }) {
             return plain
         }

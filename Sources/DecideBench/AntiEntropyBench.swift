@@ -69,8 +69,9 @@ enum AntiEntropyBench {
         let fraction = Double(bytes) / Double(fullTransferBytes)
         BenchTable.print(rows: [
             ["walk after divergence (all frames, both ways)", converged ? "\(bytes)" : "DID NOT CONVERGE",
-             "\(fullTransferBytes)", String(format: "%.4f %%", fraction * 100)],
-        ], header: ["anti-entropy", "bytes", "full-state bytes", "fraction"])
+             "\(fullTransferBytes)", String(format: "%.4f %%", fraction * 100),
+             BenchTable.verdict(converged && fraction <= 0.0039)],
+        ], header: ["anti-entropy", "bytes", "full-state bytes", "fraction", "goal ≤ 0.39 % (must not regress)"])
         print(String(format: "   frames: %d; the walk ran %.3f s here (load of %d keys into two nodes: %.1f s); target ≤ 0.5 %%\n",
                      network.counters.framesSent, walkSeconds, keys, loadSeconds))
     }

@@ -13,4 +13,7 @@ enum BenchTable {
         for row in rows { Swift.print(line(row)) }
         Swift.print("")
     }
+
+    /// "met" or "not met" beside a goal, the way every section words it.
+    static func verdict(_ met: Bool) -> String { met ? "met" : "not met" }
 }

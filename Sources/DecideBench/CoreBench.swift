@@ -50,9 +50,11 @@ enum CoreBench {
         let baselineTen = best { baselineRate(writesPerOperation: 10, seconds: seconds) }
         let decideTen = best { decideRate(seconds: seconds) { WriteTen(value: $0) } }
         BenchTable.print(rows: [
-            ["one-write", format(decideOne), format(baselineOne), ratio(baselineOne, decideOne)],
-            ["ten-write", format(decideTen), format(baselineTen), ratio(baselineTen, decideTen)],
-        ], header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide"])
+            ["one-write", format(decideOne), format(baselineOne), ratio(baselineOne, decideOne),
+             BenchTable.verdict(baselineOne / decideOne <= 4)],
+            ["ten-write", format(decideTen), format(baselineTen), ratio(baselineTen, decideTen),
+             BenchTable.verdict(baselineTen / decideTen <= 4)],
+        ], header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide", "goal ≤ 4×"])
     }
 
     static func best(_ measure: () -> Double) -> Double {

@@ -6,8 +6,9 @@
 /// order hold the same entries and the same digest); `digest` always describes exactly the
 /// entries held.
 ///
-/// Layout (docs/benchmarks.md, "memory"): one dense array of records (key, timestamp, interned
-/// node id, value bytes, digest contribution: 64 bytes), an open-addressing index of 32-bit
+/// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
+/// element bytes, key hash, timestamp, interned node id, value bytes, digest contribution:
+/// 48 bytes), an open-addressing index of 32-bit
 /// record numbers probed by the key's `stableHash`, and per digest leaf the record numbers of
 /// its keys. Decoded values are not kept here; the node layer caches the ones it reads.
 public struct EntryTable: Sendable {
@@ -32,11 +33,15 @@ public struct EntryTable: Sendable {
         }
     }
 
+    /// 48 bytes: the key as an interned name number, its element bytes and stable hash; the
+    /// version as timestamp and interned node number; the value; the digest contribution.
     private struct Record {
-        let key: StateKey
+        let keyHash: UInt64
         var timestamp: HLCTimestamp
-        var value: [UInt8]?
         var contribution: UInt64
+        let element: [UInt8]
+        var value: [UInt8]?
+        let name: UInt32
         var node: UInt32
     }
 
@@ -48,6 +53,12 @@ public struct EntryTable: Sendable {
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
     private var nodeNumbers: [String: UInt32] = [:]
+    /// State names seen in keys, each once; records name them by position. Bounded like node
+    /// ids: a name enters only with an entry.
+    private var names: [String] = []
+    private var nameNumbers: [String: UInt32] = [:]
+    /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
+    private var latestName: UInt32 = 0
     /// The node number of the latest merge: most merges carry the same node id as the one
     /// before (a node's own writes, a peer's batch), so they skip `nodeNumbers`.
     private var latestNode: UInt32 = 0
@@ -102,8 +113,9 @@ public struct EntryTable: Sendable {
         } else {
             let contribution = StateDigest.contribution(of: key, entry)
             let number = UInt32(records.count)
-            records.append(Record(key: key, timestamp: entry.version.timestamp, value: entry.value,
-                                  contribution: contribution, node: nodeNumber(of: entry.version)))
+            records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
+                                  element: key.element, value: entry.value, name: nameNumber(of: key.name),
+                                  node: nodeNumber(of: entry.version)))
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
             bucketMembers[digest.bucket(of: key)].append(number)
@@ -139,7 +151,7 @@ public struct EntryTable: Sendable {
 
     /// Every stored (key, entry), in no particular order.
     public var entries: some Sequence<(key: StateKey, entry: Entry)> {
-        records.lazy.map { (key: $0.key, entry: self.entry(of: $0)) }
+        records.lazy.map { (key: self.key(of: $0), entry: self.entry(of: $0)) }
     }
 
     /// Every stored (key, entry), sorted by key.
@@ -148,13 +160,13 @@ public struct EntryTable: Sendable {
     }
 
     /// The keys in digest leaf `bucket`.
-    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket].map { records[Int($0)].key } }
+    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket].map { key(of: records[Int($0)]) } }
 
     /// Every stored (key, slot) whose key falls in digest leaf `bucket`, without a scan.
     public func slots(inBucket bucket: Int) -> [(key: StateKey, slot: Slot)] {
         bucketMembers[bucket].map { number in
             let record = records[Int(number)]
-            return (key: record.key, slot: Slot(entry: entry(of: record), contribution: record.contribution))
+            return (key: key(of: record), slot: Slot(entry: entry(of: record), contribution: record.contribution))
         }
     }
 
@@ -162,11 +174,29 @@ public struct EntryTable: Sendable {
     public func entries(inBucket bucket: Int) -> [(key: StateKey, entry: Entry)] {
         bucketMembers[bucket].map { number in
             let record = records[Int(number)]
-            return (key: record.key, entry: entry(of: record))
+            return (key: key(of: record), entry: entry(of: record))
         }
     }
 
     // MARK: layout
+
+    private func key(of record: Record) -> StateKey {
+        StateKey(name: names[Int(record.name)], element: record.element, stableHash: record.keyHash)
+    }
+
+    /// The number of a state name, interned on first sight.
+    private mutating func nameNumber(of name: String) -> UInt32 {
+        if Int(latestName) < names.count, names[Int(latestName)] == name { return latestName }
+        if let known = nameNumbers[name] {
+            latestName = known
+            return known
+        }
+        let number = UInt32(names.count)
+        names.append(name)
+        nameNumbers[name] = number
+        latestName = number
+        return number
+    }
 
     private func version(of record: Record) -> Version {
         let node = nodeIDs[Int(record.node)]
@@ -209,7 +239,11 @@ public struct EntryTable: Sendable {
                 while true {
                     let stored = cells[cell]
                     if stored == 0 { return cell }
-                    if records[Int(stored - 1)].key == key { return cell }
+                    let record = Int(stored - 1)
+                    if records[record].keyHash == key.stableHash, records[record].element == key.element,
+                       names[Int(records[record].name)] == key.name {
+                        return cell
+                    }
                     cell = (cell + 1) & mask
                 }
             }
@@ -231,7 +265,7 @@ public struct EntryTable: Sendable {
         let mask = cells - 1
         index.withUnsafeMutableBufferPointer { index in
             for (number, record) in records.enumerated() {
-                var cell = Int(truncatingIfNeeded: Self.spread(record.key.stableHash)) & mask
+                var cell = Int(truncatingIfNeeded: Self.spread(record.keyHash)) & mask
                 while index[cell] != 0 { cell = (cell + 1) & mask }
                 index[cell] = UInt32(number + 1)
             }
@@ -243,8 +277,9 @@ public struct EntryTable: Sendable {
     private mutating func remove(at position: Int, cell: Int) {
         let record = records[position]
         tombstoneCount -= record.value == nil ? 1 : 0
-        digest.toggle(contribution: record.contribution, of: record.key)
-        let bucket = digest.bucket(of: record.key)
+        let removedKey = key(of: record)
+        digest.toggle(contribution: record.contribution, of: removedKey)
+        let bucket = digest.bucket(of: removedKey)
         if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
 
         // Close the gap in the index.
@@ -252,7 +287,7 @@ public struct EntryTable: Sendable {
         var hole = cell
         var next = (hole + 1) & mask
         while index[next] != 0 {
-            let home = Int(truncatingIfNeeded: Self.spread(records[Int(index[next] - 1)].key.stableHash)) & mask
+            let home = Int(truncatingIfNeeded: Self.spread(records[Int(index[next] - 1)].keyHash)) & mask
             // Move it back when its home is not cyclically within (hole, next].
             let distanceToNext = (next - home) & mask
             let distanceToHole = (hole - home) & mask
@@ -268,9 +303,10 @@ public struct EntryTable: Sendable {
         let last = records.count - 1
         if position != last {
             let moved = records[last]
-            let movedCell = probe(moved.key)
+            let movedKey = key(of: moved)
+            let movedCell = probe(movedKey)
             index[movedCell] = UInt32(position + 1)
-            let movedBucket = digest.bucket(of: moved.key)
+            let movedBucket = digest.bucket(of: movedKey)
             if let slot = bucketMembers[movedBucket].firstIndex(of: UInt32(last)) {
                 bucketMembers[movedBucket][slot] = UInt32(position)
             }

@@ -166,12 +166,17 @@ public struct ReplicationCodec: Sendable {
     public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
-        var writer = WireWriter(reservingCapacity: 32)
-        switch message {
-        case .delta(let delta):
-            writer = WireWriter(reservingCapacity: 1 + WireCodec.estimatedBytes(of: delta))
+        if case .delta(let delta) = message {
+            // The hot path: one allocation, sized for the delta.
+            var writer = WireWriter(reservingCapacity: 1 + WireCodec.estimatedBytes(of: delta))
             writer.writeUInt8(ReplicationMessage.deltaType)
             wire.encode(delta, into: &writer)
+            return writer.bytes
+        }
+        var writer = WireWriter(reservingCapacity: 32)
+        switch message {
+        case .delta:
+            preconditionFailure("encoded above")
         case let .digest(round, seq, clock, shape, level, nodes):
             writer = WireWriter(reservingCapacity: 32 + nodes.count * 12)
             writer.writeUInt8(ReplicationMessage.digestType)

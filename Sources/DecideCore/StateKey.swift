@@ -29,6 +29,13 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
         self.stableHash = hash.value
     }
 
+    /// A key whose `stableHash` is already known (a table that stored it hands it back).
+    package init(name: String, element: [UInt8], stableHash: UInt64) {
+        self.name = name
+        self.element = element
+        self.stableHash = stableHash
+    }
+
     /// `StableHash` after the name: what `init(name:nameHash:element:)` takes.
     package static func nameHash(_ name: String) -> StableHash {
         var hash = StableHash()

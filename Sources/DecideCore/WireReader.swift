@@ -62,7 +62,8 @@ public struct WireReader {
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
         try need(Int(length), field)
         defer { position += Int(length) }
-        return Array(bytes[position..<position + Int(length)])
+        guard length > 0 else { return [] }
+        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[position..<position + Int(length)])) }
     }
 
     public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {
@@ -94,9 +95,12 @@ public struct WireReader {
 
     private mutating func readLittleEndian(byteCount: Int, _ field: String) throws(WireDecodeError) -> UInt64 {
         try need(byteCount, field)
+        defer { position += byteCount }
+        if byteCount == 8 {
+            return bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: position, as: UInt64.self)) }
+        }
         var value: UInt64 = 0
         for index in 0..<byteCount { value |= UInt64(bytes[position + index]) << UInt64(8 * index) }
-        position += byteCount
         return value
     }
 }
