@@ -44,6 +44,12 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// (the simulator), which then handles everything in the call.
     private let inbound: DispatchQueue?
     private let inboundLoad = Mutex(InboundLoad())
+    /// A node without a store: deltas of the current read, applied together when it ends.
+    /// Touched only inside the transport's delegate calls, which come one at a time.
+    private var heldDeltas: [InboundLoad.Waiting] = []
+    /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
+    /// with an inbound queue that reports the ends of its reads.
+    private let holdsDeltas: Bool
     private let stopped = Mutex(false)
     private let writeRefusal = Mutex<String?>(nil)
 
@@ -56,6 +62,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         self.clock = clock ?? node.configuration.clock
         self.codec = ReplicationCodec(wire: WireCodec(limits: node.configuration.limits))
         self.inbound = transport.delegateMayBlock ? nil : DispatchQueue(label: "decide.replicator.inbound")
+        self.holdsDeltas = !transport.delegateMayBlock && transport.reportsReadEnds && !node.persists
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
@@ -330,6 +337,17 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         let now = clock.nowMilliseconds()
         guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
+        // A node without a store never waits to apply a delta: with nothing queued ahead of it
+        // (arrival order holds), it is applied on this thread, saving the hop to the queue's,
+        // together with the other deltas of the same read (`didFinishReading`). Anything else
+        // is handled only after the deltas that arrived before it.
+        if case .delta = message, holdsDeltas, inboundLoad.withLock({ $0.isIdle }) {
+            heldDeltas.append(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
+                                                  connection: connection, peerID: peerID))
+            if heldDeltas.count >= Self.inboundBatchMessages { applyHeldDeltas() }
+            return
+        }
+        applyHeldDeltas()
         switch message {
         case let .streamAck(round, seq):
             // Credit for this node's own stream: sending more never waits for the store, and the
@@ -360,14 +378,6 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             transport.close(connection)
         default:
             guard let inbound else { return handleOrdered(message, from: connection, peerID: peerID) }
-            // A node without a store never waits to apply a delta: with nothing queued ahead of
-            // it (arrival order holds), it is applied here, saving the hop to the queue's thread.
-            if case .delta = message, !node.persists, inboundLoad.withLock({ $0.isIdle }) {
-                // `heard` just found the link open.
-                return applyDeltas(CollectionOfOne(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
-                                                                       connection: connection, peerID: peerID)),
-                                   linksChecked: true)
-            }
             enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
         }
     }
@@ -502,11 +512,25 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
     }
 
+    public func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
+        applyHeldDeltas()
+    }
+
+    /// Applies the deltas held back on the transport's thread (`heard` found each link open as
+    /// it arrived), as one batch.
+    private func applyHeldDeltas() {
+        guard !heldDeltas.isEmpty else { return }
+        let held = heldDeltas
+        heldDeltas.removeAll(keepingCapacity: true)
+        applyDeltas(held, linksChecked: true)
+    }
+
     public func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
         state.withLock { state in _ = state.deltaDropped(on: connection) }
     }
 
     public func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason) {
+        applyHeldDeltas()
         let now = clock.nowMilliseconds()
         let (peerID, expected) = state.withLock { $0.disconnected(connection, now: now) }
         guard let peerID else { return }

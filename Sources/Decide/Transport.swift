@@ -79,6 +79,14 @@ public protocol TransportDelegate: AnyObject, Sendable {
     func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason)
     /// An outbound `connect` failed before a handshake completed (no `didConnect` was sent).
     func transport(_ transport: any Transport, didFailToConnect address: String, reason: DisconnectReason)
+    /// Every frame of one read from `connection` was delivered (at least one was): a delegate
+    /// that held frames back may now handle them together. Called only by transports whose
+    /// `reportsReadEnds` is true; the default does nothing.
+    func transport(_ transport: any Transport, didFinishReading connection: ConnectionID)
+}
+
+extension TransportDelegate {
+    public func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {}
 }
 
 /// A message link between nodes. The replication engine talks to the network only through this
@@ -110,9 +118,14 @@ public protocol Transport: AnyObject, Sendable {
     /// even where that waits for the disk. False for an event loop: the engine moves whatever
     /// may wait for the disk onto a queue of its own, so the loop never waits.
     var delegateMayBlock: Bool { get }
+    /// True when the transport calls `didFinishReading` after the frames of every read: the
+    /// engine may then hold a read's deltas back and apply them together.
+    var reportsReadEnds: Bool { get }
 }
 
 extension Transport {
     /// An event loop's answer: the delegate must not block.
     public var delegateMayBlock: Bool { false }
+    /// Unless a transport says otherwise, it does not report the ends of reads.
+    public var reportsReadEnds: Bool { false }
 }

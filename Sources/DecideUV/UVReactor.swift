@@ -273,6 +273,12 @@ final class UVReactor: @unchecked Sendable {
         guard connection.phase == .established || connection.phase == .handshaking else { return }  // lingering: discard
         let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
         var offset = 0
+        var delivered = false
+        defer {
+            if delivered, let transport, let delegate {
+                delegate.transport(transport, didFinishReading: ConnectionID(rawValue: connection.id))
+            }
+        }
         while (connection.phase == .established || connection.phase == .handshaking) && !connection.closeRequested {
             let frame: [UInt8]
             do {
@@ -285,6 +291,7 @@ final class UVReactor: @unchecked Sendable {
             }
             if connection.phase == .established {
                 deliver(frame, on: connection)
+                delivered = true
             } else {
                 handshakeFrame(frame, on: connection)
             }

@@ -94,6 +94,9 @@ public final class UVTransport: Transport, @unchecked Sendable {
     /// Queues `frame` (1...`maxFrameBytes` bytes; its first byte is the message type, below
     /// 0xF0) for `connection`. Never blocks on the network; answers `.overLimit` instead of
     /// letting the link's outbound bytes pass `maxOutboundBytes`.
+    /// The loop calls `didFinishReading` after the frames of every read.
+    public var reportsReadEnds: Bool { true }
+
     public func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult {
         precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
         precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")

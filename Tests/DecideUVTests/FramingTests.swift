@@ -29,6 +29,13 @@ struct FramingTests {
         let frames: [[UInt8]] = (0 ..< 500).map { [1, UInt8($0 % 256), UInt8($0 / 256)] + Array(repeating: 7, count: $0 % 37) }
         client.write(frames.flatMap { WireProtocol.frame($0) })
         #expect(a.delegate.waitForFrames(on: link, count: frames.count) == frames)
+        // Each read ends with `didFinishReading`, after its frames and only when it had some:
+        // the counts grow strictly, the last covers every frame, and reads carried many frames.
+        let ends = a.delegate.readEnds(on: link, through: frames.count)
+        #expect(ends.last == frames.count)
+        #expect(zip(ends, ends.dropFirst()).allSatisfy { $0 < $1 })
+        #expect((ends.first ?? 0) > 0)
+        #expect(ends.count < frames.count / 10)
     }
 
     @Test("10,000 frames keep their order")

@@ -17,6 +17,8 @@ final class TestDelegate: TransportDelegate, @unchecked Sendable {
     private let condition = NSCondition()
     private var recorded: [TransportEvent] = []
     private var received: [ConnectionID: [[UInt8]]] = [:]
+    /// For each `didFinishReading`, how many frames the link had delivered by then.
+    private var finishedReads: [ConnectionID: [Int]] = [:]
 
     var events: [TransportEvent] { condition.lock(); defer { condition.unlock() }; return recorded }
 
@@ -37,6 +39,25 @@ final class TestDelegate: TransportDelegate, @unchecked Sendable {
     func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
         record(.received(connection, frame))
     }
+    func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
+        condition.lock()
+        finishedReads[connection, default: []].append(received[connection]?.count ?? 0)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The frame counts at each end of a read on `connection`, once a read ended after
+    /// `frames` frames (or the timeout passed).
+    func readEnds(on connection: ConnectionID, through frames: Int, timeoutSeconds: Double = 5) -> [Int] {
+        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while (finishedReads[connection]?.last ?? 0) < frames {
+            if !condition.wait(until: deadline) { break }
+        }
+        return finishedReads[connection] ?? []
+    }
+
     func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
         record(.overLimit(connection))
     }
