@@ -2,10 +2,13 @@
 #   make deps-bench      redis-server and redis-tools (apt-get; idempotent, quick when present)
 #   make bench-compare   Redis master+replica vs Decide (library and syncnode) on 127.0.0.1, one run;
 #                        prints the table and writes it into docs/benchmarks.md
-# COMPARE_KEYS (default 100000) is the key count and the number of writes per workload.
+# COMPARE_KEYS (default 100000) is the key count and the number of writes per workload;
+# COMPARE_ROUNDS (default 3) how many alternating rounds of the Redis stream and the library run
+# (the table takes each side's best).
 
 COMPARE_PACKAGES := redis-server redis-tools
 COMPARE_KEYS ?= 100000
+COMPARE_ROUNDS ?= 3
 
 .PHONY: deps-bench bench-compare compare-build
 
@@ -25,4 +28,4 @@ compare-build: deps
 
 bench-compare: deps deps-bench compare-build
 	DECIDE_BENCH="$(BENCH_BUILD)/release/DecideBench" SYNCNODE="$(BENCH_BUILD)/release/syncnode" \
-		COMPARE_KEYS=$(COMPARE_KEYS) bash Cluster/bench-compare.sh
+		COMPARE_KEYS=$(COMPARE_KEYS) COMPARE_ROUNDS=$(COMPARE_ROUNDS) bash Cluster/bench-compare.sh

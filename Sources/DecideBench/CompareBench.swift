@@ -296,6 +296,14 @@ enum CompareBench {
         writer.write(command(["FLUSHALL"]))
         precondition(writer.readLine().starts(with: Array("+OK".utf8)), "FLUSHALL failed on the master")
         let lastKey = "stream:\(keys - 1)"
+        // A second round must not see the first round's last key: wait until the flush reached
+        // the replica.
+        let flushDeadline = now() + 10_000_000_000
+        while now() < flushDeadline {
+            reader.write(command(["EXISTS", lastKey]))
+            if reader.readLine() == Array(":0\r".utf8) { break }
+            usleep(1_000)
+        }
         let chunk = 1_000
         var payloads: [[UInt8]] = []
         var index = 0

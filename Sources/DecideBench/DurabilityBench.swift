@@ -43,7 +43,7 @@ enum DurabilityBench {
     }
 
     static func run(seconds: Double) {
-        print("== durability: decisions per second by durability level (one run of \(seconds) s each; time includes the final flush)")
+        print("== durability: decisions per second by durability level (best of 3 runs of \(seconds) s, strict one run; time includes the final flush)")
         let workloads = [
             Workload(name: "one key, 1 thread", threads: 1, hotKey: true),
             Workload(name: "new key each, 1 thread", threads: 1, hotKey: false),
@@ -54,7 +54,10 @@ enum DurabilityBench {
         for workload in workloads {
             var memoryRate = 0.0
             for level in levels {
-                let rate = measure(level, workload, seconds: seconds)
+                // Best of 3 where the CPU bounds the rate (this machine's noise is ±30 % per
+                // run); strict is bound by fsync, and one run says it.
+                let rate = level == .strict ? measure(level, workload, seconds: seconds)
+                    : CoreBench.best { measure(level, workload, seconds: seconds) }
                 if level == .memory { memoryRate = rate }
                 // The one tracked figure: batched durability on one key must not cost more than
                 // it did when first measured (1.43× the memory rate).
