@@ -49,13 +49,23 @@ final class TestDelegate: TransportDelegate, @unchecked Sendable {
     /// The frame counts at each end of a read on `connection`, once a read ended after
     /// `frames` frames (or the timeout passed).
     func readEnds(on connection: ConnectionID, through frames: Int, timeoutSeconds: Double = 5) -> [Int] {
+        waitUntil(timeoutSeconds) { (finishedReads[connection]?.last ?? 0) >= frames }
+        return readEndsSoFar(on: connection)
+    }
+
+    private func readEndsSoFar(on connection: ConnectionID) -> [Int] {
+        condition.lock(); defer { condition.unlock() }
+        return finishedReads[connection] ?? []
+    }
+
+    /// Waits, at most `timeoutSeconds`, until `done` (read under the lock) holds.
+    private func waitUntil(_ timeoutSeconds: Double, _ done: () -> Bool) {
         let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         condition.lock()
         defer { condition.unlock() }
-        while (finishedReads[connection]?.last ?? 0) < frames {
+        while !done() {
             if !condition.wait(until: deadline) { break }
         }
-        return finishedReads[connection] ?? []
     }
 
     func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
@@ -82,13 +92,8 @@ final class TestDelegate: TransportDelegate, @unchecked Sendable {
 
     /// Waits until `connection` has received at least `count` frames; returns them (maybe fewer on timeout).
     func waitForFrames(on connection: ConnectionID, count: Int, timeoutSeconds: Double = 5) -> [[UInt8]] {
-        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while (received[connection]?.count ?? 0) < count {
-            if !condition.wait(until: deadline) { break }
-        }
-        return received[connection] ?? []
+        waitUntil(timeoutSeconds) { (received[connection]?.count ?? 0) >= count }
+        return frames(from: connection)
     }
 
     /// Frames received from `connection` so far.
