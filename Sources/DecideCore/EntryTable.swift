@@ -53,10 +53,13 @@ public struct EntryTable: Sendable {
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
     private var nodeNumbers: [String: UInt32] = [:]
-    /// State names seen in keys, each once; records name them by position. Bounded like node
-    /// ids: a name enters only with an entry.
-    private var names: [String] = []
+    /// The state names of the stored keys, each once, with how many records use it; records
+    /// name them by position. A name no record uses any more is forgotten and its number
+    /// reused, so names that come and go (deleted, collected) do not accumulate.
+    private var names: [(name: String, uses: Int)] = []
     private var nameNumbers: [String: UInt32] = [:]
+    /// Numbers of forgotten names, free for the next new one.
+    private var freeNames: [UInt32] = []
     /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
     private var latestName: UInt32 = 0
     /// The node number of the latest merge: most merges carry the same node id as the one
@@ -181,22 +184,42 @@ public struct EntryTable: Sendable {
     // MARK: layout
 
     private func key(of record: Record) -> StateKey {
-        StateKey(name: names[Int(record.name)], element: record.element, stableHash: record.keyHash)
+        StateKey(name: names[Int(record.name)].name, element: record.element, stableHash: record.keyHash)
     }
 
-    /// The number of a state name, interned on first sight.
+    /// The number of a state name for a new record (counted as one more use), interned on
+    /// first sight.
     private mutating func nameNumber(of name: String) -> UInt32 {
-        if Int(latestName) < names.count, names[Int(latestName)] == name { return latestName }
-        if let known = nameNumbers[name] {
-            latestName = known
-            return known
+        let number: UInt32
+        if Int(latestName) < names.count, names[Int(latestName)].uses > 0, names[Int(latestName)].name == name {
+            number = latestName
+        } else if let known = nameNumbers[name] {
+            number = known
+        } else if let free = freeNames.popLast() {
+            number = free
+            names[Int(free)] = (name, 0)
+            nameNumbers[name] = free
+        } else {
+            number = UInt32(names.count)
+            names.append((name, 0))
+            nameNumbers[name] = number
         }
-        let number = UInt32(names.count)
-        names.append(name)
-        nameNumbers[name] = number
+        names[Int(number)].uses += 1
         latestName = number
         return number
     }
+
+    /// One record of name `number` is gone; the name is forgotten with its last record.
+    private mutating func releaseName(_ number: UInt32) {
+        names[Int(number)].uses -= 1
+        guard names[Int(number)].uses == 0 else { return }
+        nameNumbers[names[Int(number)].name] = nil
+        names[Int(number)].name = ""
+        freeNames.append(number)
+    }
+
+    /// Distinct state names among the stored keys.
+    package var nameCount: Int { nameNumbers.count }
 
     private func version(of record: Record) -> Version {
         let node = nodeIDs[Int(record.node)]
@@ -241,7 +264,7 @@ public struct EntryTable: Sendable {
                     if stored == 0 { return cell }
                     let record = Int(stored - 1)
                     if records[record].keyHash == key.stableHash, records[record].element == key.element,
-                       names[Int(records[record].name)] == key.name {
+                       names[Int(records[record].name)].name == key.name {
                         return cell
                     }
                     cell = (cell + 1) & mask
@@ -280,6 +303,7 @@ public struct EntryTable: Sendable {
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)
+        releaseName(record.name)
         if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
 
         // Close the gap in the index.

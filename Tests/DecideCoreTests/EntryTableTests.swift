@@ -10,7 +10,11 @@ import Testing
             var table = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
             var model: [StateKey: Entry] = [:]
             let keyCount = gen.int(1...3_000)
-            let keys = (0..<keyCount).map { StateKey(name: "k\($0 % 7)", element: Array("\($0)".utf8)) }
+            // Most keys share a few names; every fifth has a name of its own, which comes and
+            // goes with it (collection frees the name, a later key reuses its number).
+            let keys = (0..<keyCount).map {
+                StateKey(name: $0 % 5 == 0 ? "own\($0)" : "k\($0 % 7)", element: Array("\($0)".utf8))
+            }
             for _ in 0..<(keyCount * 3) {
                 let key = keys[gen.int(0...(keyCount - 1))]
                 if gen.int(0...5) == 0, let stored = model[key], stored.isTombstone {
@@ -26,6 +30,9 @@ import Testing
                 model[key] = merged
             }
             #expect(table.count == model.count, "seed \(seed)")
+            #expect(table.nameCount == Set(model.keys.map(\.name)).count, "seed \(seed)")
+            let heldKeys = Set(table.entries.map { $0.key })
+            #expect(heldKeys == Set(model.keys), "seed \(seed)")
             #expect(table.tombstoneCount == model.values.filter(\.isTombstone).count, "seed \(seed)")
             for key in keys { #expect(table.entry(for: key) == model[key], "seed \(seed) key \(key)") }
             // A live entry is never collected, nor a tombstone of another version.
@@ -43,5 +50,36 @@ import Testing
                 #expect(Set(listed.map(\.key)) == Set(fresh.entries(inBucket: bucket).map(\.key)), "seed \(seed) bucket \(bucket)")
             }
         }
+    }
+
+    /// State names that come and go (a key per name, deleted and collected) do not accumulate:
+    /// the table forgets a name with its last key, and a name reusing its number reads back right.
+    @Test func namesThatComeAndGoAreForgotten() {
+        var table = EntryTable()
+        let kept = StateKey(name: "kept")
+        table.merge(Entry(version: Version(timestamp: HLCTimestamp(rawValue: 1), node: "a"), value: [1]), for: kept)
+        var clock: UInt64 = 2
+        for round in 0..<200 {
+            let keys = (0..<25).map { StateKey(name: "session.\(round).\($0)", element: [UInt8(round % 256)]) }
+            for key in keys {
+                table.merge(Entry(version: Version(timestamp: HLCTimestamp(rawValue: clock), node: "a"), value: [2]), for: key)
+                clock += 1
+            }
+            #expect(table.nameCount == 26)
+            let held = Set(table.entries.map { $0.key })
+            #expect(held == Set(keys + [kept]))
+            for key in keys {
+                let tombstone = Version(timestamp: HLCTimestamp(rawValue: clock), node: "a")
+                table.merge(Entry(version: tombstone, value: nil), for: key)
+                clock += 1
+                let collected = table.collectTombstone(for: key, version: tombstone)
+                #expect(collected)
+            }
+            #expect(table.nameCount == 1)
+        }
+        #expect(table.count == 1)
+        let left = table.entries.map { $0.key }
+        #expect(left == [kept])
+        #expect(table.entry(for: kept)?.value == [1])
     }
 }
