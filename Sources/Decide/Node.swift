@@ -182,6 +182,8 @@ public final class Node: Sendable {
                 let entry = Entry(version: version, value: writes.values[index])
                 let outcome = core.table.merge(entry, for: key)
                 precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+                // One copy of the typed value on each path: binding it first would copy the
+                // existential twice per write.
                 if let decoded = writes.decoded[index] {
                     core.decoded.written(decoded, of: key, at: version)
                     notifyObservers(core, key: key, entry: entry, decoded: decoded)

@@ -9,16 +9,13 @@ final class NodeCore: @unchecked Sendable {
     /// Values decoded from the table's bytes, for typed reads (bounded; see `DecodedCache`).
     var decoded: DecodedCache
     var clock: HybridLogicalClock
-    private var atomicKeys = TypeKeys()
+    private var atomicKeys = TypeTable<StateKey>()
     /// A collection's wire name and its part of every key's hash, found once per type.
     private struct CollectionName {
-        let id: ObjectIdentifier
         let name: String
         let hash: StableHash
     }
-    private var names: [ObjectIdentifier: CollectionName] = [:]
-    /// The collection written last: a run of writes into one collection skips the dictionary.
-    private var latestCollection: CollectionName?
+    private var collectionNames = TypeTable<CollectionName>()
     var observers: [StateKey: [UInt64: Observer]] = [:]
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
     /// Listeners of local commits that must hear of them only once they are on disk (the
@@ -86,7 +83,7 @@ final class NodeCore: @unchecked Sendable {
 
     func key<K: AtomicState>(for key: K.Type) -> StateKey {
         let id = ObjectIdentifier(key)
-        if let known = atomicKeys.key(for: id) { return known }
+        if let known = atomicKeys.value(for: id) { return known }
         let made = StateKey(name: K.name)
         atomicKeys.insert(made, for: id)
         return made
@@ -95,15 +92,12 @@ final class NodeCore: @unchecked Sendable {
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
         let id = ObjectIdentifier(collection)
         let name: CollectionName
-        if let latest = latestCollection, latest.id == id {
-            name = latest
-        } else if let known = names[id] {
+        if let known = collectionNames.value(for: id) {
             name = known
         } else {
-            name = CollectionName(id: id, name: C.name, hash: StateKey.nameHash(C.name))
-            names[id] = name
+            name = CollectionName(name: C.name, hash: StateKey.nameHash(C.name))
+            collectionNames.insert(name, for: id)
         }
-        latestCollection = name
         return StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
     }
 }

@@ -49,17 +49,17 @@ struct PendingWrites {
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
     mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, at existing: Int?) {
-        let bytes = WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
-                                                   nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
+        func bytes(_ value: [UInt8]?) -> Int {
+            WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+                                           nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
+        }
         if let existing {
-            entryBytes += bytes - WireCodec.maxEncodedEntryBytes(
-                nameBytes: key.name.utf8.count, elementBytes: key.element.count, nodeBytes: nodeBytes,
-                valueBytes: values[existing]?.count ?? 0)
+            entryBytes += bytes(value) - bytes(values[existing])
             values[existing] = value
             decoded[existing] = typed
             return
         }
-        entryBytes += bytes
+        entryBytes += bytes(value)
         keys.append(key)
         values.append(value)
         decoded.append(typed)

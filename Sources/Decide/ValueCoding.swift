@@ -95,11 +95,16 @@ enum ValueCoding {
         return Int64(magnitude)
     }
 
+    /// A byte JSON writes escaped inside a string: the quote, the backslash, a control character.
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
+    }
+
     private static func encodeString(_ text: String) -> [UInt8] {
         var text = text
         // Most strings need no escape: one copy between the quotes.
         if let plain = text.withUTF8({ utf8 -> [UInt8]? in
-            for byte in utf8 where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+            for byte in utf8 where needsEscape(byte) { return nil }
             var quoted: [UInt8] = []
             quoted.reserveCapacity(utf8.count + 2)
             quoted.append(UInt8(ascii: "\""))
@@ -137,9 +142,7 @@ enum ValueCoding {
     private static func decodePlainString(_ bytes: [UInt8]) -> String? {
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
         let body = bytes[1..<bytes.count - 1]
-        for byte in body where byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") || byte < 0x20 {
-            return nil
-        }
+        for byte in body where needsEscape(byte) { return nil }
         return String(validating: body, as: UTF8.self)
     }
 }

@@ -64,10 +64,10 @@ enum JoinBench {
             ["copied", String(format: "%.0f MB, %d entries", Double(copiedBytes) / 1e6, summary.entryCount), "", ""],
             ["join time", String(format: "%.2f s", seconds), "", ""],
             ["rate", String(format: "%.1f MB/s, %.0f entries/s", megabytesPerSecond, Double(summary.entryCount) / seconds),
-             "≥ 100 MB/s", megabytesPerSecond >= 100 ? "met" : "not met"],
+             "≥ 100 MB/s", BenchTable.verdict(megabytesPerSecond >= 100)],
             ["joiner peak RSS", String(format: "%.0f MB", peak / 1024), "", ""],
             ["joiner settled RSS", String(format: "%.0f MB", settled / 1024), "", ""],
-            ["peak / settled", String(format: "%.2fx", ratio), "≤ 1.5x", ratio <= 1.5 ? "met" : "not met"],
+            ["peak / settled", String(format: "%.2fx", ratio), "≤ 1.5x", BenchTable.verdict(ratio <= 1.5)],
         ], header: ["join", "measured", "goal", ""])
         let done = DispatchSemaphore(value: 0)
         Task {

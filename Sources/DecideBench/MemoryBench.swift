@@ -50,7 +50,7 @@ enum MemoryBench {
             rows.append([label, String(format: "%.0f MB", result.grownBytes / 1e6),
                          String(format: "%.0f MB", result.payloadBytes / 1e6),
                          String(format: "%.0f B", overhead),
-                         overhead <= goalBytesPerEntry ? "met (≤ \(Int(goalBytesPerEntry)) B)" : "not met (goal ≤ \(Int(goalBytesPerEntry)) B)"])
+                         "\(BenchTable.verdict(overhead <= goalBytesPerEntry)) (≤ \(Int(goalBytesPerEntry)) B)"])
         }
         BenchTable.print(rows: rows, header: ["entries", "node grew by", "keys + values", "overhead per entry", "goal"])
     }

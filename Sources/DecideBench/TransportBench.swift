@@ -35,7 +35,7 @@ func runTransportBench() {
     ], header: ["one way (100 B frames)", "frames/s", "MB/s (payload)", "ratio"])
     let rttOK = uvRTT.p99 <= 2 * socketRTT.p99
     let rateOK = Double(frames) / uvStream >= 1_000_000
-    print("target p99 RTT <= 2x socket: \(rttOK ? "met" : "NOT met"); target >= 1,000,000 frames/s: \(rateOK ? "met" : "NOT met")")
+    print("target p99 RTT <= 2x socket: \(BenchTable.verdict(rttOK)); target >= 1,000,000 frames/s: \(BenchTable.verdict(rateOK))")
 }
 
 enum TransportBench {

@@ -166,19 +166,12 @@ public struct ReplicationCodec: Sendable {
     public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
-        if case .delta(let delta) = message {
-            // The hot path: one allocation, sized for the delta.
-            var writer = WireWriter(reservingCapacity: 1 + WireCodec.estimatedBytes(of: delta))
+        var writer = WireWriter(reservingCapacity: Self.reservedBytes(for: message))
+        switch message {
+        case .delta(let delta):
             writer.writeUInt8(ReplicationMessage.deltaType)
             wire.encode(delta, into: &writer)
-            return writer.bytes
-        }
-        var writer = WireWriter(reservingCapacity: 32)
-        switch message {
-        case .delta:
-            preconditionFailure("encoded above")
         case let .digest(round, seq, clock, shape, level, nodes):
-            writer = WireWriter(reservingCapacity: 32 + nodes.count * 12)
             writer.writeUInt8(ReplicationMessage.digestType)
             writer.writeUInt64(round)
             writer.writeVarint(seq)
@@ -198,7 +191,6 @@ public struct ReplicationCodec: Sendable {
             writer.writeUInt64(clock)
             writer.writeUInt8(synced ? 1 : 0)
         case let .summary(round, seq, clock, last, groups):
-            writer = WireWriter(reservingCapacity: 32 + groups.reduce(0) { $0 + 8 + $1.items.count * 24 })
             writer.writeUInt8(ReplicationMessage.summaryType)
             writer.writeUInt64(round)
             writer.writeVarint(seq)
@@ -215,7 +207,6 @@ public struct ReplicationCodec: Sendable {
                 }
             }
         case let .keysRequest(round, seq, last, keys):
-            writer = WireWriter(reservingCapacity: 16 + keys.count * 12)
             writer.writeUInt8(ReplicationMessage.keysRequestType)
             writer.writeUInt64(round)
             writer.writeVarint(seq)
@@ -264,6 +255,18 @@ public struct ReplicationCodec: Sendable {
             writer.writeString(cut)
         }
         return writer.bytes
+    }
+
+    /// About the bytes `message` encodes to, so its buffer is allocated once: what its items
+    /// need for the messages that carry many, a small header's worth for the others.
+    private static func reservedBytes(for message: ReplicationMessage) -> Int {
+        switch message {
+        case .delta(let delta): return 1 + WireCodec.estimatedBytes(of: delta)
+        case .digest(_, _, _, _, _, let nodes): return 32 + nodes.count * 12
+        case .summary(_, _, _, _, let groups): return 32 + groups.reduce(0) { $0 + 8 + $1.items.count * summaryItemBytes }
+        case .keysRequest(_, _, _, let keys): return 16 + keys.count * 12
+        default: return 32
+        }
     }
 
     /// Encoded size of one gossip record.

@@ -10,12 +10,7 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     public let stableHash: UInt64
 
     public init(name: String, element: [UInt8] = []) {
-        self.name = name
-        self.element = element
-        var hash = StableHash()
-        hash.combine(bytes: name.utf8)
-        hash.combine(bytes: element)
-        self.stableHash = hash.value
+        self.init(name: name, nameHash: Self.nameHash(name), element: element)
     }
 
     /// The same key as `init(name:element:)`, with the name's part of the hash already taken

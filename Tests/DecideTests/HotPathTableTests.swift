@@ -7,22 +7,22 @@ import Testing
     final class Token {}
 
     /// Every identifier inserted is found with its key, none other is, across growth.
-    @Test func typeKeysAnswersLikeADictionary() {
+    @Test func typeTableAnswersLikeADictionary() {
         let tokens = (0..<300).map { _ in Token() }
-        var table = TypeKeys()
+        var table = TypeTable<StateKey>()
         var model: [ObjectIdentifier: StateKey] = [:]
         for (index, token) in tokens.enumerated() {
             let id = ObjectIdentifier(token)
-            #expect(table.key(for: id) == nil)
+            #expect(table.value(for: id) == nil)
             let key = StateKey(name: "type.\(index)")
             table.insert(key, for: id)
             model[id] = key
             if index % 37 == 0 {
-                for other in tokens { #expect(table.key(for: ObjectIdentifier(other)) == model[ObjectIdentifier(other)]) }
+                for other in tokens { #expect(table.value(for: ObjectIdentifier(other)) == model[ObjectIdentifier(other)]) }
             }
         }
         #expect(table.count == 300)
-        for token in tokens { #expect(table.key(for: ObjectIdentifier(token)) == model[ObjectIdentifier(token)]) }
+        for token in tokens { #expect(table.value(for: ObjectIdentifier(token)) == model[ObjectIdentifier(token)]) }
     }
 
     /// Writes in any order, with keys rewritten, past the linear-search size: one write per key
