@@ -51,6 +51,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The Redis protocol (RESP2/RESP3) as pure values: request parser, reply writer and parser, glob patterns. No I/O.
+        .target(name: "DecideRESP"),
         // A deterministic, seeded Transport and clock for tests: one thread, virtual time.
         .target(name: "DecideSimulation", dependencies: ["Decide", "DecideCore"]),
         // The peer executable: `syncnode run` and its admin client commands (DESIGN.md §5).
@@ -75,5 +77,6 @@ let package = Package(
         // Multi-node behaviour: the seeded simulator and real loopback links.
         .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]),
         .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
+        .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
     ]
 )

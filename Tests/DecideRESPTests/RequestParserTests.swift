@@ -1,0 +1,303 @@
+import DecideRESP
+import Testing
+
+@Suite struct RequestParserTests {
+    func commands(_ stream: [UInt8], limits: RESPLimits = RESPLimits()) -> [[String]] {
+        let outcome = parseRequests(stream, limits: limits)
+        #expect(outcome.error == nil, "\(outcome)")
+        return outcome.commands.map { $0.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    func error(_ stream: [UInt8], limits: RESPLimits = RESPLimits()) -> RESPProtocolError? {
+        let outcome = parseRequests(stream, limits: limits)
+        // Every error is also the one reached byte by byte.
+        #expect(parseRequestsByteByByte(stream, limits: limits) == outcome)
+        return outcome.error
+    }
+
+    // MARK: - Basics
+
+    @Test func multibulkCommands() throws {
+        #expect(commands(multibulk("SET", "key", "value")) == [["SET", "key", "value"]])
+        #expect(commands(bytes("*1\r\n$0\r\n\r\n")) == [[""]])
+        // Bulk data is binary: CR, LF, NUL and '*' inside it are data.
+        let binary: [UInt8] = [0, 13, 10, 42, 36, 255]
+        #expect(parseRequests(multibulk([bytes("SET"), binary])).commands == [[bytes("SET"), binary]])
+
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: bytes("*2\r\n$4\r\nECHO\r\n$2\r\nh"))
+        #expect(try parser.next() == nil)
+        #expect(parser.bufferedBytes == 19)
+        parser.append(contentsOf: bytes("i\r\n"))
+        let command = try #require(try parser.next())
+        #expect(command.map { Array($0) } == [bytes("ECHO"), bytes("hi")])
+        #expect(parser.bufferedBytes == 0)
+        #expect(try parser.next() == nil)
+    }
+
+    @Test func appendTakesRawBuffers() throws {
+        var parser = RESPRequestParser()
+        multibulk("PING").withUnsafeBytes { parser.append($0) }
+        #expect(try parser.next()?.map { Array($0) } == [bytes("PING")])
+    }
+
+    @Test func inlineCommands() {
+        #expect(commands(bytes("PING\r\n")) == [["PING"]])
+        #expect(commands(bytes("SET a b\n")) == [["SET", "a", "b"]])
+        #expect(commands(bytes("  GET \t  k  \r\n")) == [["GET", "k"]])
+        // Only one trailing CR is the line's; another is whitespace, inside quotes it is data.
+        #expect(commands(bytes("a\r\r\n")) == [["a"]])
+        #expect(commands(bytes("GET \"x\r\"\r\n")) == [["GET", "x\r"]])
+        // \v and \f separate arguments but do not end an unquoted one (as sdssplitargs).
+        #expect(commands(bytes("\u{0B}a\u{0B}b c\u{0C}\n")) == [["a\u{0B}b", "c\u{0C}"]])
+        // An incomplete line waits for its newline.
+        #expect(parseRequests(bytes("PING")) == RequestOutcome())
+    }
+
+    @Test func pipelinedCommandsInOneBuffer() {
+        let stream = multibulk("SET", "a", "1") + bytes("PING\r\n") + multibulk("GET", "a") + bytes("ECHO \"x y\"\n")
+            + multibulk("DEL", "a")
+        #expect(commands(stream) == [["SET", "a", "1"], ["PING"], ["GET", "a"], ["ECHO", "x y"], ["DEL", "a"]])
+    }
+
+    @Test func emptyCommandsAreSkipped() throws {
+        let stream = bytes("\r\n\n   \t\r\n*0\r\n*-1\r\n*-7\r\n") + bytes("PING\r\n") + bytes("*0\r\n")
+        #expect(commands(stream) == [["PING"]])
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: bytes("\r\n*0\r\n"))
+        #expect(try parser.next() == nil)
+        #expect(parser.bufferedBytes == 0)
+    }
+
+    // MARK: - Inline quoting (sdssplitargs)
+
+    @Test func inlineQuotesAndEscapes() {
+        let cases: [(String, [[UInt8]])] = [
+            (#"SET k "hello world""#, [bytes("SET"), bytes("k"), bytes("hello world")]),
+            (#"a "" b"#, [bytes("a"), [], bytes("b")]),
+            (#""\n\r\t\b\a\\\"\q""#, [[10, 13, 9, 8, 7, 92, 34, 113]]),
+            (#""\x41\x7a\xff\xAb""#, [[0x41, 0x7A, 0xFF, 0xAB]]),
+            // \x without two hex digits is just an escaped 'x'.
+            (#""\xg1" "\x4""#, [bytes("xg1"), bytes("x4")]),
+            (#"'it\'s' 'a\nb' '"'"#, [bytes("it's"), bytes("a\\nb"), bytes("\"")]),
+            // A quote may open inside an argument.
+            (#"ab"c d"e"#, []),  // closing quote followed by 'e': unbalanced (checked below)
+            (#"ab"c d" e"#, [bytes("abc d"), bytes("e")]),
+            (#"x'y z'"#, [bytes("xy z")]),
+            // A NUL byte is an ordinary byte.
+            ("a\u{0}b \"c\u{0}\"", [[97, 0, 98], [99, 0]]),
+        ]
+        for (line, expected) in cases where !expected.isEmpty {
+            let outcome = parseRequests(bytes(line + "\r\n"))
+            #expect(outcome == RequestOutcome(commands: [expected]), "\(line)")
+        }
+        for line in [#"ab"c d"e"#, #""unterminated"#, #"'unterminated"#, #""a"b"#, #"'a'b"#, #""trailing backslash\"#,
+                     #"x "y\""#, #""\x4"#] {
+            #expect(error(bytes(line + "\n")) == .unbalancedQuotes, "\(line)")
+        }
+        // A closing quote followed by a tab, \v, or the end of the line is fine.
+        #expect(commands(bytes("\"a\"\t\"b\"\u{0B}'c'\n")) == [["a", "b", "c"]])
+    }
+
+    // MARK: - Errors, with Redis's texts
+
+    @Test func errorsHaveRedisTexts() {
+        let cases: [(String, RESPProtocolError, String)] = [
+            ("*abc\r\n", .invalidMultibulkLength, "Protocol error: invalid multibulk length"),
+            ("*1\r\n$x\r\n", .invalidBulkLength, "Protocol error: invalid bulk length"),
+            ("*1\r\n:3\r\n", .expectedDollar(got: UInt8(ascii: ":")), "Protocol error: expected '$', got ':'"),
+            ("*1\r\n\r\n", .expectedDollar(got: 13), "Protocol error: expected '$', got ' '"),
+            ("\"open\r\n", .unbalancedQuotes, "Protocol error: unbalanced quotes in request"),
+            ("*1\r\n$3\r\nabcXY", .expectedCRLFAfterBulkData, "Protocol error: expected CRLF after bulk data"),
+            ("*1\r\n$3\r\nabc\rX", .expectedCRLFAfterBulkData, "Protocol error: expected CRLF after bulk data"),
+        ]
+        for (stream, expected, text) in cases {
+            let found = error(bytes(stream))
+            #expect(found == expected, "\(stream.debugDescription)")
+            #expect(found?.description == text)
+        }
+        #expect(RESPProtocolError.tooBigInlineRequest.description == "Protocol error: too big inline request")
+        #expect(RESPProtocolError.tooBigMultibulkCountString.description == "Protocol error: too big mbulk count string")
+        #expect(RESPProtocolError.tooBigBulkCountString.description == "Protocol error: too big bulk count string")
+        #expect(RESPProtocolError.requestTooLarge(maxRequestBytes: 100).description
+            == "Protocol error: request of more than 100 bytes (maxRequestBytes)")
+    }
+
+    @Test func countsMustBeStrictIntegers() {
+        for count in ["", "+1", "01", "-0", "1 ", " 1", "1x", "99999999999999999999", "--1", "0x10"] {
+            #expect(error(bytes("*\(count)\r\n")) == .invalidMultibulkLength, "\(count)")
+            #expect(error(bytes("*1\r\n$\(count)\r\n")) == .invalidBulkLength, "\(count)")
+        }
+        // Negative argument lengths are refused; negative argument counts are empty commands.
+        #expect(error(bytes("*1\r\n$-1\r\n")) == .invalidBulkLength)
+        #expect(error(bytes("*2\r\n$1\r\na\r\n$-5\r\n")) == .invalidBulkLength)
+        #expect(commands(bytes("*-5\r\nPING\n")) == [["PING"]])
+        // A CR in a header must be followed by LF (Redis would skip any byte there).
+        #expect(error(bytes("*1\rX$1\r\na\r\n")) == .invalidMultibulkLength)
+        #expect(error(bytes("*1\r\n$1\rXa\r\n")) == .invalidBulkLength)
+    }
+
+    @Test func limitsAreRefusedBeforeTheDataArrives() {
+        // Redis's argument count limit is inclusive.
+        #expect(error(bytes("*1048577\r\n")) == .invalidMultibulkLength)
+        #expect(parseRequests(bytes("*1048576\r\n")) == RequestOutcome())
+        #expect(error(bytes("*9223372036854775807\r\n")) == .invalidMultibulkLength)
+        #expect(error(bytes("*1\r\n$99999999999\r\n")) == .invalidBulkLength)
+        #expect(error(bytes("*1\r\n$67108865\r\n")) == .invalidBulkLength)
+        #expect(parseRequests(bytes("*1\r\n$67108864\r\n")) == RequestOutcome())
+
+        // A 70 KB inline line without a newline; exactly 64 KB still waits for its newline.
+        #expect(parseRequests([UInt8](repeating: UInt8(ascii: "a"), count: 70_000)).error == .tooBigInlineRequest)
+        let limit = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
+        #expect(parseRequests(limit) == RequestOutcome())
+        #expect(parseRequests(limit + bytes("\n")).commands == [[limit]])
+        #expect(parseRequests(limit + bytes("a\n")).error == .tooBigInlineRequest)
+
+        // Header lines are bounded the same way.
+        let digits = [UInt8](repeating: UInt8(ascii: "1"), count: 70_000)
+        #expect(parseRequests(bytes("*") + digits).error == .tooBigMultibulkCountString)
+        #expect(parseRequests(bytes("*1\r\n$") + digits).error == .tooBigBulkCountString)
+        #expect(parseRequests(bytes("*1\r\n") + digits).error == .tooBigBulkCountString)
+
+        var small = RESPLimits()
+        small.maxArguments = 2
+        small.maxBulkBytes = 3
+        small.maxInlineBytes = 8
+        small.maxRequestBytes = 30
+        #expect(error(multibulk("a", "b", "c"), limits: small) == .invalidMultibulkLength)
+        #expect(error(multibulk("abcd"), limits: small) == .invalidBulkLength)
+        #expect(error(bytes("123456789\n"), limits: small) == .tooBigInlineRequest)
+        #expect(commands(bytes("12345678\n"), limits: small) == [["12345678"]])
+        #expect(error(bytes("*000000001\r\n"), limits: small) == .tooBigMultibulkCountString)
+        // "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n" is 22 bytes, refused as soon as "$3\r\n" says so.
+        #expect(commands(multibulk("abc", "def"), limits: small) == [["abc", "def"]])
+        small.maxRequestBytes = 21
+        #expect(error(multibulk("abc", "def"), limits: small) == .requestTooLarge(maxRequestBytes: 21))
+        #expect(parseRequests(Array(multibulk("abc", "def").prefix(17)), limits: small).error
+            == .requestTooLarge(maxRequestBytes: 21))
+        // The limit applies per command, not to the stream.
+        small.maxRequestBytes = 22
+        #expect(commands(multibulk("abc", "def") + multibulk("abc", "def"), limits: small).count == 2)
+    }
+
+    @Test func errorsPoisonTheParser() throws {
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: multibulk("PING") + bytes("*x\r\n") + multibulk("PING"))
+        #expect(try parser.next()?.count == 1)
+        #expect(throws: RESPProtocolError.invalidMultibulkLength) { try parser.next() }
+        parser.append(contentsOf: multibulk("GET", "k"))
+        for _ in 0..<3 {
+            #expect(throws: RESPProtocolError.invalidMultibulkLength) { try parser.next() }
+        }
+    }
+
+    // MARK: - Split invariance
+
+    /// Streams of random commands (multibulk and inline, some broken), generated from a seed.
+    func randomStream(_ random: inout SeededRandom) -> [UInt8] {
+        var stream: [UInt8] = []
+        let alphabet = bytes("ab \"'\\x0\r\n*$") + [0, 9, 11, 255]
+        for _ in 0..<random.int(1...6) {
+            switch random.int(0...9) {
+            case 0...4:
+                let arguments = (0..<random.int(1...4)).map { _ in random.bytes(maxCount: 6) }
+                stream += multibulk(arguments)
+            case 5...6:
+                stream += random.bytes(maxCount: 12, from: alphabet) + bytes(random.bool() ? "\r\n" : "\n")
+            case 7:
+                stream += bytes(random.pick(["*0\r\n", "*-1\r\n", "\r\n", "*1\r\n$2\r\nab\r\n"]))
+            case 8:
+                // Corrupt a well-formed command at one byte.
+                var command = multibulk((0..<random.int(1...3)).map { _ in random.bytes(maxCount: 4) })
+                command[random.int(0...(command.count - 1))] = random.pick(alphabet)
+                stream += command
+            default:
+                stream += random.bytes(maxCount: 8, from: alphabet)
+            }
+        }
+        return stream
+    }
+
+    @Test func everySplitPositionGivesTheSameCommands() {
+        var small = RESPLimits()
+        small.maxArguments = 3
+        small.maxBulkBytes = 5
+        small.maxInlineBytes = 10
+        small.maxRequestBytes = 40
+        forEachSeed(0..<300) { seed, random in
+            let stream = randomStream(&random)
+            for limits in [RESPLimits(), small] {
+                let whole = parseRequests(stream, limits: limits)
+                #expect(parseRequestsByteByByte(stream, limits: limits) == whole, "seed \(seed)")
+                for first in 0...stream.count {
+                    #expect(parseRequests(stream, cuts: [first], limits: limits) == whole, "seed \(seed) cut \(first)")
+                }
+                let cuts = (0..<3).map { _ in random.int(0...stream.count) }.sorted()
+                #expect(parseRequests(stream, cuts: cuts, limits: limits) == whole, "seed \(seed) cuts \(cuts)")
+            }
+        }
+    }
+
+    @Test func reencodedCommandsParseToThemselves() {
+        forEachSeed(0..<300) { seed, random in
+            let outcome = parseRequests(randomStream(&random))
+            for command in outcome.commands {
+                #expect(parseRequests(multibulk(command)).commands == [command], "seed \(seed)")
+            }
+        }
+    }
+
+    // MARK: - Linear work
+
+    @Test func aMillionArgumentsInFourKilobytePiecesAreScannedOnce() throws {
+        let count = 1_000_000
+        var stream = bytes("*\(count)\r\n")
+        stream.reserveCapacity(count * 7 + 16)
+        for _ in 0..<count { stream += [36, 49, 13, 10, 120, 13, 10] }  // "$1\r\nx\r\n"
+        var parser = RESPRequestParser()
+        var command: [ArraySlice<UInt8>]?
+        var offset = 0
+        while offset < stream.count {
+            let end = min(offset + 4096, stream.count)
+            #expect(command == nil)
+            parser.append(contentsOf: stream[offset..<end])
+            command = try parser.next()
+            offset = end
+        }
+        let arguments = try #require(command)
+        #expect(arguments.count == count)
+        #expect(arguments.allSatisfy { $0.elementsEqual([120]) })
+        // Each header byte was examined at most once; bulk data not at all.
+        #expect(parser.scannedByteCount <= stream.count)
+        #expect(parser.bufferedBytes == 0)
+    }
+
+    @Test func byteByByteWorkIsLinear() throws {
+        let count = 20_000
+        var stream = bytes("*\(count)\r\n")
+        for index in 0..<count { stream += bytes("$7\r\nv\(100_000 + index)\r\n") }
+        let inline = [UInt8](repeating: UInt8(ascii: "a"), count: 60_000) + bytes("\n")
+        stream += inline
+        var parser = RESPRequestParser()
+        var results: [[ArraySlice<UInt8>]] = []
+        for byte in stream {
+            parser.append(contentsOf: CollectionOfOne(byte))
+            while let command = try parser.next() { results.append(command) }
+        }
+        #expect(results.count == 2)
+        #expect(results.first?.count == count)
+        #expect(results.last?.first.map(Array.init) == Array(inline.dropLast()))
+        // Inline lines are scanned for the newline once and split once.
+        #expect(parser.scannedByteCount <= stream.count + inline.count)
+    }
+
+    @Test func slicesStayValidAcrossAppends() throws {
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: multibulk("SET", "key", "value"))
+        let command = try #require(try parser.next())
+        // Enough appends to compact and regrow the buffer many times.
+        for _ in 0..<2_000 { parser.append(contentsOf: multibulk("GET", "other-key-\(String(repeating: "z", count: 40))")) }
+        while try parser.next() != nil {}
+        #expect(command.map { Array($0) } == [bytes("SET"), bytes("key"), bytes("value")])
+    }
+}
