@@ -46,25 +46,22 @@ enum RESPDecimal {
         append(magnitude: value.magnitude, to: &bytes)
     }
 
-    /// Appends `magnitude` in decimal digits to `bytes`: counts the digits, grows the array
-    /// once, then fills it from the last digit backwards.
+    /// Appends `magnitude` in decimal digits to `bytes`: fills a 20-byte stack buffer from
+    /// the last digit backwards, then appends the digits in one go.
     static func append(magnitude: UInt, to bytes: inout [UInt8]) {
-        var digitCount = 1
-        var rest = magnitude
-        while rest >= 10 {
-            rest /= 10
-            digitCount += 1
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude))
+            return
         }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digitCount))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var index = start + digitCount
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = digits.count
             var remaining = magnitude
             repeat {
                 index -= 1
-                buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+                digits[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
                 remaining /= 10
             } while remaining > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index...]))
         }
     }
 }

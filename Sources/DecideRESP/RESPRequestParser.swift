@@ -46,6 +46,9 @@ public struct RESPRequestParser {
     /// never with how often a partial line was looked at (tests assert on it).
     package var scannedByteCount: Int { cursor.scannedByteCount }
 
+    /// Bytes held in the buffer, consumed ones not yet compacted away included (tests).
+    package var storedByteCount: Int { buffer.count }
+
     /// Adds bytes received from the client.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         compact()

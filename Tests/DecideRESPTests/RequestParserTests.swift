@@ -291,6 +291,38 @@ import Testing
         #expect(parser.scannedByteCount <= stream.count + inline.count)
     }
 
+    @Test func longHeaderLinesTrickledInAreScannedOnce() throws {
+        // A header line just under the limit, one byte at a time: each byte examined once.
+        let stream = bytes("*1\r\n$") + [UInt8](repeating: UInt8(ascii: "0"), count: 60_000) + bytes("\r\n")
+        var parser = RESPRequestParser()
+        for byte in stream {
+            parser.append(contentsOf: CollectionOfOne(byte))
+            if byte == UInt8(ascii: "\n") && parser.bufferedBytes == stream.count {
+                #expect(throws: RESPProtocolError.invalidBulkLength) { try parser.next() }
+            } else {
+                #expect(try parser.next() == nil)
+            }
+        }
+        #expect(parser.scannedByteCount <= stream.count)
+    }
+
+    @Test func consumedBytesAreCompactedAway() throws {
+        var stream: [UInt8] = []
+        for index in 0..<20_000 { stream += multibulk("SET", "key:\(index)", "value-\(index)") }
+        var parser = RESPRequestParser()
+        var count = 0
+        var largestStore = 0
+        // Pieces of 1000 bytes end inside commands, so the buffer is never simply emptied.
+        for start in stride(from: 0, to: stream.count, by: 1000) {
+            parser.append(contentsOf: stream[start..<min(start + 1000, stream.count)])
+            while try parser.next() != nil { count += 1 }
+            largestStore = max(largestStore, parser.storedByteCount)
+        }
+        #expect(count == 20_000)
+        #expect(largestStore <= 4096 + 2 * 1000)
+        #expect(stream.count > 100 * largestStore)
+    }
+
     @Test func slicesStayValidAcrossAppends() throws {
         var parser = RESPRequestParser()
         parser.append(contentsOf: multibulk("SET", "key", "value"))
