@@ -1,7 +1,8 @@
 # Transport targets (DecideUV). Included by the main Makefile, which defines `deps`.
 #   make test-transport-asan   DecideUV tests under AddressSanitizer (+ LeakSanitizer)
 #   make fuzz                  libFuzzer on the frame decoder + handshake parser, the replication
-#                              decoders and the replication engine, FUZZ_SECONDS long each
+#                              decoders, the replication engine and the RESP codec (DecideRESP),
+#                              FUZZ_SECONDS long each
 #   make fuzz-smoke            the same for ~30 s each (part of `make test`)
 #   make bench-transport       release build, then `DecideBench transport`
 
@@ -24,6 +25,15 @@ $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_REPLICATION_SOURCES) -o $(FUZZ_REPLICATION_BIN)
+
+# The Redis protocol codec (DecideRESP: request and reply parsers, writer, globs) is pure Swift.
+FUZZ_RESP_BIN := $(FUZZ_BUILD)/fuzz-resp
+FUZZ_RESP_SOURCES := Fuzz/FuzzRESP.swift $(wildcard Sources/DecideRESP/*.swift)
+
+$(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
+	mkdir -p $(FUZZ_BUILD)
+	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+		$(FUZZ_RESP_SOURCES) -o $(FUZZ_RESP_BIN)
 
 # The replication engine (Decide's Replicator and Node, DecideCore under them) as one module,
 # driven over a fake Transport by Fuzz/FuzzEngine.swift. Decide imports swift-log, which only
@@ -51,26 +61,30 @@ $(FUZZ_BIN): $(FUZZ_SOURCES)
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_SOURCES) -o $(FUZZ_BIN)
 
-fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
+fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
 
 # The corpora live in $(FUZZ_BUILD)/corpus* (git-ignored); Fuzz/*seeds hold the committed seeds.
-fuzz: deps $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
-	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine
+fuzz: deps $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
+	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine $(FUZZ_BUILD)/corpus-resp
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
 	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
 	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
 		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
+	$(FUZZ_RESP_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+		-artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
 
-fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN)
-	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine
+fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
+	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine $(FUZZ_BUILD)/corpus-resp
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
 	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
 	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=16384 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
+	$(FUZZ_RESP_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
 
 test-transport-asan: deps
 	swift test --sanitize=address --build-path .build-asan --disable-xctest --filter DecideUVTests
