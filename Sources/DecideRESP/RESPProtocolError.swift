@@ -43,6 +43,7 @@ public enum RESPProtocolError: Error, Hashable, Sendable, CustomStringConvertibl
     /// A verbatim string (`=`) shorter than 4 bytes or without `:` after its 3-byte format.
     case invalidVerbatimString
 
+    /// The text after `-ERR ` in the reply: one line, Redis's wording where Redis has one.
     public var description: String {
         switch self {
         case .invalidMultibulkLength: return "Protocol error: invalid multibulk length"

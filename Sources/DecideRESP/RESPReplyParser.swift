@@ -15,7 +15,7 @@
 ///   later `next()` throws the same error.
 ///
 /// Attributes (`|n`) are parsed and dropped; the value after them is returned in their place.
-public struct RESPReplyParser {
+public struct RESPReplyParser: Sendable {
     /// Most bytes in one bulk string, blob error, verbatim string or reply line.
     public let maxBulkBytes: Int
     /// Most elements in one aggregate (a map or attribute of n pairs has 2n).

@@ -20,7 +20,7 @@
 /// and bulk data not followed by `\r\n` is `.expectedCRLFAfterBulkData`. Size limits are
 /// applied to what a line or command declares, not to how much happens to be buffered, so that
 /// the outcome cannot depend on read sizes.
-public struct RESPRequestParser {
+public struct RESPRequestParser: Sendable {
     /// The limits in force, each clamped to 0...2^48.
     public let limits: RESPLimits
     private var buffer: [UInt8] = []
@@ -39,7 +39,9 @@ public struct RESPRequestParser {
     }
 
     /// Bytes received but not yet returned as (part of) a command, including the partial
-    /// command being assembled: what this connection holds in memory, for backpressure.
+    /// command being assembled: what this connection holds in memory, for backpressure. One
+    /// command may need up to `limits.maxRequestBytes` buffered before it completes, so a
+    /// reader that pauses on this figure must not pause below that while `next()` is nil.
     public var bufferedBytes: Int { buffer.count - cursor.start }
 
     /// How many bytes the line scans have examined so far: grows with the bytes received,
