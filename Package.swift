@@ -62,6 +62,7 @@ let package = Package(
                 "Decide",
                 "DecideCore",
                 "DecideUV",
+                "DecideRESP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

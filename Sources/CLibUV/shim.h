@@ -13,6 +13,8 @@ static inline uv_handle_t *decide_uv_tcp_as_handle(uv_tcp_t *tcp) { return (uv_h
 static inline uv_stream_t *decide_uv_tcp_as_stream(uv_tcp_t *tcp) { return (uv_stream_t *)tcp; }
 static inline uv_tcp_t *decide_uv_stream_as_tcp(uv_stream_t *stream) { return (uv_tcp_t *)stream; }
 static inline uv_handle_t *decide_uv_stream_as_handle(uv_stream_t *stream) { return (uv_handle_t *)stream; }
+static inline uv_stream_t *decide_uv_pipe_as_stream(uv_pipe_t *pipe) { return (uv_stream_t *)pipe; }
+static inline uv_handle_t *decide_uv_pipe_as_handle(uv_pipe_t *pipe) { return (uv_handle_t *)pipe; }
 static inline uv_handle_t *decide_uv_timer_as_handle(uv_timer_t *timer) { return (uv_handle_t *)timer; }
 static inline uv_handle_t *decide_uv_async_as_handle(uv_async_t *async) { return (uv_handle_t *)async; }
 static inline const struct sockaddr *decide_sockaddr_storage_as_sockaddr(const struct sockaddr_storage *s) {

@@ -346,6 +346,21 @@ public final class Node: Sendable {
         core.withLock { core in core.table.sortedEntries().map { KeyedEntry(key: $0.key, entry: $0.entry) } }
     }
 
+    /// One page of the keys holding a value, for cursor-based listing (the Redis protocol's
+    /// SCAN): digest leaves from `cursor` on, until `minimumKeys` keys were found or
+    /// `maximumBuckets` leaves visited, read in one snapshot. `next` is the cursor of the next
+    /// page, 0 when the walk is complete. A key held throughout a walk from cursor 0 to 0 is
+    /// listed exactly once; one written or deleted meanwhile may or may not be.
+    package func scanKeys(cursor: Int, minimumKeys: Int, maximumBuckets: Int) -> (keys: [StateKey], next: Int) {
+        core.withLock { core in
+            let page = core.table.liveKeys(fromBucket: cursor, minimumKeys: minimumKeys, maximumBuckets: maximumBuckets)
+            return (page.keys, page.next >= core.table.bucketCount ? 0 : page.next)
+        }
+    }
+
+    /// How many cursor values `scanKeys` accepts (0 ..< this).
+    package var scanCursorLimit: Int { core.withLock { $0.table.bucketCount } }
+
     /// A summary of the node's state for status displays and convergence checks.
     public var stateSummary: StateSummary {
         core.withLock { core in

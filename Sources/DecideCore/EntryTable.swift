@@ -165,6 +165,27 @@ public struct EntryTable: Sendable {
     /// The keys in digest leaf `bucket`.
     public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket].map { key(of: records[Int($0)]) } }
 
+    /// The number of digest leaves: the buckets `liveKeys(fromBucket:...)` walks.
+    public var bucketCount: Int { bucketMembers.count }
+
+    /// The keys holding a value (not tombstones) in digest leaves from `bucket` on, leaf by
+    /// leaf, stopping after the leaf where `minimumKeys` were reached or after `maximumBuckets`
+    /// leaves; returns them and the first leaf not visited (`bucketCount` when every leaf was).
+    /// A key's leaf depends only on its hash, so a walk over every leaf in order sees every key
+    /// held throughout the walk exactly once, whatever is written meanwhile.
+    public func liveKeys(fromBucket bucket: Int, minimumKeys: Int, maximumBuckets: Int) -> (keys: [StateKey], next: Int) {
+        var keys: [StateKey] = []
+        var next = max(0, bucket)
+        let end = min(bucketMembers.count, next + max(1, maximumBuckets))
+        while next < end && keys.count < minimumKeys {
+            for number in bucketMembers[next] where records[Int(number)].value != nil {
+                keys.append(key(of: records[Int(number)]))
+            }
+            next += 1
+        }
+        return (keys, next)
+    }
+
     /// Every stored (key, slot) whose key falls in digest leaf `bucket`, without a scan.
     public func slots(inBucket bucket: Int) -> [(key: StateKey, slot: Slot)] {
         bucketMembers[bucket].map { number in

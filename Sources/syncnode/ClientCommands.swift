@@ -1,13 +1,17 @@
 import ArgumentParser
+import DecideRESP
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `--admin HOST:PORT` for every client command: flag, else `SYNCNODE_ADMIN`, else 127.0.0.1:7501.
+/// `--admin` and `--password-file` for every client command: flag, else `SYNCNODE_ADMIN` /
+/// `SYNCNODE_ADMIN_PASSWORD_FILE`, else 127.0.0.1:7501 and no password.
 struct AdminOptions: ParsableArguments {
-    @Option(help: "The admin endpoint of a running syncnode (default: $SYNCNODE_ADMIN or \(RunSettings.defaultAdmin)).")
+    @Option(help: "The client endpoint of a running syncnode: HOST:PORT or unix:PATH (default: $SYNCNODE_ADMIN or \(RunSettings.defaultAdmin)).")
     var admin: String?
+    @Option(help: "File with the password the node wants (default: $SYNCNODE_ADMIN_PASSWORD_FILE).")
+    var passwordFile: String?
 
     var address: String {
         if let admin { return admin }
@@ -17,26 +21,28 @@ struct AdminOptions: ParsableArguments {
         return RunSettings.defaultAdmin
     }
 
-    /// Connects, or prints the one-line reason and exits 2.
-    func connect(replyTimeoutSeconds: Int = 30) throws -> AdminClient {
+    /// Connects (and authenticates), or prints the one-line reason and exits 2.
+    func connect(replyTimeoutSeconds: Int = 30) throws -> RESPClient {
         signal(SIGPIPE, SIG_IGN)
+        let path = passwordFile ?? ProcessInfo.processInfo.environment["SYNCNODE_ADMIN_PASSWORD_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         do {
-            return try AdminClient(address: address, replyTimeoutSeconds: replyTimeoutSeconds)
+            let password = try path.map { path throws(PeerFiles.Invalid) in try PeerFiles.readSecret(path, what: "admin password") }
+            return try RESPClient(address: address, replyTimeoutSeconds: replyTimeoutSeconds, password: password)
         } catch {
-            throw ClientExit.unreachable(error.description)
+            throw ClientExit.unreachable("\(error)")
         }
     }
 }
 
 /// How a client command ends when it does not succeed: a message on stderr and an exit code.
 enum ClientExit {
-    /// The node answered `{"ok":false,...}` or the key has no value: exit 1.
+    /// The node refused the request or the key has no value: exit 1.
     static func refused(_ message: String) -> ExitCode {
         printError(message)
         return ExitCode(1)
     }
 
-    /// No syncnode could be talked to: exit 2.
+    /// No syncnode could be talked to (or it wants a password we do not have): exit 2.
     static func unreachable(_ message: String) -> ExitCode {
         printError(message)
         return ExitCode(2)
@@ -47,20 +53,36 @@ enum ClientExit {
     }
 }
 
-/// Sends one request and returns its reply; exits 2 when the endpoint fails, 1 when the reply
-/// is `{"ok":false}`.
-func exchange(_ options: AdminOptions, _ request: JSONValue) throws -> JSONValue {
+/// Sends one of syncnode's own commands (`DECIDE.*`) and returns its reply: the JSON of a bulk
+/// reply, or nil for a null reply. Exits 2 when the endpoint fails, 1 when it answers an error.
+func exchange(_ options: AdminOptions, _ arguments: [String]) throws -> JSONValue? {
     let client = try options.connect()
-    let reply: JSONValue
+    let reply: RESPValue
     do {
-        reply = try client.request(request)
+        reply = try client.call(arguments.map { Array($0.utf8) })
     } catch {
         throw ClientExit.unreachable(error.description)
     }
-    guard reply["ok"]?.boolValue == true else {
-        throw ClientExit.refused(reply["error"]?.stringValue ?? "the node refused: \(reply.compact())")
+    return try json(of: reply, from: client.address)
+}
+
+/// The JSON a `DECIDE.*` reply carries (nil for null); an error reply exits 1, or 2 when it
+/// is about authentication.
+func json(of reply: RESPValue, from address: String) throws -> JSONValue? {
+    switch reply {
+    case .null:
+        return nil
+    case .error(let text):
+        if text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
+            throw ClientExit.unreachable("syncnode at \(address) wants a password: pass --password-file or set SYNCNODE_ADMIN_PASSWORD_FILE (\(text))")
+        }
+        throw ClientExit.refused(text.hasPrefix("ERR ") ? String(text.dropFirst(4)) : text)
+    default:
+        guard let text = reply.text, let value = try? JSONValue.parse(text) else {
+            throw ClientExit.unreachable("syncnode at \(address) sent an unexpected reply — is that a syncnode client port?")
+        }
+        return value
     }
-    return reply
 }
 
 /// Checks a KEY locally so a typo is reported before anything is sent.
@@ -97,8 +119,8 @@ extension SyncNode {
                 ClientExit.printError("the value is not JSON (\(error)); a string needs its quotes, e.g. '\"text\"'")
                 throw ExitCode(64)
             }
-            let reply = try exchange(options, .object([("op", .string("put")), ("key", .string(try checkedKey(key))), ("value", parsed)]))
-            print("ok \(reply["key"]?.stringValue ?? key) \(versionText(reply["version"]))")
+            let reply = try exchange(options, ["DECIDE.PUT", try checkedKey(key), parsed.compact()])
+            print("ok \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
         }
     }
 
@@ -118,7 +140,13 @@ extension SyncNode {
         var key: String
 
         mutating func run() async throws {
-            let reply = try exchange(options, .object([("op", .string("get")), ("key", .string(try checkedKey(key)))]))
+            let text = try checkedKey(key)
+            guard let reply = try exchange(options, ["DECIDE.GET", text]) else {
+                throw ClientExit.refused("\(canonical(text)) has no value on this node")
+            }
+            if reply["deleted"]?.boolValue == true {
+                throw ClientExit.refused("\(reply["key"]?.stringValue ?? text) was deleted")
+            }
             print(reply["value"]?.compact() ?? "null")
             if showVersion { print(versionText(reply["version"])) }
         }
@@ -133,8 +161,8 @@ extension SyncNode {
         var key: String
 
         mutating func run() async throws {
-            let reply = try exchange(options, .object([("op", .string("delete")), ("key", .string(try checkedKey(key)))]))
-            print("deleted \(reply["key"]?.stringValue ?? key) \(versionText(reply["version"]))")
+            let reply = try exchange(options, ["DECIDE.DELETE", try checkedKey(key)])
+            print("deleted \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
         }
     }
 
@@ -142,8 +170,10 @@ extension SyncNode {
         static let configuration = CommandConfiguration(
             abstract: "Print one JSON line per change (local or replicated) of keys starting with a prefix, until interrupted.",
             discussion: """
-                Changes applied by anti-entropy catch-up (after a restart or a dropped queue) are \
-                not shown; see docs/operations.md.
+                Changes this node commits, applies from a peer, or takes in an anti-entropy \
+                catch-up are all shown, with their origin (local, remote, catch-up). It is a \
+                PSUBSCRIBE to __decide@0__:PREFIX* on the node's Redis-protocol endpoint; see \
+                docs/operations.md.
 
                 Examples:
                   syncnode watch                 # every key
@@ -155,17 +185,21 @@ extension SyncNode {
 
         mutating func run() async throws {
             let client = try options.connect(replyTimeoutSeconds: 0)
-            do {
-                let header = try client.request(.object([("op", .string("watch")), ("prefix", .string(prefix))]))
-                guard header["ok"]?.boolValue == true else {
-                    throw ClientExit.refused(header["error"]?.stringValue ?? "watch refused")
+            do throws(any Error) {
+                // The node publishes every change on __decide@0__:KEY with the entry as JSON.
+                let pattern = Array("__decide@0__:".utf8) + RESPGlob.escape(Array(prefix.utf8)) + [UInt8(ascii: "*")]
+                let header = try client.call([Array("PSUBSCRIBE".utf8), pattern])
+                guard case .array(let parts) = header, parts.first?.text == "psubscribe" else {
+                    _ = try json(of: header, from: client.address)
+                    throw ClientExit.refused("watch refused: \(header)")
                 }
                 ClientExit.printError("watching \(prefix.isEmpty ? "every key" : "keys starting with '\(prefix)'") on \(client.address) (Ctrl-C to stop)")
-                while let line = try client.nextLine() {
-                    FileHandle.standardOutput.write(Data(line + [UInt8(ascii: "\n")]))  // unbuffered: a pipe sees each change at once
+                while let message = try client.receive() {
+                    guard case .array(let parts) = message, let payload = parts.last, case .bulk(let bytes) = payload else { continue }
+                    FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))  // unbuffered: a pipe sees each change at once
                 }
-                throw ClientExit.unreachable("syncnode at \(client.address) closed the watch (it stopped?)")
-            } catch let failure as AdminClient.Failure {
+                throw ClientExit.unreachable("syncnode at \(client.address) closed the watch (it stopped, or this watcher fell too far behind)")
+            } catch let failure as RESPClient.Failure {
                 throw ClientExit.unreachable(failure.description)
             }
         }
@@ -184,8 +218,12 @@ extension SyncNode {
         var json = false
 
         mutating func run() async throws {
-            let reply = try exchange(options, .object([("op", .string("status"))]))
-            print(json ? reply.compact() : StatusTable.render(reply))
+            guard let reply = try exchange(options, ["DECIDE.STATUS"]), case .object(let members) = reply else {
+                throw ClientExit.unreachable("syncnode at \(options.address) sent an unexpected status reply")
+            }
+            // `"ok":true` first, as the status line always began.
+            let line = JSONValue.object([("ok", .bool(true))] + members)
+            print(json ? line.compact() : StatusTable.render(line))
         }
     }
 
@@ -206,8 +244,8 @@ extension SyncNode {
         var node: String
 
         mutating func run() async throws {
-            let reply = try exchange(options, .object([("op", .string("forget")), ("node", .string(node))]))
-            print("ok removed \(reply["removed"]?.stringValue ?? node)")
+            let reply = try exchange(options, ["DECIDE.FORGET", node])
+            print("ok removed \(reply?["removed"]?.stringValue ?? node)")
         }
     }
 
@@ -223,18 +261,25 @@ extension SyncNode {
 
         mutating func run() async throws {
             let client = try options.connect()
-            do {
-                let header = try client.request(.object([("op", .string("dump"))]))
-                guard header["ok"]?.boolValue == true, let count = header["entries"]?.intValue else {
-                    throw ClientExit.refused(header["error"]?.stringValue ?? "dump refused")
+            do throws(any Error) {
+                try client.send([Array("DECIDE.DUMP".utf8)])
+                let count: Int
+                switch try client.receiveArrayHeader() {
+                case .count(let elements): count = elements
+                case .other(let reply):
+                    _ = try json(of: reply, from: client.address)
+                    throw ClientExit.unreachable("syncnode at \(client.address) sent an unexpected dump reply")
                 }
                 let output = FileHandle.standardOutput
                 var pending: [UInt8] = []
                 for _ in 0 ..< count {
-                    guard let line = try client.nextLine() else {
+                    guard let line = try client.receive() else {
                         throw ClientExit.unreachable("syncnode at \(client.address) closed the connection mid-dump")
                     }
-                    pending += line
+                    guard case .bulk(let bytes) = line else {
+                        throw ClientExit.unreachable("syncnode at \(client.address) sent an unexpected dump line")
+                    }
+                    pending += bytes
                     pending.append(UInt8(ascii: "\n"))
                     if pending.count >= 1 << 16 {
                         output.write(Data(pending))
@@ -242,11 +287,16 @@ extension SyncNode {
                     }
                 }
                 output.write(Data(pending))
-            } catch let failure as AdminClient.Failure {
+            } catch let failure as RESPClient.Failure {
                 throw ClientExit.unreachable(failure.description)
             }
         }
     }
+}
+
+/// The canonical text of a KEY the user typed (`quota[a]` is `quota["a"]`).
+func canonical(_ key: String) -> String {
+    (try? KeySyntax.parse(key).description) ?? key
 }
 
 /// `ms.logical@node` for a version object of a reply.

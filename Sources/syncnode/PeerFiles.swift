@@ -9,23 +9,24 @@ enum PeerFiles {
 
     /// The secret in `path`: its bytes without trailing whitespace, at least 16 of them. The
     /// file must not be readable by group or others (like an ssh key): `chmod 600 FILE`.
-    static func readSecret(_ path: String) throws(Invalid) -> [UInt8] {
+    /// `what` names the secret in the errors ("cluster secret", "admin password").
+    static func readSecret(_ path: String, what: String = "cluster secret") throws(Invalid) -> [UInt8] {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
         } catch {
-            throw Invalid(description: "cannot read the cluster secret file \(path): \(error.localizedDescription)")
+            throw Invalid(description: "cannot read the \(what) file \(path): \(error.localizedDescription)")
         }
         if let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
-            throw Invalid(description: "cluster secret file \(path) is readable by others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
+            throw Invalid(description: "\(what) file \(path) is readable by others (mode \(String(mode, radix: 8))): run chmod 600 \(path)")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw Invalid(description: "cannot read the cluster secret file \(path)")
+            throw Invalid(description: "cannot read the \(what) file \(path)")
         }
         var bytes = Array(data)
         while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { bytes.removeLast() }
         guard bytes.count >= 16 else {
-            throw Invalid(description: "cluster secret in \(path) is \(bytes.count) bytes; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > \(path))")
+            throw Invalid(description: "\(what) in \(path) is \(bytes.count) bytes; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > \(path))")
         }
         return bytes
     }

@@ -5,7 +5,8 @@ import Dispatch
 import Foundation
 import Logging
 
-/// One running peer: a node, its libuv transport, its replicator and its admin server.
+/// One running peer: a node, its libuv transport, its replicator and its client endpoint (the
+/// Redis protocol, on TCP and/or a Unix socket).
 ///
 /// Guarantees: `start` either returns a peer that listens on both addresses or throws having
 /// closed whatever it opened; `stop` leaves the cluster (peers are told), waits up to
@@ -17,15 +18,16 @@ final class PeerProcess: Sendable {
     let node: Node
     let transport: UVTransport
     let replicator: Replicator
-    let admin: UVLineServer
-    let service: AdminService
+    let admin: UVStreamServer
+    let service: RESPService
     let logger: Logger
-    /// The bound addresses (real ports).
+    /// The bound addresses (real ports; `unix:PATH` for a socket).
     let listenAddress: String
-    let adminAddress: String
+    let adminAddresses: [String]
 
     /// Starts a peer with `settings`; `id` is already settled (flag, env, config or data dir).
-    init(settings: RunSettings, id: String, secret: [UInt8]?, makeLogger: (String) -> Logger) throws {
+    init(settings: RunSettings, id: String, secret: [UInt8]?, adminPassword: [UInt8]?,
+         makeLogger: (String) -> Logger) throws {
         var logger = makeLogger("syncnode")
         logger[metadataKey: "node"] = "\(id)"
         self.logger = logger
@@ -48,10 +50,13 @@ final class PeerProcess: Sendable {
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
         replicator = Replicator(node: node, transport: transport, configuration: replication)
-        var adminConfiguration = UVLineServer.Configuration()
         var adminLogger = makeLogger("syncnode.admin")
         adminLogger[metadataKey: "node"] = "\(id)"
-        adminConfiguration.logger = adminLogger
+        var serverConfiguration = UVStreamServer.Configuration()
+        serverConfiguration.logger = adminLogger
+        serverConfiguration.maxConnections = settings.adminMaxClients
+        serverConfiguration.allowsNonLoopback = adminPassword != nil
+        serverConfiguration.tooManyConnectionsReply = RESPService.tooManyClientsReply
         let listen: String
         do {
             listen = try replicator.start(listeningOn: settings.listen) ?? settings.listen
@@ -62,22 +67,39 @@ final class PeerProcess: Sendable {
         }
         replicator.startTimer(intervalMilliseconds: 50)
         listenAddress = listen
-        let service = AdminService(
-            node: node, replicator: replicator,
-            identity: .init(cluster: settings.cluster, listen: listen, admin: settings.admin), logger: adminLogger)
+        var serviceConfiguration = RESPService.Configuration()
+        serviceConfiguration.password = adminPassword
+        serviceConfiguration.maxClients = settings.adminMaxClients
+        let service = RESPService(
+            node: node, replicator: replicator, configuration: serviceConfiguration,
+            identity: .init(cluster: settings.cluster, listen: listen, admin: settings.admin ?? "",
+                            durability: "\(settings.durability)"),
+            logger: adminLogger)
         self.service = service
+        let admin: UVStreamServer
         do {
-            admin = try UVLineServer(configuration: adminConfiguration, delegate: service)
+            admin = try UVStreamServer(configuration: serverConfiguration, delegate: service)
             service.attach(admin)
-            adminAddress = try admin.listen(on: settings.admin)
-            service.setAdminAddress(adminAddress)
+            var bound: [String] = []
+            if let address = settings.admin {
+                let result = Result { () throws(UVTransportError) -> String in try admin.listen(on: address) }
+                if case .failure(.insecureListenRefused) = result {
+                    throw RunSettings.Invalid(description: "refusing to accept clients on non-loopback \(address) without a password: pass --admin-password-file")
+                }
+                bound.append(try result.get())
+            }
+            if let path = settings.adminSocket { bound.append(try admin.listen(unixSocket: path)) }
+            adminAddresses = bound
+            service.identity.withLock { $0.admin = bound.joined(separator: ",") }
         } catch {
             replicator.stop()
             transport.shutdown()
             throw error
         }
+        self.admin = admin
         logger.info("syncnode ready", metadata: [
-            "listen": "\(listenAddress)", "admin": "\(adminAddress)", "cluster": "\(settings.cluster)",
+            "listen": "\(listenAddress)", "admin": "\(adminAddresses.joined(separator: ","))",
+            "adminAuth": "\(adminPassword == nil ? "none" : "password")", "cluster": "\(settings.cluster)",
             "seeds": "\(settings.peers.joined(separator: ","))", "incarnation": "\(replication.incarnation)",
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
             "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
@@ -95,7 +117,6 @@ final class PeerProcess: Sendable {
             if queued == 0 { break }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        service.stopWatches()
         admin.shutdown()
         transport.shutdown()
         await node.shutdown()

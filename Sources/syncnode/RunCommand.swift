@@ -11,7 +11,8 @@ extension SyncNode {
             abstract: "Run a peer until SIGINT or SIGTERM, then leave the cluster gracefully.",
             discussion: """
                 Settings come from, in order of precedence: flags, environment variables \
-                (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_PEERS (comma-separated), \
+                (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_ADMIN_SOCKET, \
+                SYNCNODE_ADMIN_PASSWORD_FILE, SYNCNODE_ADMIN_MAX_CLIENTS, SYNCNODE_PEERS (comma-separated), \
                 SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, SYNCNODE_CLUSTER, \
                 SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_DEAD_MEMBER_TIMEOUT_MS, \
                 SYNCNODE_TOMBSTONE_COLLECTION_INTERVAL_MS, SYNCNODE_ANTI_ENTROPY_INTERVAL_MS, \
@@ -38,8 +39,14 @@ extension SyncNode {
         var id: String?
         @Option(help: "Peer-to-peer address HOST:PORT (default \(RunSettings.defaultListen)).")
         var listen: String?
-        @Option(help: "Admin endpoint HOST:PORT, loopback only (default \(RunSettings.defaultAdmin)).")
+        @Option(help: "Client endpoint HOST:PORT speaking the Redis protocol (default \(RunSettings.defaultAdmin)); loopback only unless --admin-password-file is given; off to listen on --admin-socket only.")
         var admin: String?
+        @Option(help: "Also accept clients on this Unix socket (created mode 600).")
+        var adminSocket: String?
+        @Option(help: "File with the password clients must AUTH with (mode 600, at least 16 bytes); required for a non-loopback --admin.")
+        var adminPasswordFile: String?
+        @Option(help: "Client connections at once (default \(RunSettings.defaultAdminMaxClients)).")
+        var adminMaxClients: String?
         @Option(name: .customLong("peer"), help: "A seed peer HOST:PORT to dial; repeat for several.")
         var peers: [String] = []
         @Option(help: "Directory holding this node's id and store (created); without it the node keeps nothing across restarts.")
@@ -73,9 +80,11 @@ extension SyncNode {
             let settings: RunSettings
             let nodeID: String
             let secret: [UInt8]?
+            let adminPassword: [UInt8]?
             do {
                 settings = try RunSettings.resolve(
-                    flags: .init(id: id, listen: listen, admin: admin, peers: peers, dataDirectory: dataDir, durability: durability,
+                    flags: .init(id: id, listen: listen, admin: admin, adminSocket: adminSocket,
+                                 adminPasswordFile: adminPasswordFile, adminMaxClients: adminMaxClients, peers: peers, dataDirectory: dataDir, durability: durability,
                                  clusterSecretFile: clusterSecretFile, cluster: cluster, logLevel: logLevel,
                                  insecure: insecure, config: config,
                                  deadMemberTimeoutMilliseconds: deadMemberTimeoutMilliseconds,
@@ -90,6 +99,9 @@ extension SyncNode {
                     throw RunSettings.Invalid(description: "no node id: pass --id, set SYNCNODE_ID, or give a --data-dir holding a node-id file")
                 }
                 secret = try settings.clusterSecretFile.map { path throws(PeerFiles.Invalid) in try PeerFiles.readSecret(path) }
+                adminPassword = try settings.adminPasswordFile.map { path throws(PeerFiles.Invalid) in
+                    try PeerFiles.readSecret(path, what: "admin password")
+                }
             } catch {
                 FileHandle.standardError.write(Data("syncnode run: \(error)\n".utf8))
                 throw ExitCode(64)
@@ -101,7 +113,7 @@ extension SyncNode {
 
             let peer: PeerProcess
             do {
-                peer = try PeerProcess(settings: settings, id: nodeID, secret: secret) { label in
+                peer = try PeerProcess(settings: settings, id: nodeID, secret: secret, adminPassword: adminPassword) { label in
                     var logger = Logger(label: label)
                     logger.logLevel = level
                     return logger

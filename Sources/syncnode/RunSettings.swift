@@ -9,10 +9,18 @@ struct RunSettings: Sendable, Equatable {
     static let defaultListen = "127.0.0.1:7401"
     static let defaultAdmin = "127.0.0.1:7501"
     static let defaultCluster = "decide"
+    static let defaultAdminMaxClients = 1024
 
     var id: String?
     var listen: String
-    var admin: String
+    /// The Redis-protocol client endpoint's TCP address; nil when turned off (`off`).
+    var admin: String?
+    /// A Unix socket for clients as well (or instead), mode 600.
+    var adminSocket: String?
+    /// Clients must AUTH with the password in this file; required for a non-loopback `admin`.
+    var adminPasswordFile: String?
+    /// Client connections at once.
+    var adminMaxClients: Int
     var peers: [String]
     var dataDirectory: String?
     /// `.memory` without a data directory; with one, `--durability` or `.batched()`.
@@ -39,6 +47,9 @@ struct RunSettings: Sendable, Equatable {
         var id: String?
         var listen: String?
         var admin: String?
+        var adminSocket: String?
+        var adminPasswordFile: String?
+        var adminMaxClients: String?
         var peers: [String] = []
         var dataDirectory: String?
         var durability: String?
@@ -96,10 +107,26 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "anti-entropy-interval-ms", range: 100 ... 86_400_000, example: "10000")
             } ?? defaultAntiEntropyIntervalMilliseconds
+        let adminText = pick(flags.admin, "ADMIN", "admin") ?? defaultAdmin
+        let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
+        let adminSocket = pick(flags.adminSocket, "ADMIN_SOCKET", "admin-socket")
+        guard admin != nil || adminSocket != nil else {
+            throw Invalid(description: "admin is off and no admin-socket is given: clients could not reach this node")
+        }
+        var maxClients = defaultAdminMaxClients
+        if let text = pick(flags.adminMaxClients, "ADMIN_MAX_CLIENTS", "admin-max-clients") {
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)), (1 ... 100_000).contains(value) else {
+                throw Invalid(description: "admin-max-clients '\(text)': expected a whole number in 1...100000, e.g. 1024")
+            }
+            maxClients = value
+        }
         return RunSettings(
             id: pick(flags.id, "ID", "id"),
             listen: pick(flags.listen, "LISTEN", "listen") ?? defaultListen,
-            admin: pick(flags.admin, "ADMIN", "admin") ?? defaultAdmin,
+            admin: admin,
+            adminSocket: adminSocket,
+            adminPasswordFile: pick(flags.adminPasswordFile, "ADMIN_PASSWORD_FILE", "admin-password-file"),
+            adminMaxClients: maxClients,
             peers: peers,
             dataDirectory: dataDirectory,
             durability: durability,

@@ -1,22 +1,12 @@
 import Decide
 import DecideCore
 
-/// The JSON lines the admin endpoint sends back (docs/operations.md, "The admin protocol").
-/// Every reply is one line: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
-enum AdminReply {
-    /// `{"ok":false,"error":message}` plus `extra` members.
-    static func error(_ message: String, _ extra: [(String, JSONValue)] = []) -> [UInt8] {
-        line(.object([("ok", .bool(false)), ("error", .string(message))] + extra))
-    }
-
-    /// `{"ok":true}` plus `members`.
-    static func ok(_ members: [(String, JSONValue)]) -> [UInt8] {
-        line(.object([("ok", .bool(true))] + members))
-    }
-
-    /// `value` as one `\n`-terminated line.
-    static func line(_ value: JSONValue) -> [UInt8] {
-        Array((value.compact() + "\n").utf8)
+/// The JSON syncnode's own commands reply with (DECIDE.GET, DECIDE.PUT, DECIDE.STATUS,
+/// DECIDE.DUMP, and the `__decide@0__` notifications): the shapes docs/operations.md documents.
+enum ReplyJSON {
+    /// `members` as one compact JSON object's bytes.
+    static func object(_ members: [(String, JSONValue)]) -> [UInt8] {
+        Array(JSONValue.object(members).compact().utf8)
     }
 
     /// A version as `{"ms":physical,"logical":n,"node":id}`: ordered by ms, then logical, then node.

@@ -1,0 +1,61 @@
+import Decide
+import DecideCore
+
+/// The decision behind the Redis-protocol writes that need to know what a key held (SET with
+/// NX, XX or GET; SETNX, GETSET, GETDEL, DEL, UNLINK, MSET): every write of one command is one
+/// decision, so it commits with one version and applies whole on every replica. Conditions
+/// are judged on this node's state when the decision runs (docs/operations.md).
+struct KeyWrites: Decision {
+    enum Condition: Sendable {
+        case always
+        /// Only when the key holds no value (NX).
+        case ifAbsent
+        /// Only when the key holds a value (XX).
+        case ifPresent
+    }
+
+    /// What the decision found and did; read after `decide` returns.
+    final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
+        /// The values the keys held before, in `writes` order (nil: none).
+        var previous: [[UInt8]?] = []
+        /// Whether the condition held and the writes were made.
+        var wrote = false
+        /// Deletes of keys that held a value (DEL's reply).
+        var deleted = 0
+    }
+
+    /// (key, new value or nil to delete).
+    let writes: [(StateKey, [UInt8]?)]
+    let condition: Condition
+    /// Deletes only keys that hold a value (DEL): no tombstone for a key that has none.
+    let deleteOnlyLive: Bool
+    let outcome = Outcome()
+
+    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false) {
+        self.writes = writes
+        self.condition = condition
+        self.deleteOnlyLive = deleteOnlyLive
+    }
+
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        var previous: [[UInt8]?] = []
+        previous.reserveCapacity(writes.count)
+        for (key, _) in writes { previous.append(read.entry(key)?.value) }
+        outcome.previous = previous
+        switch condition {
+        case .always: break
+        case .ifAbsent: guard previous.allSatisfy({ $0 == nil }) else { return .none }
+        case .ifPresent: guard previous.allSatisfy({ $0 != nil }) else { return .none }
+        }
+        outcome.wrote = true
+        var deletedKeys = Set<StateKey>()
+        for (index, (key, value)) in writes.enumerated() {
+            if value == nil && deleteOnlyLive {
+                guard previous[index] != nil, deletedKeys.insert(key).inserted else { continue }
+                outcome.deleted += 1
+            }
+            write.raw(value, into: key)
+        }
+        return .none
+    }
+}

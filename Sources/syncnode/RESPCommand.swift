@@ -1,0 +1,147 @@
+/// The commands syncnode's Redis-protocol endpoint answers, with what `COMMAND` reports of
+/// each (arity as Redis counts it: the name included, negative for "at least"), and the
+/// commands it refuses with the reason (docs/operations.md, "The Redis protocol").
+enum RESPCommand: Int, CaseIterable {
+    case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
+    case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
+    case subscribe, unsubscribe, psubscribe, punsubscribe
+    case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget
+
+    struct Info {
+        let name: String
+        let arity: Int
+        let flags: [String]
+        let firstKey: Int
+        let lastKey: Int
+        let step: Int
+        /// Allowed before AUTH (when a password is set).
+        var beforeAuth = false
+        /// Allowed while a RESP2 client is subscribed.
+        var whileSubscribed = false
+        /// Writes: answered off the loop when the node waits for the disk.
+        var writes = false
+    }
+
+    /// What COMMAND reports of this command, and the checks before it runs.
+    var info: Info { Self.infos[rawValue] }
+    var name: String { info.name }
+    var allowedBeforeAuth: Bool { info.beforeAuth }
+    var allowedWhileSubscribed: Bool { info.whileSubscribed }
+    var writes: Bool { info.writes }
+
+    /// Whether `count` arguments (the name included) fit the arity.
+    func accepts(argumentCount count: Int) -> Bool {
+        let arity = info.arity
+        return arity >= 0 ? count == arity : count >= -arity
+    }
+
+    private static let infos: [Info] = allCases.map(\.makeInfo)
+
+    private var makeInfo: Info {
+        switch self {
+        case .get: return Info(name: "get", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .set: return Info(name: "set", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .setnx: return Info(name: "setnx", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .getset: return Info(name: "getset", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .getdel: return Info(name: "getdel", arity: 2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .mget: return Info(name: "mget", arity: -2, flags: ["readonly", "fast"], firstKey: 1, lastKey: -1, step: 1)
+        case .mset: return Info(name: "mset", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: -1, step: 2, writes: true)
+        case .del: return Info(name: "del", arity: -2, flags: ["write"], firstKey: 1, lastKey: -1, step: 1, writes: true)
+        case .unlink: return Info(name: "unlink", arity: -2, flags: ["write", "fast"], firstKey: 1, lastKey: -1, step: 1, writes: true)
+        case .exists: return Info(name: "exists", arity: -2, flags: ["readonly", "fast"], firstKey: 1, lastKey: -1, step: 1)
+        case .type: return Info(name: "type", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .scan: return Info(name: "scan", arity: -2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
+        case .keys: return Info(name: "keys", arity: 2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
+        case .dbsize: return Info(name: "dbsize", arity: 1, flags: ["readonly", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .ping: return Info(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
+        case .echo: return Info(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .hello: return Info(name: "hello", arity: -1, flags: ["noscript", "loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true)
+        case .auth: return Info(name: "auth", arity: -2, flags: ["noscript", "loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true)
+        case .select: return Info(name: "select", arity: 2, flags: ["loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .quit: return Info(name: "quit", arity: -1, flags: ["loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true, whileSubscribed: true)
+        case .reset: return Info(name: "reset", arity: 1, flags: ["loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true, whileSubscribed: true)
+        case .client: return Info(name: "client", arity: -2, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
+        case .command: return Info(name: "command", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
+        case .info: return Info(name: "info", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
+        case .config: return Info(name: "config", arity: -2, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
+        case .time: return Info(name: "time", arity: 1, flags: ["loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .subscribe: return Info(name: "subscribe", arity: -2, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
+        case .unsubscribe: return Info(name: "unsubscribe", arity: -1, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
+        case .psubscribe: return Info(name: "psubscribe", arity: -2, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
+        case .punsubscribe: return Info(name: "punsubscribe", arity: -1, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
+        case .decidePut: return Info(name: "decide.put", arity: 3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .decideGet: return Info(name: "decide.get", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .decideDelete: return Info(name: "decide.delete", arity: 2, flags: ["write"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .decideStatus: return Info(name: "decide.status", arity: 1, flags: ["readonly", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideDump: return Info(name: "decide.dump", arity: 1, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideForget: return Info(name: "decide.forget", arity: 2, flags: ["admin"], firstKey: 0, lastKey: 0, step: 0)
+        }
+    }
+
+    /// Command names (upper-cased bytes packed into 128 bits) to commands.
+    private static let byName: [UInt128: RESPCommand] = {
+        var table: [UInt128: RESPCommand] = [:]
+        for command in allCases { table[pack(command.info.name.utf8)!] = command }
+        return table
+    }()
+
+    /// The command named `name` (any case), nil when unknown.
+    static func named(_ name: ArraySlice<UInt8>) -> RESPCommand? {
+        // The two commands of nearly every request, without a table lookup.
+        if name.count == 3 {
+            let a = name[name.startIndex] | 0x20, b = name[name.startIndex + 1] | 0x20, c = name[name.startIndex + 2] | 0x20
+            if b == UInt8(ascii: "e") && c == UInt8(ascii: "t") {
+                if a == UInt8(ascii: "g") { return .get }
+                if a == UInt8(ascii: "s") { return .set }
+            }
+        }
+        guard let key = pack(name) else { return nil }
+        return byName[key]
+    }
+
+    /// Up to 16 bytes, lower-cased, packed; nil when longer.
+    private static func pack(_ bytes: some Collection<UInt8>) -> UInt128? {
+        guard bytes.count <= 16 else { return nil }
+        var packed: UInt128 = 0
+        for byte in bytes {
+            let lower = (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) ? byte | 0x20 : byte
+            packed = packed << 8 | UInt128(lower)
+        }
+        return packed | UInt128(bytes.count) << 120
+    }
+
+    /// Commands Decide refuses, with why: last-writer-wins cannot keep their meaning, or the
+    /// feature is not built yet. Keyed by lower-case name.
+    static let refused: [String: String] = {
+        var reasons: [String: String] = [:]
+        let counter = "under last-writer-wins two nodes changing the same number at once would lose one change; keep one key per writer (NAME[writer]) and add them up when reading, or compute the new value and SET it from one place"
+        for name in ["incr", "incrby", "incrbyfloat", "decr", "decrby", "append", "setrange", "setbit", "bitfield"] {
+            reasons[name] = counter
+        }
+        let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list, set, hash or sorted set at once would lose one change; store one key per member instead (NAME[ID])"
+        for name in ["lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "linsert", "lset", "lrem", "ltrim", "lmove", "rpoplpush",
+                     "blpop", "brpop", "blmove", "lrange", "llen", "lindex", "sadd", "srem", "spop", "smove", "smembers", "scard",
+                     "sismember", "hset", "hsetnx", "hmset", "hdel", "hincrby", "hincrbyfloat", "hget", "hgetall", "hmget", "hkeys",
+                     "zadd", "zincrby", "zrem", "zrange", "zscore", "zcard", "pfadd", "pfmerge", "xadd", "xdel", "xtrim", "geoadd"] {
+            reasons[name] = structure
+        }
+        let transaction = "a decision is Decide's unit of atomicity: MSET writes several keys as one decision, applied whole on every node"
+        for name in ["multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro", "fcall", "function", "script"] {
+            reasons[name] = transaction
+        }
+        let expiry = "keys do not expire in this version of syncnode; expiring keys are planned (docs/operations.md, The Redis protocol)"
+        for name in ["expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "expiretime", "pexpiretime", "getex", "setex", "psetex"] {
+            reasons[name] = expiry
+        }
+        reasons["wait"] = "a write is acknowledged once this node committed it; waiting for replicas' acknowledgements is planned (docs/consistency.md)"
+        reasons["waitaof"] = reasons["wait"]
+        reasons["publish"] = "channels here carry keyspace notifications of Decide's changes only; publish by writing a key"
+        reasons["flushall"] = "deleting every key is not offered as one command: DEL keys in batches (each delete replicates like a write)"
+        reasons["flushdb"] = reasons["flushall"]
+        reasons["rename"] = "a key's name is its identity on every node; write the value under the new name and DEL the old one (MSET and DEL, or one decision in code)"
+        reasons["renamenx"] = reasons["rename"]
+        reasons["move"] = "syncnode has one database (0)"
+        reasons["swapdb"] = reasons["move"]
+        return reasons
+    }()
+}

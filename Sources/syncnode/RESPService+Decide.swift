@@ -1,0 +1,127 @@
+import Decide
+import DecideCore
+import DecideRESP
+import DecideUV
+
+/// syncnode's own commands, for its CLI and for tools that want versions: each replies one
+/// bulk string of JSON (docs/operations.md, "Decide's own commands"), except DECIDE.DUMP,
+/// an array of one JSON line per entry.
+extension RESPService {
+    /// DECIDE.PUT KEY JSON / DECIDE.DELETE KEY: `{"key":K,"version":V}`, or
+    /// `{"key":K,"unchanged":true}`.
+    func decideWrite(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        var value: [UInt8]?
+        if command == .decidePut {
+            guard arguments[2].withUnsafeBytes({ ValueMapping.isJSON($0) }) else {
+                writer.error("ERR the value is not JSON; a string needs its quotes, e.g. '\"text\"'")
+                return
+            }
+            value = Array(arguments[2])
+        }
+        let verb = command == .decidePut ? "put" : "delete"
+        switch node.decide(RawWrite(key: key, value: value)) {
+        case .committed(let version):
+            writer.bulk(ReplyJSON.object([("key", .string(key.description)), ("version", ReplyJSON.version(version))]))
+        case .unchanged:
+            writer.bulk(ReplyJSON.object([("key", .string(key.description)), ("unchanged", .bool(true))]))
+        case .aborted(let reason):
+            writer.error("ERR \(verb) \(key) refused: \(reason)")
+        }
+    }
+
+    /// DECIDE.GET KEY: null when this node never held the key, else
+    /// `{"key":K,"value":V|null,"deleted":bool,"version":V}`.
+    func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        guard let entry = node.entry(for: key) else {
+            writer.null()
+            return
+        }
+        writer.bulk(Array(ReplyJSON.entry(key: key, entry: entry).compact().utf8))
+    }
+
+    /// DECIDE.FORGET NODE: `{"removed":NODE}`.
+    func decideForget(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        let nodeID = String(decoding: arguments[1], as: UTF8.self)
+        do {
+            try replicator.forget(nodeID)
+            writer.bulk(ReplyJSON.object([("removed", .string(nodeID))]))
+        } catch {
+            writer.error("ERR \(error)")
+        }
+    }
+
+    /// DECIDE.STATUS: the node, its members and their links, as one JSON object.
+    func decideStatus(into writer: inout RESPWriter) {
+        let identity = identity.withLock { $0 }
+        let summary = node.stateSummary
+        let replication = replicator.status
+        let members: [JSONValue] = replication.members.map { member in
+            .object([
+                ("id", .string(member.nodeID)),
+                ("address", .string(member.address)),
+                ("link", .string(member.link.rawValue)),
+                ("lastHeardMsAgo", member.lastHeardMillisecondsAgo.map { .number(String($0)) } ?? .null),
+                ("queuedBytes", .number(String(member.outboundBytesQueued))),
+                ("catchUp", .string(member.catchUp.rawValue)),
+                ("droppedDeltas", .number(String(member.droppedDeltas))),
+                ("droppedIncomingDeltas", .number(String(member.droppedIncomingDeltas))),
+                ("protocolViolations", .number(String(member.protocolViolations))),
+                ("coveredClock", ReplyJSON.hlc(member.coveredClock)),
+                ("reportedCoverage", ReplyJSON.hlc(member.reportedCoverage)),
+            ])
+        }
+        writer.bulk(ReplyJSON.object([
+            ("node", .string(node.id)),
+            ("cluster", .string(identity.cluster)),
+            ("listen", .string(identity.listen)),
+            ("admin", .string(identity.admin)),
+            ("incarnation", .number(String(replication.incarnation))),
+            ("entries", .number(String(summary.entryCount))),
+            ("tombstones", .number(String(summary.tombstoneCount))),
+            ("digest", .string(ReplyJSON.hex(summary.digest))),
+            ("highestVersion", summary.highestVersion.map(ReplyJSON.version) ?? .null),
+            ("committedDecisions", .number(String(summary.committedDecisions))),
+            ("appliedRemoteDeltas", .number(String(summary.appliedRemoteDeltas))),
+            ("coverage", ReplyJSON.hlc(replication.coverage)),
+            ("tombstoneBound", ReplyJSON.hlc(replication.tombstoneBound)),
+            ("members", .array(members)),
+        ]))
+    }
+
+    // MARK: dump
+
+    /// DECIDE.DUMP: every entry of one snapshot, tombstones included, sorted by key, as an array
+    /// of JSON lines, written `dumpChunkBytes` at a time as the socket drains. The client's
+    /// later commands wait until it is written.
+    func startDump(_ session: RESPSession) {
+        let entries = node.entries()
+        session.writer.arrayHeader(entries.count)
+        session.dump = RESPSession.DumpCursor(entries: entries)
+        session.busy = true
+    }
+
+    /// Writes the next chunk of `session`'s dump; when it is done, answers what waited.
+    func continueDump(_ session: RESPSession, server: UVStreamServer) {
+        guard var dump = session.dump, !session.finished else { return }
+        let connection = session.connection
+        // Only once what was written before has left: the chunk bounds the memory.
+        guard connection.bytesInFlight == 0 else { return }
+        var writer = RESPWriter(protocolVersion: session.protocolVersion)
+        swap(&writer.bytes, &connection.output)
+        while dump.index < dump.entries.count && writer.bytes.count < configuration.dumpChunkBytes {
+            let item = dump.entries[dump.index]
+            writer.bulk(Array(ReplyJSON.entry(key: item.key, entry: item.entry).compact().utf8))
+            dump.index += 1
+        }
+        swap(&writer.bytes, &connection.output)
+        let finished = dump.index == dump.entries.count
+        session.dump = finished ? nil : dump
+        server.flush(connection)
+        if finished {
+            session.busy = false
+            process(session, server: server)
+        }
+    }
+}

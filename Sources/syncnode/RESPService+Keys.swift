@@ -1,0 +1,246 @@
+import Decide
+import DecideCore
+import DecideRESP
+
+/// The keyspace commands: GET, SET (NX, XX, GET), SETNX, GETSET, GETDEL, MGET, MSET, DEL,
+/// UNLINK, EXISTS, TYPE, SCAN, KEYS, DBSIZE, and DECIDE.PUT / DECIDE.DELETE. Values cross
+/// through `ValueMapping`; keys are NAME or NAME[ID] (`KeySyntax`).
+extension RESPService {
+    func get(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        if let value = node.entry(for: key)?.value {
+            writer.bulk(ValueMapping.resp(value))
+        } else {
+            writer.null()
+        }
+    }
+
+    func mget(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        var keys: [StateKey] = []
+        keys.reserveCapacity(arguments.count - 1)
+        for argument in arguments.dropFirst() {
+            guard let key = key(argument, into: &writer) else { return }
+            keys.append(key)
+        }
+        let values = node.read { read in keys.map { read.entry($0)?.value } }
+        let replyBytes = values.reduce(0) { $0 + 16 + ($1?.count ?? 0) }
+        guard replyBytes <= configuration.maxReplyBytes else {
+            writer.error("ERR MGET would reply \(replyBytes) bytes, more than maxReplyBytes \(configuration.maxReplyBytes): ask for fewer keys")
+            return
+        }
+        writer.arrayHeader(values.count)
+        for value in values {
+            if let value { writer.bulk(ValueMapping.resp(value)) } else { writer.null() }
+        }
+    }
+
+    func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        var keys: [StateKey] = []
+        for argument in arguments.dropFirst() {
+            guard let key = key(argument, into: &writer) else { return }
+            keys.append(key)
+        }
+        writer.integer(node.read { read in keys.reduce(0) { $0 + (read.entry($1)?.value == nil ? 0 : 1) } })
+    }
+
+    func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        writer.simpleString(node.entry(for: key)?.value == nil ? "none" : "string")
+    }
+
+    func dbsize(into writer: inout RESPWriter) {
+        let summary = node.stateSummary
+        writer.integer(summary.entryCount - summary.tombstoneCount)
+    }
+
+    /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the cursor walks the digest's leaves,
+    /// so a key held throughout a full walk is returned exactly once.
+    func scan(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let cursor = Self.integer(arguments[1]), cursor >= 0, cursor < node.scanCursorLimit else {
+            writer.error("ERR invalid cursor")
+            return
+        }
+        var pattern: ArraySlice<UInt8>?
+        var count = 10
+        var onlyStrings = true
+        var index = 2
+        while index < arguments.count {
+            guard index + 1 < arguments.count else {
+                writer.error("ERR syntax error")
+                return
+            }
+            let value = arguments[index + 1]
+            if Self.matches(arguments[index], "MATCH") {
+                pattern = value
+            } else if Self.matches(arguments[index], "COUNT") {
+                guard let number = Self.integer(value) else {
+                    writer.error("ERR value is not an integer or out of range")
+                    return
+                }
+                guard number >= 1 else {
+                    writer.error("ERR syntax error")
+                    return
+                }
+                count = min(number, 100_000)
+            } else if Self.matches(arguments[index], "TYPE") {
+                onlyStrings = Self.matches(value, "string")
+            } else {
+                writer.error("ERR syntax error")
+                return
+            }
+            index += 2
+        }
+        let page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
+        var names: [[UInt8]] = []
+        if onlyStrings {
+            for key in page.keys {
+                let name = Array(key.description.utf8)
+                if let pattern, !RESPGlob.matches(pattern, name) { continue }
+                names.append(name)
+            }
+        }
+        writer.arrayHeader(2)
+        writer.bulk(String(page.next))
+        writer.arrayHeader(names.count)
+        for name in names { writer.bulk(name) }
+    }
+
+    /// KEYS pattern: every key holding a value whose name matches, read page by page (the node
+    /// is not held for the whole walk); refused when the reply would pass `maxReplyBytes`.
+    func keys(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        let pattern = arguments[1]
+        var names: [[UInt8]] = []
+        var replyBytes = 0
+        var cursor = 0
+        repeat {
+            let page = node.scanKeys(cursor: cursor, minimumKeys: 10_000, maximumBuckets: 4096)
+            for key in page.keys {
+                let name = Array(key.description.utf8)
+                guard RESPGlob.matches(pattern, name) else { continue }
+                replyBytes += name.count + 16
+                guard replyBytes <= configuration.maxReplyBytes else {
+                    writer.error("ERR KEYS would reply more than maxReplyBytes \(configuration.maxReplyBytes) bytes: use SCAN")
+                    return
+                }
+                names.append(name)
+            }
+            cursor = page.next
+        } while cursor != 0
+        writer.arrayHeader(names.count)
+        for name in names { writer.bulk(name) }
+    }
+
+    // MARK: writes
+
+    /// Every write command; runs on the loop, or off it when the node waits for the disk (so
+    /// it touches no session state).
+    func write(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        switch command {
+        case .set: set(arguments, into: &writer)
+        case .setnx:
+            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
+            let decision = KeyWrites(writes: [(key, value)], condition: .ifAbsent)
+            guard commit(decision, "SETNX", into: &writer) else { return }
+            writer.integer(decision.outcome.wrote ? 1 : 0)
+        case .getset:
+            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
+            let decision = KeyWrites(writes: [(key, value)])
+            guard commit(decision, "GETSET", into: &writer) else { return }
+            replyValue(decision.outcome.previous[0], into: &writer)
+        case .getdel:
+            guard let key = key(arguments[1], into: &writer) else { return }
+            let decision = KeyWrites(writes: [(key, nil)], deleteOnlyLive: true)
+            guard commit(decision, "GETDEL", into: &writer) else { return }
+            replyValue(decision.outcome.previous[0], into: &writer)
+        case .mset:
+            guard arguments.count % 2 == 1 else {
+                writer.error("ERR wrong number of arguments for 'mset' command")
+                return
+            }
+            var writes: [(StateKey, [UInt8]?)] = []
+            writes.reserveCapacity(arguments.count / 2)
+            var index = 1
+            while index < arguments.count {
+                guard let key = key(arguments[index], into: &writer),
+                      let value = storedValue(arguments[index + 1], into: &writer) else { return }
+                writes.append((key, value))
+                index += 2
+            }
+            guard commit(KeyWrites(writes: writes), "MSET", into: &writer) else { return }
+            writer.simpleString("OK")
+        case .del, .unlink:
+            var writes: [(StateKey, [UInt8]?)] = []
+            for argument in arguments.dropFirst() {
+                guard let key = key(argument, into: &writer) else { return }
+                writes.append((key, nil))
+            }
+            let decision = KeyWrites(writes: writes, deleteOnlyLive: true)
+            guard commit(decision, command == .del ? "DEL" : "UNLINK", into: &writer) else { return }
+            writer.integer(decision.outcome.deleted)
+        case .decidePut, .decideDelete:
+            decideWrite(command, arguments, into: &writer)
+        default:
+            preconditionFailure("\(command) is not a write")
+        }
+    }
+
+    /// SET key value [NX | XX] [GET]; the expiry options answer that keys do not expire yet.
+    private func set(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        var condition = KeyWrites.Condition.always
+        var returnPrevious = false
+        for option in arguments.dropFirst(3) {
+            if Self.matches(option, "NX"), condition == .always {
+                condition = .ifAbsent
+            } else if Self.matches(option, "XX"), condition == .always {
+                condition = .ifPresent
+            } else if Self.matches(option, "GET"), !returnPrevious {
+                returnPrevious = true
+            } else if Self.matches(option, "EX") || Self.matches(option, "PX") || Self.matches(option, "EXAT")
+                        || Self.matches(option, "PXAT") || Self.matches(option, "KEEPTTL") {
+                writer.error("ERR SET \(String(decoding: option, as: UTF8.self).uppercased()) is not supported: \(RESPCommand.refused["expire"]!)")
+                return
+            } else {
+                writer.error("ERR syntax error")
+                return
+            }
+        }
+        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
+        if condition == .always && !returnPrevious {
+            guard commit(RawWrite(key: key, value: value), "SET", into: &writer) else { return }
+            writer.simpleString("OK")
+            return
+        }
+        let decision = KeyWrites(writes: [(key, value)], condition: condition)
+        guard commit(decision, "SET", into: &writer) else { return }
+        if returnPrevious {
+            replyValue(decision.outcome.previous[0], into: &writer)
+        } else if decision.outcome.wrote {
+            writer.simpleString("OK")
+        } else {
+            writer.null()
+        }
+    }
+
+    /// Runs `decision`; false (with the error written) when it was aborted.
+    @discardableResult
+    func commit(_ decision: some Decision, _ name: String, into writer: inout RESPWriter) -> Bool {
+        if case .aborted(let reason) = node.decide(decision) {
+            writer.error("ERR \(name) refused, nothing written: \(reason)")
+            return false
+        }
+        return true
+    }
+
+    private func storedValue(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
+        do {
+            return try ValueMapping.stored(bytes)
+        } catch {
+            writer.error("ERR \(error)")
+            return nil
+        }
+    }
+
+    private func replyValue(_ stored: [UInt8]?, into writer: inout RESPWriter) {
+        if let stored { writer.bulk(ValueMapping.resp(stored)) } else { writer.null() }
+    }
+}

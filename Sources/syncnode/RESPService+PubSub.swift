@@ -1,0 +1,186 @@
+import Decide
+import DecideCore
+import DecideRESP
+import DecideUV
+
+/// SUBSCRIBE / PSUBSCRIBE to keyspace notifications. Every change this node commits, applies
+/// from a peer or takes in a catch-up is published, once per key, on three channels:
+/// - `__keyspace@0__:KEY` with the event (`set` or `del`), as Redis does;
+/// - `__keyevent@0__:set` / `__keyevent@0__:del` with the key, as Redis does;
+/// - `__decide@0__:KEY` with the entry as JSON (`{"key","value","deleted","version","origin"}`),
+///   what `syncnode watch` prints.
+/// PUBLISH is refused: these channels carry Decide's changes only.
+extension RESPService {
+    static let keyspacePrefix = Array("__keyspace@0__:".utf8)
+    static let keyeventSet = Array("__keyevent@0__:set".utf8)
+    static let keyeventDel = Array("__keyevent@0__:del".utf8)
+    static let decidePrefix = Array("__decide@0__:".utf8)
+    /// Where a `__decide@0__` subscriber hears that notifications were dropped.
+    static let decideGapChannel = Array("__decide@0__".utf8)
+
+    func subscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
+        let kind = patterns ? "psubscribe" : "subscribe"
+        for argument in arguments.dropFirst() {
+            let name = Array(argument)
+            let known = patterns ? session.patterns.contains(name) : session.channelSet.contains(name)
+            if !known {
+                guard session.subscriptionCount < configuration.maxSubscriptionsPerConnection else {
+                    session.writer.error("ERR more than maxSubscriptionsPerConnection \(configuration.maxSubscriptionsPerConnection) subscriptions on one connection")
+                    return
+                }
+                if patterns {
+                    session.patterns.append(name)
+                } else {
+                    session.channels.append(name)
+                    session.channelSet.insert(name)
+                }
+            }
+            session.writer.pushHeader(3)
+            session.writer.bulk(kind)
+            session.writer.bulk(name)
+            session.writer.integer(session.subscriptionCount)
+        }
+        if subscribers.updateValue(session, forKey: session.connection.id) == nil { subscribersChanged() }
+    }
+
+    func unsubscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
+        let kind = patterns ? "punsubscribe" : "unsubscribe"
+        var names = arguments.dropFirst().map { Array($0) }
+        if names.isEmpty { names = patterns ? session.patterns : session.channels }
+        if names.isEmpty {
+            session.writer.pushHeader(3)
+            session.writer.bulk(kind)
+            session.writer.null()
+            session.writer.integer(session.subscriptionCount)
+        }
+        for name in names {
+            if patterns {
+                session.patterns.removeAll { $0 == name }
+            } else if session.channelSet.remove(name) != nil {
+                session.channels.removeAll { $0 == name }
+            }
+            session.writer.pushHeader(3)
+            session.writer.bulk(kind)
+            session.writer.bulk(name)
+            session.writer.integer(session.subscriptionCount)
+        }
+        if !session.isSubscribed, subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
+    }
+
+    func dropSubscriptions(_ session: RESPSession) {
+        session.channels = []
+        session.channelSet = []
+        session.patterns = []
+        if subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
+    }
+
+    /// Registers the node listener when the first subscriber came, removes it when the last
+    /// left: without subscribers, commits pay nothing for notifications.
+    func subscribersChanged() {
+        if subscribers.isEmpty, let listener = notificationListener {
+            node.removeCommitListener(listener)
+            notificationListener = nil
+            _ = notifications.takeAll()
+        } else if !subscribers.isEmpty, notificationListener == nil, let server = server {
+            let queue = notifications
+            let service = LoopBound(value: self)
+            notificationListener = node.addCommitListener { delta in
+                if queue.push(delta) {
+                    server.execute { service.value.drainNotifications(server) }
+                }
+            }
+        }
+    }
+
+    /// Turns the queued changes into messages for every subscriber (loop thread).
+    func drainNotifications(_ server: UVStreamServer) {
+        let (deltas, dropped) = notifications.takeAll()
+        guard !subscribers.isEmpty else { return }
+        let sessions = subscribers.values.sorted { $0.connection.id < $1.connection.id }
+        if dropped > 0 {
+            logger.warning("notifications dropped: changes came faster than subscribers were sent them", metadata: [
+                "dropped": "\(dropped)", "maxQueuedNotificationBytes": "\(configuration.maxQueuedNotificationBytes)"])
+            let note = ReplyJSON.object([
+                ("gap", .number(String(dropped))),
+                ("note", .string("this watcher missed \(dropped) changes; re-read with get or dump")),
+            ])
+            for session in sessions where listensToDecide(session) {
+                deliver(session, channel: Self.decideGapChannel, pattern: nil, payload: note)
+            }
+        }
+        for committed in deltas {
+            let origin: String
+            switch committed.origin {
+            case .local: origin = "local"
+            case .remote: origin = "remote"
+            case .catchUp: origin = "catch-up"
+            }
+            for item in committed.delta.entries {
+                let name = Array(item.key.description.utf8)
+                let deleted = item.entry.isTombstone
+                let event = Array((deleted ? "del" : "set").utf8)
+                let keyspace = Self.keyspacePrefix + name
+                let keyevent = deleted ? Self.keyeventDel : Self.keyeventSet
+                let decideChannel = Self.decidePrefix + name
+                var decidePayload: [UInt8]?
+                for session in sessions where !session.finished {
+                    publish(session, channel: keyspace) { event }
+                    publish(session, channel: keyevent) { name }
+                    publish(session, channel: decideChannel) {
+                        if decidePayload == nil {
+                            decidePayload = Array(ReplyJSON.entry(key: item.key, entry: item.entry,
+                                                                  extra: [("origin", .string(origin))]).compact().utf8)
+                        }
+                        return decidePayload!
+                    }
+                }
+            }
+        }
+        for session in sessions where !session.finished {
+            let connection = session.connection
+            if connection.unwrittenBytes > configuration.maxSubscriberOutputBytes {
+                logger.warning("subscriber disconnected: it stopped reading its notifications", metadata: [
+                    "client": "\(connection.id)", "peer": "\(connection.peer)",
+                    "unwrittenBytes": "\(connection.unwrittenBytes)",
+                    "maxSubscriberOutputBytes": "\(configuration.maxSubscriberOutputBytes)"])
+                session.finished = true
+                server.close(connection)
+            } else {
+                server.flush(connection)
+            }
+        }
+    }
+
+    /// Whether `session` subscribed to a `__decide@0__` channel or to a pattern that names them.
+    private func listensToDecide(_ session: RESPSession) -> Bool {
+        session.channels.contains { $0.starts(with: Self.decidePrefix) }
+            || session.patterns.contains { RESPGlob.matches($0, Self.decidePrefix) || $0.starts(with: Self.decidePrefix) }
+    }
+
+    /// Sends `payload()` on `channel` to `session` if it subscribed to the channel, and once per
+    /// pattern of its that matches the channel (as Redis does). `payload` runs only when needed.
+    private func publish(_ session: RESPSession, channel: [UInt8], payload: () -> [UInt8]) {
+        if !session.channelSet.isEmpty && session.channelSet.contains(channel) {
+            deliver(session, channel: channel, pattern: nil, payload: payload())
+        }
+        for pattern in session.patterns where RESPGlob.matches(pattern, channel) {
+            deliver(session, channel: channel, pattern: pattern, payload: payload())
+        }
+    }
+
+    private func deliver(_ session: RESPSession, channel: [UInt8], pattern: [UInt8]?, payload: [UInt8]) {
+        var writer = RESPWriter(protocolVersion: session.protocolVersion)
+        swap(&writer.bytes, &session.connection.output)
+        if let pattern {
+            writer.pushHeader(4)
+            writer.bulk("pmessage")
+            writer.bulk(pattern)
+        } else {
+            writer.pushHeader(3)
+            writer.bulk("message")
+        }
+        writer.bulk(channel)
+        writer.bulk(payload)
+        swap(&writer.bytes, &session.connection.output)
+    }
+}

@@ -1,0 +1,352 @@
+import Decide
+import DecideCore
+import DecideRESP
+import DecideUV
+import Dispatch
+import Logging
+import Synchronization
+
+/// syncnode's client endpoint: the Redis protocol (RESP2, and RESP3 after `HELLO 3`, inline
+/// commands too) over a `UVStreamServer`, answered from the node (docs/operations.md, "The Redis
+/// protocol").
+///
+/// Guarantees:
+/// - each client's commands are answered in order; the replies to the requests of one read go
+///   out in one write;
+/// - a write command replies once its decision committed on this node (under strict
+///   durability: once it is on disk, answered off the loop so other clients are not held);
+/// - a malformed request gets Redis's protocol error and the connection is closed after it;
+///   an unknown or refused command gets an error and the connection stays usable;
+/// - memory per client is bounded: a request by `RESPLimits`, queued replies by the server's
+///   `pauseReadingAboveBytes` (the client is not read while they wait), one command's reply by
+///   `maxReplyBytes`, a subscriber's unread notifications by `maxSubscriberOutputBytes` (it is
+///   disconnected, with a log line), the notifications waiting for the loop by
+///   `maxQueuedNotificationBytes`.
+final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop-thread state below is touched only on the server's loop
+    struct Configuration: Sendable {
+        /// Clients must `AUTH` with this first (nil: no password).
+        var password: [UInt8]?
+        var limits = RESPLimits()
+        /// The largest reply one command may build (KEYS, MGET, SCAN with a large COUNT).
+        var maxReplyBytes = 64 << 20
+        /// Unwritten notification bytes past which a subscriber is disconnected.
+        var maxSubscriberOutputBytes = 32 << 20
+        /// Channels and patterns one connection may subscribe to.
+        var maxSubscriptionsPerConnection = 10_000
+        /// Changes waiting to be turned into notifications, in bytes, past which they are
+        /// dropped (and every subscriber told, or disconnected).
+        var maxQueuedNotificationBytes = 64 << 20
+        /// Bytes of a dump reply written at a time, the next once the socket drained.
+        var dumpChunkBytes = 256 << 10
+        /// The server's connection bound, for CONFIG GET maxclients.
+        var maxClients = 1024
+    }
+
+    /// What `INFO` and `DECIDE.STATUS` tell beside the node's own numbers.
+    struct Identity: Sendable {
+        var cluster: String
+        var listen: String
+        var admin: String
+        var durability: String
+    }
+
+    let node: Node
+    let replicator: Replicator
+    let configuration: Configuration
+    let logger: Logger
+    let identity: Mutex<Identity>
+    let startedMilliseconds: UInt64
+    let notifications: NotificationQueue
+    /// Sessions with at least one subscription (loop thread).
+    var subscribers: [UInt64: RESPSession] = [:]
+    /// The node commit listener feeding `notifications` while there are subscribers (loop thread).
+    var notificationListener: UInt64?
+    /// Counters for INFO (loop thread).
+    var totalConnections: UInt64 = 0
+    var totalCommands: UInt64 = 0
+    var rejectedConnections: UInt64 = 0
+    var openSessions = 0
+    /// The server this service answers for; set once by `attach`, before it listens.
+    private(set) var server: UVStreamServer?
+
+    init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
+        self.node = node
+        self.replicator = replicator
+        self.configuration = configuration
+        self.identity = Mutex(identity)
+        self.logger = logger
+        self.startedMilliseconds = Self.nowMilliseconds()
+        self.notifications = NotificationQueue(maxBytes: configuration.maxQueuedNotificationBytes)
+    }
+
+    /// Records the server this service answers for (once, before it listens).
+    func attach(_ server: UVStreamServer) {
+        self.server = server
+    }
+
+    static func nowMilliseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
+
+    /// The reply a connection past `maxConnections` gets before it is closed.
+    static let tooManyClientsReply = Array("-ERR max number of clients reached\r\n".utf8)
+
+    // MARK: UVStreamServer.Delegate
+
+    func streamServer(_ server: UVStreamServer, didAccept connection: UVStreamServer.Connection) {
+        let session = RESPSession(connection: connection, limits: configuration.limits,
+                                  authenticated: configuration.password == nil, now: Self.nowMilliseconds())
+        connection.context = session
+        totalConnections += 1
+        openSessions += 1
+        logger.debug("client connected", metadata: ["client": "\(connection.id)", "peer": "\(connection.peer)"])
+    }
+
+    func streamServer(_ server: UVStreamServer, didRead bytes: UnsafeRawBufferPointer, on connection: UVStreamServer.Connection) {
+        guard let session = connection.context as? RESPSession, !session.finished else { return }
+        session.parser.append(bytes)
+        process(session, server: server)
+    }
+
+    func streamServer(_ server: UVStreamServer, didDrain connection: UVStreamServer.Connection) {
+        guard let session = connection.context as? RESPSession, !session.finished else { return }
+        if session.dump != nil {
+            continueDump(session, server: server)
+        } else if !session.busy && session.parser.bufferedBytes > 0 {
+            process(session, server: server)
+        }
+    }
+
+    func streamServer(_ server: UVStreamServer, inputEndedOn connection: UVStreamServer.Connection) {
+        guard let session = connection.context as? RESPSession, !session.finished else { return }
+        process(session, server: server)
+    }
+
+    func streamServer(_ server: UVStreamServer, didClose connection: UVStreamServer.Connection) {
+        guard let session = connection.context as? RESPSession else { return }
+        session.finished = true
+        session.dump = nil
+        openSessions -= 1
+        if subscribers.removeValue(forKey: connection.id) != nil { subscribersChanged() }
+        logger.debug("client disconnected", metadata: ["client": "\(connection.id)"])
+    }
+
+    // MARK: requests
+
+    /// Answers the commands waiting in `session`'s parser, in order, until one must wait (off
+    /// the loop, or a long reply), the replies waiting pass the server's read pause, or the
+    /// input runs out (then a client that sent EOF is closed once answered).
+    func process(_ session: RESPSession, server: UVStreamServer) {
+        let connection = session.connection
+        guard !session.busy, !session.finished, !connection.isClosing else { return }
+        swap(&session.writer.bytes, &connection.output)
+        var inputDone = false
+        var closeAfter = false
+        while !session.busy && !session.finished {
+            if session.writer.bytes.count + connection.bytesInFlight > server.configuration.pauseReadingAboveBytes { break }
+            let arguments: [ArraySlice<UInt8>]?
+            do {
+                arguments = try session.parser.next()
+            } catch {
+                session.writer.error("ERR \(error)")
+                logger.info("client sent a malformed request; closing it", metadata: [
+                    "client": "\(connection.id)", "peer": "\(connection.peer)", "error": "\(error)"])
+                session.finished = true
+                closeAfter = true
+                break
+            }
+            guard let arguments else {
+                inputDone = true
+                break
+            }
+            totalCommands += 1
+            session.commandsProcessed += 1
+            if execute(arguments, session: session, server: server) == .closeAfterReply {
+                session.finished = true
+                closeAfter = true
+            }
+        }
+        swap(&session.writer.bytes, &connection.output)
+        if closeAfter || (inputDone && connection.inputEnded && !session.busy) {
+            server.closeWhenWritten(connection)
+        } else if session.dump != nil {
+            continueDump(session, server: server)
+        }
+    }
+
+    enum Outcome { case done, closeAfterReply }
+
+    /// Answers one command into `session.writer`.
+    private func execute(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) -> Outcome {
+        let name = arguments[0]
+        guard let command = RESPCommand.named(name) else {
+            refuseUnknown(arguments, into: &session.writer)
+            return .done
+        }
+        guard command.accepts(argumentCount: arguments.count) else {
+            session.writer.error("ERR wrong number of arguments for '\(command.name)' command")
+            return .done
+        }
+        if !session.authenticated && !command.allowedBeforeAuth {
+            session.writer.error("NOAUTH Authentication required.")
+            return .done
+        }
+        if session.isSubscribed && session.protocolVersion == 2 && !command.allowedWhileSubscribed {
+            session.writer.error("ERR Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+            return .done
+        }
+        if command.writes && node.acknowledgesAfterDisk {
+            answerOffLoop(command, arguments, session: session, server: server)
+            return .done
+        }
+        switch command {
+        case .get: get(arguments, into: &session.writer)
+        case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete:
+            write(command, arguments, into: &session.writer)
+        case .mget: mget(arguments, into: &session.writer)
+        case .exists: exists(arguments, into: &session.writer)
+        case .type: type(arguments, into: &session.writer)
+        case .scan: scan(arguments, into: &session.writer)
+        case .keys: keys(arguments, into: &session.writer)
+        case .dbsize: dbsize(into: &session.writer)
+        case .ping: ping(arguments, session: session)
+        case .echo: session.writer.bulk(arguments[1])
+        case .hello: hello(arguments, session: session)
+        case .auth: auth(arguments, session: session)
+        case .select: select(arguments, into: &session.writer)
+        case .quit:
+            session.writer.simpleString("OK")
+            return .closeAfterReply
+        case .reset: reset(session)
+        case .client: client(arguments, session: session, server: server)
+        case .command: commandInfo(arguments, into: &session.writer)
+        case .info: info(arguments, into: &session.writer)
+        case .config: config(arguments, into: &session.writer)
+        case .time: time(into: &session.writer)
+        case .subscribe, .psubscribe: subscribe(arguments, patterns: command == .psubscribe, session: session)
+        case .unsubscribe, .punsubscribe: unsubscribe(arguments, patterns: command == .punsubscribe, session: session)
+        case .decideGet: decideGet(arguments, into: &session.writer)
+        case .decideStatus: decideStatus(into: &session.writer)
+        case .decideDump: startDump(session)
+        case .decideForget: decideForget(arguments, into: &session.writer)
+        }
+        return .done
+    }
+
+    /// A write whose decision waits for the disk runs on another thread; the client's later
+    /// commands wait (its reading is paused), other clients go on.
+    private func answerOffLoop(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], session: RESPSession,
+                               server: UVStreamServer) {
+        session.busy = true
+        session.connection.pauseReading()
+        let bound = LoopBound(value: session)
+        let protocolVersion = session.protocolVersion
+        DispatchQueue.global().async { [self] in
+            var writer = RESPWriter(protocolVersion: protocolVersion)
+            write(command, arguments, into: &writer)
+            let reply = writer.bytes
+            server.execute { [self] in
+                let session = bound.value
+                guard !session.finished else { return }
+                session.busy = false
+                session.connection.output += reply
+                session.connection.resumeReading()
+                server.flush(session.connection)
+                process(session, server: server)
+            }
+        }
+    }
+
+    private func refuseUnknown(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        let name = String(decoding: arguments[0], as: UTF8.self)
+        if let reason = RESPCommand.refused[name.lowercased()] {
+            writer.error("ERR \(name.uppercased()) is not supported: \(reason)")
+            return
+        }
+        var text = "ERR unknown command '\(Self.printable(arguments[0]))', with args beginning with:"
+        for argument in arguments.dropFirst().prefix(8) { text += " '\(Self.printable(argument))'" }
+        writer.error(text)
+    }
+
+    /// A client's bytes for an error text: at most 128 bytes, control characters as spaces.
+    static func printable(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.prefix(128).map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+    }
+
+    // MARK: helpers for commands
+
+    /// The state key a client names (NAME or NAME[ID]), or the error written and nil.
+    func key(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> StateKey? {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            writer.error("ERR invalid key: not UTF-8 (keys are NAME or NAME[ID] text)")
+            return nil
+        }
+        do {
+            return try KeySyntax.parse(text)
+        } catch {
+            writer.error("ERR \(error)")
+            return nil
+        }
+    }
+
+    /// `bytes` as a whole decimal number, or nil.
+    static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+        return Int(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Whether `bytes` equals the ASCII `word`, ignoring case.
+    static func matches(_ bytes: ArraySlice<UInt8>, _ word: StaticString) -> Bool {
+        guard bytes.count == word.utf8CodeUnitCount else { return false }
+        var index = bytes.startIndex
+        for offset in 0 ..< word.utf8CodeUnitCount {
+            let a = bytes[index], b = word.utf8Start[offset]
+            let lowerA = (a >= UInt8(ascii: "A") && a <= UInt8(ascii: "Z")) ? a | 0x20 : a
+            let lowerB = (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) ? b | 0x20 : b
+            guard lowerA == lowerB else { return false }
+            index += 1
+        }
+        return true
+    }
+}
+
+/// Changes committed or applied on the node, waiting for the loop thread to turn them into
+/// notifications. Bounded in bytes: past `maxBytes`, changes are counted as dropped instead.
+final class NotificationQueue: Sendable {
+    private struct State {
+        var deltas: [CommittedDelta] = []
+        var bytes = 0
+        var dropped = 0
+        var scheduled = false
+    }
+
+    let maxBytes: Int
+    private let state = Mutex(State())
+
+    init(maxBytes: Int) {
+        self.maxBytes = maxBytes
+    }
+
+    /// Queues `delta` (or counts it dropped); true when the loop must be woken to drain.
+    func push(_ delta: CommittedDelta) -> Bool {
+        var size = 64
+        for item in delta.delta.entries { size += 64 + item.key.name.utf8.count + item.key.element.count + (item.entry.value?.count ?? 0) }
+        return state.withLock { state in
+            if state.bytes + size > maxBytes {
+                state.dropped += 1
+            } else {
+                state.deltas.append(delta)
+                state.bytes += size
+            }
+            guard !state.scheduled else { return false }
+            state.scheduled = true
+            return true
+        }
+    }
+
+    /// Everything queued and the count dropped since the last call.
+    func takeAll() -> (deltas: [CommittedDelta], dropped: Int) {
+        state.withLock { state in
+            defer { state = State() }
+            return (state.deltas, state.dropped)
+        }
+    }
+}

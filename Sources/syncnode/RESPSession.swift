@@ -1,0 +1,55 @@
+import DecideCore
+import DecideRESP
+import DecideUV
+
+/// One client of the Redis-protocol endpoint: its parser, its protocol version and name, its
+/// subscriptions, and a reply that is still being written. Lives on the server's loop thread
+/// only, from accept to close.
+final class RESPSession {
+    let connection: UVStreamServer.Connection
+    var parser: RESPRequestParser
+    /// Replies of the commands handled now; swapped with `connection.output` around each batch.
+    var writer = RESPWriter()
+    var authenticated: Bool
+    var name: String?
+    var libraryName: String?
+    var libraryVersion: String?
+    /// Exact channels and glob patterns this client subscribed to, in subscription order.
+    var channels: [[UInt8]] = []
+    var channelSet: Set<[UInt8]> = []
+    var patterns: [[UInt8]] = []
+    /// A command answered off the loop, or a long reply written as the socket drains: later
+    /// commands wait.
+    var busy = false
+    var dump: DumpCursor?
+    /// QUIT or a protocol error: nothing more is read or answered.
+    var finished = false
+    let createdMilliseconds: UInt64
+    var commandsProcessed: UInt64 = 0
+
+    /// A dump reply in progress: the snapshot, where it stands.
+    struct DumpCursor {
+        var entries: [KeyedEntry]
+        var index = 0
+    }
+
+    init(connection: UVStreamServer.Connection, limits: RESPLimits, authenticated: Bool, now: UInt64) {
+        self.connection = connection
+        self.parser = RESPRequestParser(limits: limits)
+        self.authenticated = authenticated
+        self.createdMilliseconds = now
+    }
+
+    var subscriptionCount: Int { channels.count + patterns.count }
+    var isSubscribed: Bool { subscriptionCount > 0 }
+    var protocolVersion: Int {
+        get { writer.protocolVersion }
+        set { writer.protocolVersion = newValue }
+    }
+}
+
+/// A loop-thread object carried through a `@Sendable` closure that runs on the same loop
+/// (`UVStreamServer.execute`): never touched on another thread.
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+}
