@@ -1,5 +1,6 @@
 # Decide — the front door. `make test` takes a fresh Debian machine from clone to green.
-#   make deps    system packages the build needs (apt-get; idempotent, quick when present)
+#   make deps    system packages the build and tests need (apt-get; idempotent, quick when present)
+#   make deps-python  the venv with the Python clients the integration tests use (.build-venv)
 #   make build   debug build of every module
 #   make test    unit tests, README example check, transport tests under ASan, a short fuzz run
 #   make bench   release build, then every benchmark beside its baseline
@@ -8,11 +9,14 @@
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
-APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev
+APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools
+# The Python clients of the integration tests (redis-py), in a virtual environment of our own.
+VENV := .build-venv
+PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps build test unit-test check-readme bench bench-core sim clean
+.PHONY: deps deps-python build test unit-test check-readme bench bench-core sim clean
 SEEDS ?= 10000
 
 deps:
@@ -24,6 +28,19 @@ deps:
 		if [ "$$(id -u)" -ne 0 ]; then echo "deps: need root to apt-get install$$missing" >&2; exit 1; fi; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: all present ($(APT_PACKAGES))"; fi
+
+# A venv with the pinned Python clients; rebuilt when the requirements change. Debian's system
+# python3 needs python3-venv for it, installed here when `python3 -m venv` is missing.
+deps-python: $(VENV)/.installed
+
+$(VENV)/.installed: $(PYTHON_REQUIREMENTS)
+	@python3 -m venv --help >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" -ne 0 ]; then echo "deps-python: need root to apt-get install python3-venv" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; }
+	rm -rf $(VENV)
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PYTHON_REQUIREMENTS)
+	touch $@
 
 build: deps
 	$(SWIFT) build

@@ -79,5 +79,7 @@ let package = Package(
         .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]),
         .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
+        // syncnode's Redis-protocol endpoint, in-process against real sockets.
+        .testTarget(name: "SyncNodeTests", dependencies: ["syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP"]),
     ]
 )

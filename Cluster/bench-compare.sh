@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Decide beside Redis, in one run on 127.0.0.1 (`make bench-compare`; docs/benchmarks.md).
 #
-#   Redis:  a master and a replica (replicaof), no persistence, each in its own temp dir;
-#           redis-benchmark SET -d 64 -c 50 at -P 1 and -P 16 over COMPARE_KEYS keys; then a
-#           pipelined stream of COMPARE_KEYS SETs on the master, the replica polled for the last.
-#   Decide: the same 64-byte values and key count (a) through the library, two nodes linked by
-#           DecideUV in one process, (b) through two syncnode peers' admin endpoint, 50 clients,
-#           pipeline 1 and 16, peer 2 polled until it holds every key.
+#   Redis:  a master and a replica (replicaof), no persistence, each in its own temp dir.
+#   Decide: two syncnode peers (memory durability), and two library nodes linked by DecideUV
+#           in one process.
+#   (a) The same redis-benchmark command line against the Redis master and syncnode peer 1:
+#       SET and GET, -d 64 -c 50, -P 1 and -P 16, -n and -r COMPARE_KEYS. After each SET run
+#       the second server is polled until it holds everything the first does (Redis: the
+#       replica's replication offset reaches the master's; syncnode: peer 2's state digest
+#       equals peer 1's), which gives the replicated rate: writes ÷ time until then.
+#   (b) A pipelined stream of COMPARE_KEYS SETs on the Redis master, the replica polled for the
+#       last, beside the library (one thread and 50) with the second node polled the same way.
 #
 # Prints one table and writes it between the markers in docs/benchmarks.md. Every server it
 # starts is recorded by pid and stopped on exit (success, failure or Ctrl-C), and only after
@@ -138,14 +142,6 @@ start_redis master "$MASTER_PORT"
 start_redis replica "$REPLICA_PORT" --replicaof 127.0.0.1 "$MASTER_PORT"
 wait_for 20 "the Redis replica to link to its master" replica_up
 
-for pipeline in 1 16; do
-    csv=$(redis-benchmark -h 127.0.0.1 -p "$MASTER_PORT" -t set -d 64 -c $CLIENTS -P $pipeline \
-          -n "$KEYS" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep '^"SET"')
-    rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
-    [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -P $pipeline gave no figure" >&2; exit 1; }
-    echo "   redis-benchmark SET -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s"
-    record "redis_p${pipeline}_write_per_s" "$rps"
-done
 # The Redis stream and the library, ROUNDS times each, alternating, so that a slow moment of
 # this shared machine does not land on one side only; the table takes each side's best round.
 for round in $(seq 1 "$ROUNDS"); do
@@ -157,7 +153,7 @@ for round in $(seq 1 "$ROUNDS"); do
     grep -q '^library_.*_incomplete' "$RESULTS" && { echo "bench-compare: library run incomplete" >&2; exit 1; }
 done
 
-# ---------------------------------------------------------------- Decide, syncnode
+# ---------------------------------------------------------------- redis-benchmark, both servers
 start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for ready, sets LISTEN_ADDR and ADMIN_ADDR
     local id=$1 pid ready=""
     shift
@@ -176,7 +172,7 @@ start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for read
         fi
     done
     LISTEN_ADDR=$(echo "$ready" | sed -n 's/.* listen=\([^ ]*\).*/\1/p')
-    ADMIN_ADDR=$(echo "$ready" | sed -n 's/.* admin=\([^ ]*\).*/\1/p')
+    ADMIN_ADDR=$(echo "$ready" | sed -n 's/.* admin=\([^ ,]*\).*/\1/p')
 }
 
 start_syncnode cmp1
@@ -185,14 +181,43 @@ start_syncnode cmp2 --peer "$LISTEN1"
 ADMIN2=$ADMIN_ADDR
 linked() { "$SYNCNODE" status --admin "$ADMIN2" --json | grep -q '"link":"connected"'; }
 wait_for 20 "syncnode cmp2 to link to cmp1" linked
-echo "== syncnode: cmp1 admin $ADMIN1, cmp2 admin $ADMIN2 (memory durability, no secret, loopback)"
-expected=0
-for pipeline in 1 16; do
-    expected=$((expected + KEYS))
-    COMPARE_MODE=syncnode COMPARE_KEYS="$KEYS" COMPARE_CLIENTS=$CLIENTS COMPARE_PIPELINE=$pipeline \
-        COMPARE_PREFIX="p$pipeline" COMPARE_EXPECT_ENTRIES=$expected \
-        COMPARE_ADMIN1="$ADMIN1" COMPARE_ADMIN2="$ADMIN2" "$BENCH" compare | collect
-    grep -q "^syncnode_p${pipeline}_incomplete" "$RESULTS" && { echo "bench-compare: syncnode run incomplete" >&2; exit 1; }
+echo "== syncnode: cmp1 at $ADMIN1, cmp2 at $ADMIN2 (memory durability, no secret, loopback)"
+
+info_field() { # info_field HOST:PORT SECTION FIELD
+    redis-cli -h "${1%:*}" -p "${1##*:}" info "$2" | tr -d '\r' | sed -n "s/^$3://p"
+}
+redis_converged() { [ "$(info_field "127.0.0.1:$REPLICA_PORT" replication master_repl_offset)" = "$(info_field "127.0.0.1:$MASTER_PORT" replication master_repl_offset)" ]; }
+syncnode_converged() { [ "$(info_field "$ADMIN2" decide digest)" = "$(info_field "$ADMIN1" decide digest)" ]; }
+
+# run_benchmark NAME ADDRESS CONVERGED: redis-benchmark SET and GET at -P 1 and 16 against
+# ADDRESS; after each SET run, polls CONVERGED until the second server holds everything.
+run_benchmark() {
+    local name=$1 address=$2 converged=$3 pipeline test csv rps start end
+    for pipeline in 1 16; do
+        for test in set get; do
+            start=$(date +%s%N)
+            csv=$(redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
+                  -n "$KEYS" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep -i "^\"$test\"" || true)
+            rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
+            [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
+            record "${name}_${test}_p${pipeline}_per_s" "$rps"
+            if [ $test = set ]; then
+                wait_for 120 "$name's second server to hold every write" "$converged"
+                end=$(date +%s%N)
+                record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$KEYS" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
+                echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
+            else
+                echo "   $name: redis-benchmark -t get -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s"
+            fi
+        done
+    done
+}
+
+# Alternating rounds again: each figure keeps its best round.
+for round in $(seq 1 "$ROUNDS"); do
+    echo "== round $round of $ROUNDS: redis-benchmark against Redis, then against syncnode"
+    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged
+    run_benchmark syncnode "$ADMIN1" syncnode_converged
 done
 
 # ---------------------------------------------------------------- the table
@@ -223,19 +248,18 @@ row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME [GOAL_RATIO]
     else shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide"); fi
     ROWS+=("$1|$shown_redis|$shown_decide|$(ratio "$2" "$decide" "$redis")|$(goal "${5:-}" "$2" "$decide" "$redis")")
 }
-row "writes acknowledged, 50 clients, pipeline 1: redis-benchmark SET vs syncnode put" rate redis_p1_write_per_s syncnode_p1_write_per_s
-row "writes acknowledged, 50 clients, pipeline 16: redis-benchmark SET vs syncnode put" rate redis_p16_write_per_s syncnode_p16_write_per_s
+# Goals: syncnode at least 1.0× Redis on every redis-benchmark line and replicated (issue 13);
+# the library, replicated, at least 1.5× Redis master→replica (issue 12).
+for pipeline in 1 16; do
+    row "redis-benchmark SET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_set_p${pipeline}_per_s syncnode_set_p${pipeline}_per_s 1.0
+    row "redis-benchmark GET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_get_p${pipeline}_per_s syncnode_get_p${pipeline}_per_s 1.0
+    row "replicated, SET -P $pipeline: writes / time until the second server holds all (Redis replica vs syncnode peer 2)" rate redis_set_p${pipeline}_replicated_per_s syncnode_set_p${pipeline}_replicated_per_s 1.0
+done
 row "writes acknowledged, one writer: Redis stream (pipelined) vs library decide() on A" rate redis_stream_write_per_s library_w1_write_per_s
-# Goals (issue 12): the library, replicated, at least 1.5× Redis master→replica. The syncnode
-# rows belong to the Redis-protocol work and carry no goal here.
 row "replicated: writes / time until the second server holds all: Redis stream vs library, 1 thread" rate redis_stream_replicated_per_s library_w1_replicated_per_s 1.5
 row "replicated: Redis stream vs library, 50 threads" rate redis_stream_replicated_per_s library_w50_replicated_per_s 1.5
-row "replicated: Redis stream vs syncnode, 50 clients, pipeline 1" rate redis_stream_replicated_per_s syncnode_p1_replicated_per_s
-row "replicated: Redis stream vs syncnode, 50 clients, pipeline 16" rate redis_stream_replicated_per_s syncnode_p16_replicated_per_s
 row "time from the first write until the second server holds the last: Redis stream vs library, 1 thread" ms redis_stream_total_ms library_w1_total_ms
-row "time from the first write until the second server holds the last: Redis stream vs syncnode, pipeline 16" ms redis_stream_total_ms syncnode_p16_total_ms
 row "second server behind the last acknowledged write: Redis stream vs library, 1 thread" ms redis_stream_lag_ms library_w1_lag_ms
-row "second server behind the last acknowledged write: Redis stream vs syncnode, pipeline 16" ms redis_stream_lag_ms syncnode_p16_lag_ms
 
 CORES=$(nproc)
 MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -266,7 +290,8 @@ BLOCK="$WORK/block.md"
     echo "Measured $WHEN on $CORES cores ($MODEL), $MEMORY memory, load average at the end $LOAD;"
     echo "Redis $REDIS_VERSION (no persistence), Decide release build, syncnode with memory durability."
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
-    echo "Redis stream and library: the best of $ROUNDS alternating rounds each (\`COMPARE_ROUNDS\`)."
+    echo "redis-benchmark rows: the same command line against both servers; the Redis stream and the library;"
+    echo "each figure the best of $ROUNDS alternating rounds (\`COMPARE_ROUNDS\`)."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo
     echo "| workload | Redis | Decide | Decide ÷ Redis (speed; above 1× Decide is ahead) | goal |"

@@ -87,7 +87,8 @@ peer_start() {
         fi
     done
     echo "$ready" | sed -n 's/.* listen=\([^ ]*\).*/\1/p' > "$dir/listen"
-    echo "$ready" | sed -n 's/.* admin=\([^ ]*\).*/\1/p' > "$dir/admin"
+    # The first client address (TCP); a Unix socket, when also given, follows after a comma.
+    echo "$ready" | sed -n 's/.* admin=\([^ ,]*\).*/\1/p' > "$dir/admin"
 }
 
 # peer_admin NAME / peer_listen NAME: the addresses NAME bound.

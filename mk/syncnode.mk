@@ -27,5 +27,5 @@ cluster-status:
 cluster-down:
 	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/cluster.sh down
 
-integration: syncnode
-	SYNCNODE="$(SYNCNODE_BIN)" bash Cluster/integration.sh
+integration: syncnode deps-python
+	SYNCNODE="$(SYNCNODE_BIN)" PYTHON="$(CURDIR)/$(VENV)/bin/python" bash Cluster/integration.sh

@@ -6,16 +6,13 @@ import Synchronization
 import Glibc
 #endif
 
-/// `DecideBench compare`: the Decide side of `make bench-compare` (Cluster/bench-compare.sh), and
-/// the client the script uses against Redis and syncnode. The mode comes from the environment:
+/// `DecideBench compare`: the library side of `make bench-compare` (Cluster/bench-compare.sh), and
+/// the stream client the script uses against Redis (syncnode is measured with redis-benchmark,
+/// like Redis). The mode comes from the environment:
 ///
 /// - `COMPARE_MODE=library`: two nodes linked by DecideUV over 127.0.0.1, COMPARE_KEYS
 ///   single-write decisions of a 64-character string value to COMPARE_KEYS distinct keys on A,
 ///   by 1 writer thread and by COMPARE_CLIENTS writer threads; time until B holds A's state.
-/// - `COMPARE_MODE=syncnode`: COMPARE_CLIENTS connections to the admin endpoint COMPARE_ADMIN1
-///   write COMPARE_KEYS `put` lines (COMPARE_PIPELINE lines in flight per connection, keys
-///   `COMPARE_PREFIX[i]`); COMPARE_ADMIN2 is polled until its entry count reaches
-///   COMPARE_EXPECT_ENTRIES.
 /// - `COMPARE_MODE=redis-stream`: one connection writes COMPARE_KEYS pipelined SETs to the Redis
 ///   master at COMPARE_MASTER; the replica at COMPARE_REPLICA is polled until it holds the last.
 ///
@@ -36,7 +33,6 @@ enum CompareBench {
     static func run() {
         switch environment["COMPARE_MODE"] ?? "library" {
         case "library": library()
-        case "syncnode": syncnode()
         case "redis-stream": redisStream()
         case let other:
             FileHandle.standardError.write(Data("compare: unknown COMPARE_MODE \(other)\n".utf8))
@@ -178,104 +174,6 @@ enum CompareBench {
             for _ in 0..<count where readLine().starts(with: prefix) { matched += 1 }
             return matched
         }
-    }
-
-    // MARK: syncnode admin endpoint
-
-    static func syncnode() {
-        let keys = setting("COMPARE_KEYS", 100_000)
-        let clients = setting("COMPARE_CLIENTS", 50)
-        let pipeline = max(1, setting("COMPARE_PIPELINE", 1))
-        let expected = setting("COMPARE_EXPECT_ENTRIES", keys)
-        let prefix = environment["COMPARE_PREFIX"] ?? "p\(pipeline)"
-        let admin1 = environment["COMPARE_ADMIN1"] ?? "127.0.0.1:7501"
-        let admin2 = environment["COMPARE_ADMIN2"] ?? "127.0.0.1:7502"
-        let okPrefix = Array("{\"ok\":true".utf8)
-        let sockets = (0..<clients).map { _ in LineSocket(admin1) }
-        let watcher = LineSocket(admin2)
-        let failures = Atomic<Int>(0)
-        let polled = Atomic<Int>(0)
-        let lastReplied = Atomic<UInt64>(0)
-
-        // Peer 2 is polled from the start, so the time it reached the count is known to ~1 ms.
-        let start = now()
-        let done = Atomic<UInt64>(0)
-        let poller = Thread {
-            let request = Array("{\"op\":\"status\"}\n".utf8)
-            let marker = Array("\"entries\":".utf8)
-            let deadline = now() + 120_000_000_000
-            while now() < deadline {
-                watcher.write(request)
-                let line = watcher.readLine()
-                polled.add(1, ordering: .relaxed)
-                if let range = line.firstRange(of: marker) {
-                    let digits = line[range.upperBound...].prefix { $0 >= 48 && $0 <= 57 }
-                    if let entries = Int(String(decoding: digits, as: UTF8.self)), entries >= expected {
-                        done.store(now(), ordering: .sequentiallyConsistent)
-                        return
-                    }
-                }
-                usleep(500)
-            }
-        }
-        poller.start()
-        // Like redis-benchmark: one thread drives every connection through poll(2), sending the
-        // next batch of `pipeline` lines on a connection once all replies of the last arrived.
-        var nextIndex = Array(0..<clients)
-        var outstanding = [Int](repeating: 0, count: clients)
-        var ok = [Int](repeating: 0, count: clients)
-        func sendBatch(_ client: Int) {
-            var batch: [UInt8] = []
-            var lines = 0
-            while lines < pipeline && nextIndex[client] < keys {
-                batch += Array("{\"op\":\"put\",\"key\":\"\(prefix)[\(nextIndex[client])]\",\"value\":\"\(valueText)\"}\n".utf8)
-                lines += 1
-                nextIndex[client] += clients
-            }
-            outstanding[client] = lines
-            if lines > 0 { sockets[client].write(batch) }
-        }
-        for client in 0..<clients { sendBatch(client) }
-        var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-        var active = outstanding.filter { $0 > 0 }.count
-        let giveUp = now() + 120_000_000_000
-        while active > 0 && now() < giveUp {
-            guard poll(&fds, nfds_t(fds.count), 1_000) > 0 else { continue }
-            for client in 0..<clients where fds[client].revents != 0 && outstanding[client] > 0 {
-                let socket = sockets[client]
-                socket.receiveAvailable()
-                while outstanding[client] > 0, let line = socket.takeLine() {
-                    if line.starts(with: okPrefix) { ok[client] += 1 } else { failures.add(1, ordering: .relaxed) }
-                    outstanding[client] -= 1
-                }
-                if outstanding[client] == 0 {
-                    sendBatch(client)
-                    if outstanding[client] == 0 { active -= 1 }
-                }
-            }
-        }
-        lastReplied.store(now(), ordering: .relaxed)
-        if ok.reduce(0, +) != keys { failures.add(max(1, keys - ok.reduce(0, +)), ordering: .relaxed) }
-        let written = lastReplied.load(ordering: .relaxed)
-        while done.load(ordering: .sequentiallyConsistent) == 0 && now() < start + 121_000_000_000 { usleep(1_000) }
-        let end = done.load(ordering: .sequentiallyConsistent)
-        let name = "syncnode_p\(pipeline)"
-        let writeRate = Double(keys) / seconds(start, written)
-        print("== compare: syncnode admin, \(clients) clients, pipeline \(pipeline), \(keys) puts of a 64-character value")
-        if end == 0 || failures.load(ordering: .relaxed) > 0 {
-            print("COMPARE \(name)_incomplete 1")
-            print("   failed puts: \(failures.load(ordering: .relaxed)); peer 2 reached the count: \(end != 0)")
-            return
-        }
-        let replicatedRate = Double(keys) / seconds(start, end)
-        let lag = (Double(end) - Double(written)) / 1e6  // negative: held before the last reply was read
-        emit("\(name)_write_per_s", writeRate)
-        emit("\(name)_replicated_per_s", replicatedRate)
-        emit("\(name)_lag_ms", lag)
-        emit("\(name)_total_ms", seconds(start, end) * 1000)
-        BenchTable.print(rows: [[CoreBench.format(writeRate), CoreBench.format(replicatedRate), String(format: "%.3f ms", lag),
-                                 "\(polled.load(ordering: .relaxed))"]],
-                         header: ["puts replied /s (peer 1)", "peer 2 holds all: /s", "peer 2 behind last reply by", "status polls"])
     }
 
     // MARK: Redis master → replica stream

@@ -30,8 +30,9 @@ enum JSONValue: Equatable, Sendable {
         var description: String { "invalid JSON at byte \(offset): \(message)" }
     }
 
-    /// Nesting deeper than this is refused (the parser recurses once per level).
-    static let maxDepth = 256
+    /// Nesting deeper than this is refused (the parser recurses once per level). Foundation's
+    /// JSONDecoder, which typed Swift states decode with, goes to 512 as well.
+    static let maxDepth = 512
 
     /// Parses exactly one JSON value (surrounding whitespace allowed).
     static func parse(_ text: String) throws(ParseError) -> JSONValue {

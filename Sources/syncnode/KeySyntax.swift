@@ -17,6 +17,25 @@ enum KeySyntax {
         var description: String { "invalid key '\(key)': \(reason)" }
     }
 
+    /// Parses a KEY given as bytes (a Redis-protocol argument): the same rules as `parse(_:)`,
+    /// with a plain NAME (no brackets, the common case) taken without going through `String`'s
+    /// searching. Not UTF-8: refused.
+    static func parse(bytes: ArraySlice<UInt8>) throws(Invalid) -> StateKey {
+        var brackets = false
+        for byte in bytes where byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") {
+            brackets = true
+            break
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw Invalid(key: String(decoding: bytes, as: UTF8.self), reason: "a key must be UTF-8 text")
+        }
+        guard brackets else {
+            guard !bytes.isEmpty else { throw Invalid(key: text, reason: "a key needs a name") }
+            return StateKey(name: text)
+        }
+        return try parse(text)
+    }
+
     /// Parses a KEY into the state key it addresses.
     static func parse(_ text: String) throws(Invalid) -> StateKey {
         guard !text.isEmpty else { throw Invalid(key: text, reason: "a key needs a name") }

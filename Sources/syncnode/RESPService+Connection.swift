@@ -29,7 +29,7 @@ extension RESPService {
     /// Whether `given` is the configured password, compared in constant time.
     private func passwordMatches(_ given: ArraySlice<UInt8>) -> Bool {
         guard let password = configuration.password else { return false }
-        var difference = UInt8(truncatingIfNeeded: given.count ^ password.count)
+        var difference: UInt8 = given.count == password.count ? 0 : 1  // not truncated: lengths 256 apart differ too
         for index in 0 ..< password.count {
             let byte = index < given.count ? given[given.startIndex + index] : 0
             difference |= byte ^ password[index]
@@ -342,7 +342,9 @@ extension RESPService {
                      "known_peers:\(status.members.count)"]
             for (index, member) in status.members.enumerated() {
                 let heard = member.lastHeardMillisecondsAgo.map(String.init) ?? "never"
-                lines.append("peer\(index):id=\(member.nodeID),addr=\(member.address),link=\(member.link.rawValue),"
+                // lag: whole seconds since it was last heard, as Redis reports a replica's.
+                let lag = member.lastHeardMillisecondsAgo.map { String($0 / 1000) } ?? "-1"
+                lines.append("peer\(index):id=\(member.nodeID),addr=\(member.address),link=\(member.link.rawValue),lag=\(lag),"
                              + "last_heard_ms=\(heard),queued_bytes=\(member.outboundBytesQueued),catch_up=\(member.catchUp.rawValue),"
                              + "dropped_deltas=\(member.droppedDeltas),protocol_violations=\(member.protocolViolations)")
             }

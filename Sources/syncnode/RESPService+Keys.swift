@@ -90,7 +90,17 @@ extension RESPService {
             }
             index += 2
         }
-        let page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
+        // The reply stays under maxReplyBytes: COUNT is capped so a page of short keys fits
+        // (25 bytes each, as estimated below), and a page of longer keys is read again shorter
+        // (pages are whole digest leaves, so the walk still returns every key once).
+        count = min(count, max(1, configuration.maxReplyBytes / 25))
+        var page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
+        while count > 1 {
+            let replyBytes = page.keys.reduce(32) { $0 + $1.name.utf8.count + $1.element.count + 24 }
+            guard replyBytes > configuration.maxReplyBytes else { break }
+            count = max(1, min(count / 2, page.keys.count * configuration.maxReplyBytes / replyBytes))
+            page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
+        }
         var names: [[UInt8]] = []
         if onlyStrings {
             for key in page.keys {

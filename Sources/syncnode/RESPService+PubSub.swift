@@ -20,13 +20,13 @@ extension RESPService {
 
     func subscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
         let kind = patterns ? "psubscribe" : "subscribe"
-        for argument in arguments.dropFirst() {
+        subscribing: for argument in arguments.dropFirst() {
             let name = Array(argument)
             let known = patterns ? session.patterns.contains(name) : session.channelSet.contains(name)
             if !known {
                 guard session.subscriptionCount < configuration.maxSubscriptionsPerConnection else {
                     session.writer.error("ERR more than maxSubscriptionsPerConnection \(configuration.maxSubscriptionsPerConnection) subscriptions on one connection")
-                    return
+                    break subscribing  // the subscriptions made so far must still be registered below
                 }
                 if patterns {
                     session.patterns.append(name)
@@ -40,7 +40,7 @@ extension RESPService {
             session.writer.bulk(name)
             session.writer.integer(session.subscriptionCount)
         }
-        if subscribers.updateValue(session, forKey: session.connection.id) == nil { subscribersChanged() }
+        if session.isSubscribed, subscribers.updateValue(session, forKey: session.connection.id) == nil { subscribersChanged() }
     }
 
     func unsubscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
@@ -106,6 +106,14 @@ extension RESPService {
             ])
             for session in sessions where listensToDecide(session) {
                 deliver(session, channel: Self.decideGapChannel, pattern: nil, payload: note)
+            }
+            // The keyspace channels have no gap message: a subscriber that cannot be told is
+            // disconnected rather than left silently missing changes.
+            for session in sessions where !session.finished && !listensToDecide(session) {
+                logger.warning("subscriber disconnected: it missed dropped notifications", metadata: [
+                    "client": "\(session.connection.id)", "peer": "\(session.connection.peer)"])
+                session.finished = true
+                server.closeWhenWritten(session.connection)
             }
         }
         for committed in deltas {

@@ -261,9 +261,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             writer.error("ERR \(name.uppercased()) is not supported: \(reason)")
             return
         }
-        var text = "ERR unknown command '\(Self.printable(arguments[0]))', with args beginning with:"
-        for argument in arguments.dropFirst().prefix(8) { text += " '\(Self.printable(argument))'" }
-        writer.error(text)
+        // Redis's wording, trailing space included: each argument quoted and followed by a
+        // space, until 128 characters of them were written.
+        var listed = ""
+        for argument in arguments.dropFirst() where listed.utf8.count < 128 {
+            listed += "'\(Self.printable(argument.prefix(128 - listed.utf8.count)))' "
+        }
+        writer.error("ERR unknown command '\(Self.printable(arguments[0]))', with args beginning with: \(listed)")
     }
 
     /// A client's bytes for an error text: at most 128 bytes, control characters as spaces.
@@ -275,12 +279,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
 
     /// The state key a client names (NAME or NAME[ID]), or the error written and nil.
     func key(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> StateKey? {
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            writer.error("ERR invalid key: not UTF-8 (keys are NAME or NAME[ID] text)")
-            return nil
-        }
         do {
-            return try KeySyntax.parse(text)
+            return try KeySyntax.parse(bytes: bytes)
         } catch {
             writer.error("ERR \(error)")
             return nil

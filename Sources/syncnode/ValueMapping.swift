@@ -12,8 +12,9 @@
 /// So every string a client writes reads back byte for byte, except a string that is itself a
 /// quoted JSON string (`"x"` reads back `x`).
 enum ValueMapping {
-    /// Nesting deeper than this is not taken as JSON (it is stored as a JSON string instead).
-    static let maxJSONDepth = 512
+    /// Nesting deeper than this is not taken as JSON (it is stored as a JSON string instead):
+    /// the depth syncnode's own JSON reader (DECIDE.GET, dumps, watch) goes to.
+    static let maxJSONDepth = JSONValue.maxDepth
 
     /// Why a value cannot be stored.
     enum Refusal: Error, CustomStringConvertible {

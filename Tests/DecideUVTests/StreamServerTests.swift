@@ -185,15 +185,22 @@ import Glibc
         }
         #expect(stalledFor >= 100, "the server kept reading a client that never read its replies (\(sentBytes) bytes taken)")
         #expect(delegate.mostUnwritten.load(ordering: .relaxed) <= bound + 4096 + 1024 + 1)
-        // Finish the last line, then read everything: the server resumes and answers every line.
-        _ = fcntl(client.fd, F_SETFL, flags)
-        let partial = sentBytes % line.count
-        if partial > 0 { client.write(String(decoding: line[partial...], as: UTF8.self)) }
+        // Read everything, finishing the last line as the server makes room (the socket stays
+        // non-blocking: a blocking send here would wait for a server that waits for us): the
+        // server resumes and answers every line.
+        var remainder = Array(line[(sentBytes % line.count == 0 ? line.count : sentBytes % line.count)...])
         let lines = (sentBytes + line.count - 1) / line.count
         let expected = lines * (1024 + 4096)
         var received = 0
         let deadline = Date(timeIntervalSinceNow: 60)
-        while received < expected && Date() < deadline { received += client.drain(for: 0.5) }
+        while (received < expected || !remainder.isEmpty) && Date() < deadline {
+            if !remainder.isEmpty {
+                let n = remainder.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n > 0 { remainder.removeFirst(n) }
+            }
+            received += client.drain(for: 0.1)
+        }
+        #expect(remainder.isEmpty)
         #expect(received == expected)
     }
 

@@ -1,0 +1,178 @@
+"""A Python service talking to a Decide cluster through redis-py (make integration, section (m)).
+
+It writes through one syncnode peer (A) and reads and subscribes on another (B), the way a
+Python service sharing state with a Swift process would. Usage:
+
+    resp_clients.py HOST:PORT-of-A HOST:PORT-of-B
+
+Prints one PASS or FAIL line per check and exits 1 if any failed.
+"""
+
+import json
+import socket
+import sys
+import time
+
+import redis
+
+failures = 0
+
+
+def check(name, condition, detail=""):
+    global failures
+    if condition:
+        print(f"PASS {name}")
+    else:
+        failures += 1
+        print(f"FAIL {name}" + (f"\n     {detail}" if detail else ""))
+
+
+def eventually(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def connect(address, protocol=2):
+    host, port = address.rsplit(":", 1)
+    return redis.Redis(host=host, port=int(port), protocol=protocol, socket_timeout=10)
+
+
+def messages(pubsub, wanted, seconds=10.0):
+    """Reads pubsub messages until `wanted` (a list of (channel, data)) were all seen."""
+    seen = []
+    deadline = time.monotonic() + seconds
+    remaining = list(wanted)
+    while remaining and time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.2)
+        if not message or message["type"] not in ("message", "pmessage"):
+            continue
+        pair = (message["channel"], message["data"])
+        seen.append(pair)
+        if pair in remaining:
+            remaining.remove(pair)
+    return remaining, seen
+
+
+def main():
+    a, b = connect(sys.argv[1]), connect(sys.argv[2])
+    check("PING on both peers", a.ping() and b.ping())
+
+    watcher = b.pubsub()
+    watcher.psubscribe("__keyspace@0__:py:*")
+    decide_watcher = b.pubsub()
+    decide_watcher.psubscribe("__decide@0__:py:*")
+    # The subscriptions are confirmed before anything is written.
+    for pubsub in (watcher, decide_watcher):
+        confirmed = eventually(lambda: (m := pubsub.get_message(timeout=0.2)) is not None and m["type"] == "psubscribe")
+        check("PSUBSCRIBE confirmed", confirmed)
+
+    # A write on A reaches B, and B's subscribers hear of it.
+    check("SET on A", a.set("py:flag", "on") is True)
+    check("GET on B sees A's write", eventually(lambda: b.get("py:flag") == b"on"), repr(b.get("py:flag")))
+    missing, seen = messages(watcher, [(b"__keyspace@0__:py:flag", b"set")])
+    check("B's keyspace subscriber hears A's SET", not missing, f"seen {seen}")
+    missing, seen = [], []
+    deadline = time.monotonic() + 10
+    remote = None
+    while time.monotonic() < deadline and remote is None:
+        message = decide_watcher.get_message(timeout=0.2)
+        if message and message["type"] == "pmessage" and message["channel"] == b"__decide@0__:py:flag":
+            remote = json.loads(message["data"])
+    check("__decide@0__ carries the entry as JSON with origin remote",
+          remote is not None and remote["value"] == "on" and remote["origin"] == "remote" and not remote["deleted"],
+          repr(remote))
+
+    # Local writes on B are heard too.
+    b.set("py:local", "1")
+    missing, seen = messages(watcher, [(b"__keyspace@0__:py:local", b"set")])
+    check("B's subscriber hears B's own SET", not missing, f"seen {seen}")
+
+    # The value mapping: JSON stays JSON, text becomes a JSON string, both read back as written.
+    a.set("py:json", '{"replicas": 3}')
+    a.set("py:text", "deploy at 5pm")
+    check("JSON and text replicate and read back byte for byte",
+          eventually(lambda: b.get("py:json") == b'{"replicas": 3}' and b.get("py:text") == b"deploy at 5pm"))
+    entry = json.loads(b.execute_command("DECIDE.GET", "py:text"))
+    check("text is stored as a JSON string (what a Swift String state reads)", entry["value"] == "deploy at 5pm", repr(entry))
+    entry = json.loads(b.execute_command("DECIDE.GET", "py:json"))
+    check("a JSON text is stored as that JSON", entry["value"] == {"replicas": 3}, repr(entry))
+    try:
+        a.set("py:binary", b"\xff\xfe\x00")
+        check("bytes that are not UTF-8 are refused", False, "SET succeeded")
+    except redis.ResponseError as error:
+        check("bytes that are not UTF-8 are refused", "not valid UTF-8" in str(error), str(error))
+
+    # MSET is one decision: one version on every key, on the replica too.
+    keys = {f"py:batch[{i}]": str(i) for i in range(50)}
+    check("MSET on A", a.mset(keys) is True)
+    check("B holds the whole MSET", eventually(lambda: b.mget(list(keys)) == [v.encode() for v in keys.values()]))
+    versions = {json.dumps(json.loads(b.execute_command("DECIDE.GET", k))["version"], sort_keys=True) for k in keys}
+    check("every key of the MSET carries one version on B", len(versions) == 1, f"{len(versions)} versions")
+
+    # Pipelining, DEL, EXISTS, SCAN.
+    pipe = a.pipeline(transaction=False)
+    for i in range(1000):
+        pipe.set(f"py:pipe:{i}", i)
+    replies = pipe.execute()
+    check("1,000 pipelined SETs all answer OK", replies == [True] * 1000)
+    check("B holds the 1,000 keys", eventually(lambda: b.exists(*[f"py:pipe:{i}" for i in range(1000)]) == 1000))
+    scanned = set(b.scan_iter(match="py:pipe:*", count=100))
+    check("SCAN on B returns each of the 1,000 keys", scanned == {f"py:pipe:{i}".encode() for i in range(1000)}, f"{len(scanned)} keys")
+    check("DEL on A counts the keys it deleted", a.delete("py:flag", "py:never-written") == 1)
+    check("B no longer has the deleted key", eventually(lambda: b.get("py:flag") is None))
+    missing, seen = messages(watcher, [(b"__keyspace@0__:py:flag", b"del")])
+    check("B's subscriber hears the DEL", not missing, f"seen {seen}")
+
+    # What last-writer-wins cannot keep is refused, and says why.
+    try:
+        a.incr("py:counter")
+        check("INCR is refused", False, "INCR succeeded")
+    except redis.ResponseError as error:
+        check("INCR is refused with the reason", "last-writer-wins" in str(error), str(error))
+
+    # RESP3: the same data, push messages for the subscriber.
+    a3, b3 = connect(sys.argv[1], protocol=3), connect(sys.argv[2], protocol=3)
+    check("RESP3 GET reads the RESP2 client's write", eventually(lambda: b3.get("py:text") == b"deploy at 5pm"))
+    pushes = b3.pubsub()
+    pushes.subscribe("__keyspace@0__:py:resp3")
+    eventually(lambda: (m := pushes.get_message(timeout=0.2)) is not None and m["type"] == "subscribe")
+    a3.set("py:resp3", "x")
+    missing, seen = messages(pushes, [(b"__keyspace@0__:py:resp3", b"set")])
+    check("a RESP3 subscriber gets push messages", not missing, f"seen {seen}")
+
+    for connection in (watcher, decide_watcher, pushes):
+        connection.close()
+
+    # Malformed requests on raw sockets: an error or a closed connection, never a crash.
+    host, port = sys.argv[1].rsplit(":", 1)
+    cases = {
+        "a negative bulk length": b"*2\r\n$3\r\nGET\r\n$-5\r\n",
+        "a huge bulk count": b"*2\r\n$3\r\nGET\r\n$999999999999\r\n",
+        "a huge multibulk count": b"*99999999\r\n",
+        "binary garbage": bytes(range(256)) * 4,
+        "half a frame, then close": b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nabc",
+        "an inline line of 100 KB": b"SET k " + b"x" * 100_000,
+    }
+    for name, payload in cases.items():
+        with socket.create_connection((host, int(port)), timeout=5) as raw:
+            raw.sendall(payload)
+            raw.shutdown(socket.SHUT_WR)
+            reply = b""
+            try:
+                while chunk := raw.recv(65536):
+                    reply += chunk
+            except OSError:
+                pass
+        acceptable = reply == b"" or reply.startswith(b"-ERR") or b"-ERR" in reply
+        check(f"malformed: {name} gets an error or a close", acceptable, repr(reply[:120]))
+    check("the peer still answers after every malformed request", connect(sys.argv[1]).ping())
+    print(f"{'all' if failures == 0 else failures} {'passed' if failures == 0 else 'failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+import Decide
+import DecideCore
+import DecideRESP
+import Foundation
+import Testing
+@testable import syncnode
+
+/// The keyspace commands through a real socket, in RESP2 and RESP3: GET/SET and SET's
+/// options, SETNX, GETSET, GETDEL, MGET, MSET (one decision), DEL/UNLINK, EXISTS, TYPE, DBSIZE.
+extension SyncNodeTests {
+    @Suite struct KeyCommandTests {
+        /// A client speaking `protocolVersion` (HELLO 3 for RESP3).
+        static func client(_ peer: TestPeer, protocolVersion: Int) throws -> TestClient {
+            let client = try peer.client()
+            if protocolVersion == 3 {
+                guard case .map = try client.call("HELLO", "3") else { throw TestFailure("HELLO 3 did not answer a map") }
+            }
+            return client
+        }
+
+        @Test(arguments: [2, 3]) func getAndSet(protocolVersion: Int) async throws {
+            try await withPeer("kv") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                #expect(try client.call("GET", "missing") == .null)
+                #expect(try client.call("SET", "k", "hello world") == ok)
+                #expect(try client.call("GET", "k") == bulk("hello world"))
+                #expect(try client.call("SET", "k", "") == ok)
+                #expect(try client.call("GET", "k") == bulk(""))
+                #expect(try client.call("SET", "n", "42") == ok)
+                #expect(peer.node.entry(for: StateKey(name: "n"))?.value == Array("42".utf8))
+                #expect(try client.call("SET", "k", "say \"hi\"") == ok)
+                #expect(peer.node.entry(for: StateKey(name: "k"))?.value == Array("\"say \\\"hi\\\"\"".utf8))
+                #expect(try client.call("GET", "k") == bulk("say \"hi\""))
+                // Keys: NAME[ID] is a collection element, the ID as JSON or a bare string.
+                #expect(try client.call("SET", "quota[batch-jobs]", "3") == ok)
+                #expect(try client.call("GET", "quota[\"batch-jobs\"]") == bulk("3"))
+                #expect(try client.call("GET", "bad]key").errorText?.hasPrefix("ERR invalid key 'bad]key'") == true)
+                let badKey = try client.call(bytes: [Array("GET".utf8), [0xFF]])
+                #expect(badKey.errorText.map { $0.hasPrefix("ERR invalid key") && $0.contains("UTF-8") } == true, "\(badKey)")
+                // A value that is not UTF-8 is refused, and nothing is written.
+                let refused = try client.call(bytes: [Array("SET".utf8), Array("k".utf8), [0x61, 0xFF]])
+                #expect(refused.errorText?.hasPrefix("ERR value is not valid UTF-8") == true, "\(refused)")
+                #expect(try client.call("GET", "k") == bulk("say \"hi\""))
+                // Inline commands work too.
+                try client.send(raw: "SET inline 'two words'\r\nGET inline\r\n")
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == bulk("two words"))
+            }
+        }
+
+        @Test(arguments: [2, 3]) func setOptions(protocolVersion: Int) async throws {
+            try await withPeer("set") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                // NX: only when absent; the refusal is a null reply.
+                #expect(try client.call("SET", "k", "1", "NX") == ok)
+                #expect(try client.call("SET", "k", "2", "nx") == .null)
+                #expect(try client.call("GET", "k") == bulk("1"))
+                // XX: only when present.
+                #expect(try client.call("SET", "other", "1", "XX") == .null)
+                #expect(peer.node.entry(for: StateKey(name: "other")) == nil)
+                #expect(try client.call("SET", "k", "3", "XX") == ok)
+                #expect(try client.call("GET", "k") == bulk("3"))
+                // GET: the previous value (null when none), and the write is made.
+                #expect(try client.call("SET", "k", "4", "GET") == bulk("3"))
+                #expect(try client.call("SET", "fresh", "a", "GET") == .null)
+                #expect(try client.call("GET", "fresh") == bulk("a"))
+                // NX GET: previous value; written only when absent (Redis 7).
+                #expect(try client.call("SET", "k", "5", "NX", "GET") == bulk("4"))
+                #expect(try client.call("GET", "k") == bulk("4"))
+                #expect(try client.call("SET", "new1", "x", "GET", "NX") == .null)
+                #expect(try client.call("GET", "new1") == bulk("x"))
+                // XX GET
+                #expect(try client.call("SET", "k", "6", "XX", "GET") == bulk("4"))
+                #expect(try client.call("GET", "k") == bulk("6"))
+                #expect(try client.call("SET", "new2", "x", "XX", "GET") == .null)
+                #expect(peer.node.entry(for: StateKey(name: "new2")) == nil)
+                // Syntax errors: both NX and XX, a repeated option, an unknown one; nothing written.
+                for options in [["NX", "XX"], ["XX", "NX"], ["NX", "NX"], ["GET", "GET"], ["BOGUS"], ["NX", "whatever"]] {
+                    let reply = try client.call(bytes: [Array("SET".utf8), Array("k".utf8), Array("7".utf8)] + options.map { Array($0.utf8) })
+                    #expect(reply == .error("ERR syntax error"), "SET k 7 \(options): \(reply)")
+                }
+                #expect(try client.call("GET", "k") == bulk("6"))
+                // Expiry options are refused with the reason.
+                for option in ["EX", "PX", "EXAT", "PXAT", "KEEPTTL"] {
+                    let reply = try client.call("SET", "k", "8", option, "10")
+                    #expect(reply.errorText?.hasPrefix("ERR SET \(option) is not supported: keys do not expire") == true, "\(reply)")
+                }
+                #expect(try client.call("GET", "k") == bulk("6"))
+                #expect(try client.call("SET", "k") == .error("ERR wrong number of arguments for 'set' command"))
+            }
+        }
+
+        @Test(arguments: [2, 3]) func setnxGetsetGetdel(protocolVersion: Int) async throws {
+            try await withPeer("getset") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                #expect(try client.call("SETNX", "k", "a") == .integer(1))
+                #expect(try client.call("SETNX", "k", "b") == .integer(0))
+                #expect(try client.call("GET", "k") == bulk("a"))
+                #expect(try client.call("GETSET", "k", "c") == bulk("a"))
+                #expect(try client.call("GETSET", "absent", "c") == .null)
+                #expect(try client.call("GET", "absent") == bulk("c"))
+                #expect(try client.call("GETDEL", "k") == bulk("c"))
+                #expect(try client.call("GET", "k") == .null)
+                #expect(peer.node.entry(for: StateKey(name: "k"))?.isTombstone == true)
+                #expect(try client.call("GETDEL", "never") == .null)
+                #expect(peer.node.entry(for: StateKey(name: "never")) == nil, "GETDEL of an absent key wrote a tombstone")
+                #expect(try client.call("SETNX", "k") == .error("ERR wrong number of arguments for 'setnx' command"))
+                #expect(try client.call("GETDEL", "k", "x") == .error("ERR wrong number of arguments for 'getdel' command"))
+            }
+        }
+
+        @Test(arguments: [2, 3]) func mgetReturnsNullForMissingKeys(protocolVersion: Int) async throws {
+            try await withPeer("mget") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                #expect(try client.call("MSET", "a", "1", "b", "two") == ok)
+                #expect(try client.call("DEL", "b") == .integer(1))
+                #expect(try client.call("MSET", "c", "{\"x\":1}") == ok)
+                let reply = try client.call("MGET", "a", "missing", "b", "c", "a")
+                #expect(reply == .array([bulk("1"), .null, .null, bulk("{\"x\":1}"), bulk("1")]))
+                #expect(try client.call("MSET", "a", "1", "b") == .error("ERR wrong number of arguments for 'mset' command"))
+                #expect(try client.call("MGET") == .error("ERR wrong number of arguments for 'mget' command"))
+            }
+        }
+
+        /// MSET is one decision: one commit on the writer, one version for all its keys on a replica.
+        @Test func msetIsOneDecisionWithOneVersionOnEveryReplica() async throws {
+            try await withPair { a, b in
+                let client = try a.client()
+                let before = a.node.stateSummary.committedDecisions
+                let keys = (0 ..< 50).map { "batch:\($0)" }
+                #expect(try client.call(bytes: [Array("MSET".utf8)] + keys.flatMap { [Array($0.utf8), Array("v-\($0)".utf8)] }) == ok)
+                #expect(a.node.stateSummary.committedDecisions == before + 1)
+                let reader = try b.client()
+                #expect(try await eventually { try reader.call("EXISTS", keys[0]) == .integer(1) && reader.call("EXISTS", keys[49]) == .integer(1) })
+                var versions: [String] = []
+                for key in keys {
+                    let reply = try reader.call("DECIDE.GET", key)
+                    let json = try #require(reply.json, "DECIDE.GET \(key): \(reply)")
+                    #expect(json["value"] as? String == "v-\(key)")
+                    #expect(json["deleted"] as? Bool == false)
+                    let version = try #require(json["version"] as? [String: Any])
+                    #expect(version["node"] as? String == "a")
+                    versions.append("\(version["ms"] ?? "")/\(version["logical"] ?? "")/\(version["node"] ?? "")")
+                }
+                #expect(Set(versions).count == 1, "one MSET carried several versions: \(Set(versions))")
+                #expect(b.node.stateSummary.appliedRemoteDeltas >= 1)
+                // And a second MSET is a second version.
+                #expect(try client.call("MSET", keys[0], "again", keys[1], "again") == ok)
+                #expect(a.node.stateSummary.committedDecisions == before + 2)
+            }
+        }
+
+        @Test(arguments: [2, 3]) func delAndUnlinkCountKeysThatHeldAValue(protocolVersion: Int) async throws {
+            try await withPeer("del") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                #expect(try client.call("MSET", "a", "1", "b", "2", "c", "3", "d", "4") == ok)
+                // Duplicates counted once, absent keys 0.
+                #expect(try client.call("DEL", "a", "a", "b", "absent", "b") == .integer(2))
+                #expect(peer.node.entry(for: StateKey(name: "a"))?.isTombstone == true)
+                #expect(peer.node.entry(for: StateKey(name: "absent")) == nil, "DEL of an absent key wrote a tombstone")
+                #expect(try client.call("DEL", "a") == .integer(0))
+                #expect(try client.call("UNLINK", "c", "c", "gone", "d") == .integer(2))
+                #expect(peer.node.entry(for: StateKey(name: "gone")) == nil)
+                #expect(try client.call("UNLINK", "c", "d") == .integer(0))
+                // A DEL of nothing commits nothing.
+                let before = peer.node.stateSummary
+                #expect(try client.call("DEL", "nothing", "none") == .integer(0))
+                #expect(peer.node.stateSummary.entryCount == before.entryCount)
+                #expect(try client.call("DBSIZE") == .integer(0))
+                #expect(try client.call("DEL") == .error("ERR wrong number of arguments for 'del' command"))
+            }
+        }
+
+        @Test(arguments: [2, 3]) func existsTypeAndDbsize(protocolVersion: Int) async throws {
+            try await withPeer("exists") { peer in
+                let client = try Self.client(peer, protocolVersion: protocolVersion)
+                #expect(try client.call("DBSIZE") == .integer(0))
+                #expect(try client.call("MSET", "a", "1", "b", "2", "c", "3") == ok)
+                // Like Redis, EXISTS counts a key once per time it is named.
+                #expect(try client.call("EXISTS", "a", "a", "b", "missing") == .integer(3))
+                #expect(try client.call("EXISTS", "missing") == .integer(0))
+                #expect(try client.call("TYPE", "a") == .simple("string"))
+                #expect(try client.call("TYPE", "missing") == .simple("none"))
+                #expect(try client.call("DBSIZE") == .integer(3))
+                #expect(try client.call("DEL", "c") == .integer(1))
+                // A tombstone is no key: TYPE none, EXISTS 0, not counted.
+                #expect(try client.call("TYPE", "c") == .simple("none"))
+                #expect(try client.call("EXISTS", "c") == .integer(0))
+                #expect(try client.call("DBSIZE") == .integer(2))
+                #expect(try client.call("EXISTS") == .error("ERR wrong number of arguments for 'exists' command"))
+                #expect(try client.call("DBSIZE", "x") == .error("ERR wrong number of arguments for 'dbsize' command"))
+            }
+        }
+
+        /// A key named twice in one MSET takes its last value, here and on the replica, and the
+        /// two nodes converge to the same digest.
+        @Test func msetWithARepeatedKeyKeepsTheLastValueEverywhere() async throws {
+            try await withPair { a, b in
+                let client = try a.client()
+                #expect(try client.call("MSET", "d", "1", "e", "x", "d", "2") == ok)
+                #expect(try client.call("MGET", "d", "e") == bulks("2", "x"))
+                #expect(try client.call("DBSIZE") == .integer(2))
+                let reader = try b.client()
+                #expect(try await eventually { try reader.call("MGET", "d", "e") == bulks("2", "x") })
+                #expect(try reader.call("DBSIZE") == .integer(2))
+                #expect(await eventually { a.node.stateSummary.digest == b.node.stateSummary.digest })
+                #expect(a.node.entries() == b.node.entries())
+                #expect(try client.call("DEL", "d", "d", "e") == .integer(2))
+                #expect(try await eventually { try reader.call("DBSIZE") == .integer(0) })
+            }
+        }
+
+        /// DECIDE.DUMP: every entry (tombstones too), sorted by key, written in chunks as the
+        /// client reads; the commands pipelined behind it are answered after it, in order.
+        @Test func decideDumpIsWrittenInChunksBeforeTheNextReplies() async throws {
+            try await withPeer("dump") { peer in
+                let client = try peer.client()
+                let value = String(repeating: "v", count: 200)
+                var batch: [UInt8] = []
+                for start in stride(from: 0, to: 5_000, by: 500) {
+                    batch += request(["MSET"] + (start ..< start + 500).flatMap { ["d:\($0)", value] })
+                }
+                try client.send(raw: batch)
+                for _ in 0 ..< 10 { #expect(try client.reply() == ok) }
+                #expect(try client.call("DEL", "d:7") == .integer(1))
+                try client.send(raw: request("DECIDE.DUMP") + request("PING") + request("GET", "d:8"))
+                let dump = try #require(try client.reply(timeout: 30).elements)
+                #expect(dump.count == 5_000)
+                let lines = dump.compactMap(\.json)
+                #expect(lines.count == 5_000)
+                let keys = lines.compactMap { $0["key"] as? String }
+                #expect(keys == keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, "not sorted by key")
+                #expect(lines.filter { $0["deleted"] as? Bool == true }.compactMap { $0["key"] as? String } == ["d:7"])
+                #expect(lines.first { $0["key"] as? String == "d:8" }?["value"] as? String == value)
+                #expect(try client.reply() == .simple("PONG"))
+                #expect(try client.reply() == bulk(value))
+            }
+        }
+
+        /// DECIDE.PUT / DECIDE.GET / DECIDE.DELETE: JSON in, versions out.
+        @Test func decideCommands() async throws {
+            try await withPeer("decide") { peer in
+                let client = try peer.client()
+                let put = try #require(try client.call("DECIDE.PUT", "cfg", "{\"on\":true}").json)
+                #expect(put["key"] as? String == "cfg")
+                #expect((put["version"] as? [String: Any])?["node"] as? String == "decide")
+                #expect(try client.call("GET", "cfg") == bulk("{\"on\":true}"))
+                #expect(try client.call("DECIDE.PUT", "cfg", "not json").errorText?.hasPrefix("ERR the value is not JSON") == true)
+                #expect(try client.call("DECIDE.GET", "never") == .null)
+                #expect(try client.call("DECIDE.DELETE", "cfg").json?["version"] != nil)
+                let deleted = try #require(try client.call("DECIDE.GET", "cfg").json)
+                #expect(deleted["deleted"] as? Bool == true)
+                #expect(deleted["value"] is NSNull)
+                let status = try #require(try client.call("DECIDE.STATUS").json)
+                #expect(status["node"] as? String == "decide")
+                #expect(status["tombstones"] as? Int == 1)
+            }
+        }
+    }
+}
