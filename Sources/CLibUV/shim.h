@@ -16,6 +16,7 @@ static inline uv_handle_t *decide_uv_stream_as_handle(uv_stream_t *stream) { ret
 static inline uv_stream_t *decide_uv_pipe_as_stream(uv_pipe_t *pipe) { return (uv_stream_t *)pipe; }
 static inline uv_handle_t *decide_uv_pipe_as_handle(uv_pipe_t *pipe) { return (uv_handle_t *)pipe; }
 static inline uv_handle_t *decide_uv_timer_as_handle(uv_timer_t *timer) { return (uv_handle_t *)timer; }
+static inline uv_handle_t *decide_uv_check_as_handle(uv_check_t *check) { return (uv_handle_t *)check; }
 static inline uv_handle_t *decide_uv_async_as_handle(uv_async_t *async) { return (uv_handle_t *)async; }
 static inline const struct sockaddr *decide_sockaddr_storage_as_sockaddr(const struct sockaddr_storage *s) {
     return (const struct sockaddr *)s;

@@ -338,7 +338,14 @@ public final class Node: Sendable {
 
     /// The stored entry of an untyped key (tombstones included), nil when never written.
     public func entry(for key: StateKey) -> Entry? {
-        core.withLock { $0.table.entry(for: key) }
+        core.withLock { $0.entry(for: key) }
+    }
+
+    /// The value of the atomic state named by the UTF-8 bytes `name` (the wire name, as
+    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted.
+    /// For protocol front ends that hold a name as bytes: no `StateKey` is built.
+    package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
+        core.withLock { $0.value(ofAtomicNamed: name) }
     }
 
     /// Every stored entry, tombstones included, sorted by key.
@@ -443,7 +450,7 @@ public final class Node: Sendable {
         let observer = core.withLock { core -> Observer in
             let observer = make(core.makeID())
             core.observers[key, default: [:]][observer.id] = observer
-            let entry = core.table.entry(for: key)
+            let entry = core.entry(for: key)
             delivery.enqueue(.init(observer: observer, entry: entry,
                                    decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
             return observer
@@ -857,10 +864,10 @@ public final class Node: Sendable {
             var result: [KeyedEntry] = []
             result.reserveCapacity(keys.count + changed.count)
             for key in keys where changedSet.isEmpty || !changedSet.contains(key) {
-                if let entry = core.table.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
+                if let entry = core.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
             for key in changed {
-                if let entry = core.table.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
+                if let entry = core.entry(for: key), !core.isUndurable(entry) { result.append(KeyedEntry(key: key, entry: entry)) }
             }
             return Self.sortedByVersion(result)
         }

@@ -50,7 +50,7 @@ final class Transaction: @unchecked Sendable {
     }
 
     func entry(for key: StateKey) -> Entry? {
-        core.table.entry(for: key)
+        core.entry(for: key)
     }
 
     /// The typed value of a key with the current decision's writes applied; nil means "the
@@ -61,7 +61,7 @@ final class Transaction: @unchecked Sendable {
             guard let bytes = pending.values[index] else { return nil }
             return decode(type, bytes, key: key)
         }
-        guard let entry = core.table.entry(for: key), let bytes = entry.value else { return nil }
+        guard let entry = core.entry(for: key), let bytes = entry.value else { return nil }
         if let decoded = core.decoded.value(of: key, at: entry.version) as? Value { return decoded }
         guard let decoded = decode(type, bytes, key: key) else { return nil }
         core.decoded.keep(decoded, of: key, at: entry.version)

@@ -35,15 +35,22 @@ public struct EntryTable: Sendable {
 
     /// 48 bytes: the key as an interned name number, its element bytes and stable hash; the
     /// version as timestamp and interned node number; the value; the digest contribution.
+    /// An atomic key (no element) has a name of its own, used by no other key: its record keeps
+    /// the name's UTF-8 bytes in `element` and `inlineName` as its number, instead of interning
+    /// it (no name table entry, no dictionary entry, one memory load less per lookup).
     private struct Record {
         let keyHash: UInt64
         var timestamp: HLCTimestamp
         var contribution: UInt64
+        /// The element id's bytes, or an atomic key's name (`name == inlineName`).
         let element: [UInt8]
         var value: [UInt8]?
         let name: UInt32
         var node: UInt32
     }
+
+    /// The name number of a record whose name bytes are in its `element`.
+    private static let inlineName = UInt32.max
 
     private var records: ContiguousArray<Record> = []
     /// Open addressing, linear probing: record number + 1, or 0 for an empty cell. Its size is a
@@ -116,8 +123,10 @@ public struct EntryTable: Sendable {
         } else {
             let contribution = StateDigest.contribution(of: key, entry)
             let number = UInt32(records.count)
+            let atomic = key.element.isEmpty
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  element: key.element, value: entry.value, name: nameNumber(of: key.name),
+                                  element: atomic ? Array(key.name.utf8) : key.element, value: entry.value,
+                                  name: atomic ? Self.inlineName : nameNumber(of: key.name),
                                   node: nodeNumber(of: entry.version)))
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
@@ -205,7 +214,39 @@ public struct EntryTable: Sendable {
     // MARK: layout
 
     private func key(of record: Record) -> StateKey {
-        StateKey(name: names[Int(record.name)].name, element: record.element, stableHash: record.keyHash)
+        if record.name == Self.inlineName {
+            return StateKey(name: String(decoding: record.element, as: UTF8.self), element: [], stableHash: record.keyHash)
+        }
+        return StateKey(name: names[Int(record.name)].name, element: record.element, stableHash: record.keyHash)
+    }
+
+    /// Whether `record` is `key`'s (its stable hash already matched).
+    private func holds(_ record: Record, _ key: StateKey) -> Bool {
+        guard record.name == Self.inlineName else {
+            return record.element == key.element && names[Int(record.name)].name == key.name
+        }
+        guard key.element.isEmpty else { return false }
+        let name = record.element
+        return key.name.utf8.withContiguousStorageIfAvailable { utf8 in
+            name.withUnsafeBytes { bytes in Self.equal(bytes, UnsafeRawBufferPointer(utf8)) }
+        } ?? key.name.utf8.elementsEqual(name)
+    }
+
+    /// Byte equality, eight bytes at a time (DecideCore has no libc for `memcmp`).
+    private static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        var offset = 0
+        while offset + 8 <= a.count {
+            guard a.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else {
+                return false
+            }
+            offset += 8
+        }
+        while offset < a.count {
+            guard a[offset] == b[offset] else { return false }
+            offset += 1
+        }
+        return true
     }
 
     /// The number of a state name for a new record (counted as one more use), interned on
@@ -239,7 +280,8 @@ public struct EntryTable: Sendable {
         freeNames.append(number)
     }
 
-    /// Distinct state names among the stored keys.
+    /// Distinct state names interned for the stored collection keys (atomic keys keep their
+    /// names in their records).
     package var nameCount: Int { nameNumbers.count }
 
     private func version(of record: Record) -> Version {
@@ -276,22 +318,42 @@ public struct EntryTable: Sendable {
 
     /// The cell that holds `key`, or the empty cell where it would go.
     private func probe(_ key: StateKey) -> Int {
+        probe(hash: key.stableHash) { holds($0, key) }
+    }
+
+    /// The cell whose record has stable hash `hash` and satisfies `matches`, or the empty cell
+    /// where such a record would go.
+    @inline(__always)
+    private func probe(hash: UInt64, matches: (Record) -> Bool) -> Int {
         let mask = index.count - 1
         return index.withUnsafeBufferPointer { cells in
             records.withUnsafeBufferPointer { records in
-                var cell = Int(truncatingIfNeeded: Self.spread(key.stableHash)) & mask
+                var cell = Int(truncatingIfNeeded: Self.spread(hash)) & mask
                 while true {
                     let stored = cells[cell]
                     if stored == 0 { return cell }
                     let record = Int(stored - 1)
-                    if records[record].keyHash == key.stableHash, records[record].element == key.element,
-                       names[Int(records[record].name)].name == key.name {
+                    if records[record].keyHash == hash, matches(records[record]) {
                         return cell
                     }
                     cell = (cell + 1) & mask
                 }
             }
         }
+    }
+
+    /// The value of the atomic key whose name is the UTF-8 bytes `name` (a Redis-protocol GET):
+    /// `.none` when the key is not stored, `.some(nil)` for its tombstone. No `StateKey` (and
+    /// no `String`) is built; bytes that are not UTF-8 match no stored key.
+    public func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
+        var hash = StableHash()
+        hash.combine(buffer: name)
+        hash.combine(buffer: UnsafeRawBufferPointer(start: nil, count: 0))
+        let stored = index[probe(hash: hash.value) { record in
+            record.name == Self.inlineName && record.element.withUnsafeBytes { Self.equal($0, name) }
+        }]
+        guard stored != 0 else { return .none }
+        return .some(records[Int(stored - 1)].value)
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
@@ -324,7 +386,7 @@ public struct EntryTable: Sendable {
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)
-        releaseName(record.name)
+        if record.name != Self.inlineName { releaseName(record.name) }
         if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
 
         // Close the gap in the index.

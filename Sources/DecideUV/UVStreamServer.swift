@@ -15,9 +15,11 @@ import Glibc
 ///   requires a password); a Unix socket is created with `unixSocketMode` permissions;
 /// - every delegate call and every `execute` task runs on the server's loop thread, one at a
 ///   time; `didClose` is the last call for a connection;
-/// - what a delegate call appends to `Connection.output` is written after the call returns,
-///   with one `write(2)` when the socket takes it (`uv_try_write`), so a pipelined batch of
-///   requests read together is answered by one write;
+/// - what a `didRead` call appends to `Connection.output` is written once every connection
+///   readable in this loop turn was read (a `uv_check` handle, as Redis writes its replies
+///   before it sleeps), with one `write(2)` per connection when the socket takes it
+///   (`uv_try_write`): a pipelined batch is answered by one write, and a client of many
+///   connections gets its replies in one burst rather than one wake-up per connection;
 /// - a client whose unwritten replies pass `pauseReadingAboveBytes` is not read from until
 ///   they fall below half of it: a client that pipelines without reading gets back-pressure,
 ///   not unbounded buffering;
@@ -87,6 +89,8 @@ public final class UVStreamServer: @unchecked Sendable {
         fileprivate var closeOnceWritten = false
         fileprivate var inDrainCall = false
         fileprivate var drainAgain = false
+        /// Waiting in `pendingFlush` for the end of the loop turn.
+        fileprivate var flushQueued = false
         fileprivate unowned(unsafe) var server: UVStreamServer?
 
         fileprivate init(id: UInt64, peer: String, isPipe: Bool, loop: UnsafeMutablePointer<uv_loop_t>) {
@@ -149,6 +153,11 @@ public final class UVStreamServer: @unchecked Sendable {
     private var listeners: [Listener] = []
     private var nextID: UInt64 = 1
     private var stopping = false
+    /// Connections read from in this loop turn whose replies are written at its end.
+    private var pendingFlush: [Connection] = []
+    /// Runs after each loop turn's I/O callbacks: writes `pendingFlush`.
+    private let endOfTurn = UnsafeMutablePointer<uv_check_t>.allocate(capacity: 1)
+    private var endOfTurnStarted = false
     private let readBuffer: UnsafeMutableRawPointer
     private enum Lifecycle { case idle, running, stopped }
     private let lifecycle = Mutex(Lifecycle.idle)
@@ -189,6 +198,7 @@ public final class UVStreamServer: @unchecked Sendable {
     deinit {
         shutdown()
         readBuffer.deallocate()
+        endOfTurn.deallocate()
     }
 
     /// Listens on `address` (`HOST:PORT`; port 0 picks one); returns the bound address.
@@ -305,6 +315,7 @@ public final class UVStreamServer: @unchecked Sendable {
             precondition(!eventLoop.isLoopThread, "UVStreamServer.shutdown from its own loop thread would wait for itself")
             eventLoop.stop { [self] in
                 stopping = true
+                if endOfTurnStarted { uv_close(decide_uv_check_as_handle(endOfTurn), nil) }
                 for listener in listeners {
                     if let path = listener.path { unlink(path) }
                     uv_close(decide_uv_stream_as_handle(listener.stream)) { handle in
@@ -335,13 +346,44 @@ public final class UVStreamServer: @unchecked Sendable {
         let result = Mutex<Result<T, UVTransportError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) let body = body
-        let accepted = eventLoop.execute {
+        let accepted = eventLoop.execute { [self] in
+            startEndOfTurn()
             result.withLock { $0 = Result { () throws(UVTransportError) -> T in try body() } }
             done.signal()
         }
         guard accepted else { throw .notRunning("listen after shutdown") }
         done.wait()
         return try result.withLock { $0! }.get()
+    }
+
+    /// Starts the end-of-turn handle (loop thread, once).
+    private func startEndOfTurn() {
+        guard !endOfTurnStarted else { return }
+        endOfTurnStarted = true
+        precondition(uv_check_init(eventLoop.loop, endOfTurn) == 0, "uv_check_init failed")
+        endOfTurn.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_check_start(endOfTurn) { handle in
+            Unmanaged<UVStreamServer>.fromOpaque(handle!.pointee.data).takeUnretainedValue().flushPending()
+        }
+    }
+
+    /// Queues `connection` to be written at the end of this loop turn.
+    private func flushAtEndOfTurn(_ connection: Connection) {
+        guard !connection.flushQueued, !connection.output.isEmpty else { return }
+        connection.flushQueued = true
+        pendingFlush.append(connection)
+    }
+
+    /// Writes every connection queued in this loop turn.
+    private func flushPending() {
+        guard !pendingFlush.isEmpty else { return }
+        let batch = pendingFlush
+        pendingFlush.removeAll(keepingCapacity: true)
+        for connection in batch {
+            connection.flushQueued = false
+            flush(connection)
+            updateReading(connection)
+        }
     }
 
     private static let onConnection: uv_connection_cb = { server, status in
@@ -472,7 +514,7 @@ public final class UVStreamServer: @unchecked Sendable {
             return
         }
         delegate?.streamServer(self, didRead: UnsafeRawBufferPointer(start: readBuffer, count: count), on: connection)
-        flush(connection)
+        flushAtEndOfTurn(connection)
         updateReading(connection)
     }
 

@@ -7,12 +7,27 @@ import DecideRESP
 /// through `ValueMapping`; keys are NAME or NAME[ID] (`KeySyntax`).
 extension RESPService {
     func get(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        guard let key = key(arguments[1], into: &writer) else { return }
-        if let value = node.entry(for: key)?.value {
-            writer.bulk(ValueMapping.resp(value))
+        let stored: [UInt8]?
+        if Self.isPlainName(arguments[1]) {
+            // A Redis-style key (an atomic state's name): looked up by its bytes, no StateKey.
+            stored = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
+        } else {
+            guard let key = key(arguments[1], into: &writer) else { return }
+            stored = node.entry(for: key)?.value
+        }
+        if let stored {
+            writer.bulk(ValueMapping.resp(stored))
         } else {
             writer.null()
         }
+    }
+
+    /// Whether `bytes` is a KEY that `KeySyntax` reads as `StateKey(name:)` of the same bytes:
+    /// non-empty ASCII without `[` or `]` (so also valid UTF-8).
+    static func isPlainName(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        for byte in bytes where byte >= 0x80 || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") { return false }
+        return true
     }
 
     func mget(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {

@@ -42,14 +42,28 @@ enum ValueMapping {
             while start < end && isSpace(raw[start]) { start += 1 }
             while end > start && isSpace(raw[end - 1]) { end -= 1 }
             guard end - start >= 2, raw[start] == quote, raw[end - 1] == quote else { return nil }
-            var plain = true
-            for index in start + 1 ..< end - 1 where raw[index] == backslash {
-                plain = false
-                break
-            }
-            if plain { return stored[start + 1 ..< end - 1] }
+            let body = UnsafeRawBufferPointer(rebasing: raw[start + 1 ..< end - 1])
+            if !contains(backslash, in: body) { return stored[start + 1 ..< end - 1] }
             return unescaped(UnsafeRawBufferPointer(rebasing: raw[start + 1 ..< end - 1])).map { $0[...] }
         } ?? stored[...]
+    }
+
+    /// Whether `byte` occurs in `bytes`, eight bytes at a time (every GET of a string scans its
+    /// value for an escape).
+    private static func contains(_ byte: UInt8, in bytes: UnsafeRawBufferPointer) -> Bool {
+        let pattern = UInt64(byte) &* 0x0101_0101_0101_0101
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self) ^ pattern
+            // A zero byte in `word` is an occurrence (the classic has-zero-byte test).
+            if (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0 { return true }
+            offset += 8
+        }
+        while offset < bytes.count {
+            if bytes[offset] == byte { return true }
+            offset += 1
+        }
+        return false
     }
 
     // MARK: JSON grammar
