@@ -22,9 +22,15 @@ enum KeySyntax {
     /// searching. Not UTF-8: refused.
     static func parse(bytes: ArraySlice<UInt8>) throws(Invalid) -> StateKey {
         var brackets = false
-        for byte in bytes where byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") {
-            brackets = true
-            break
+        var ascii = true
+        for byte in bytes {
+            if byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") { brackets = true }
+            if byte >= 0x80 { ascii = false }
+        }
+        if ascii && !brackets && !bytes.isEmpty {
+            // ASCII is UTF-8: no validation pass (String(validating:) on a slice goes through
+            // generic code, a few percent of a SET).
+            return StateKey(name: bytes.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) })
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw Invalid(key: String(decoding: bytes, as: UTF8.self), reason: "a key must be UTF-8 text")
