@@ -1,6 +1,6 @@
 import DecideCore
 
-/// The KEY syntax of syncnode's commands and admin protocol (docs/operations.md, "Keys"):
+/// The KEY syntax of syncnode's commands and its Redis-protocol endpoint (docs/operations.md, "Keys and values"):
 ///
 /// - `NAME` is an atomic state: `StateKey(name: NAME)`, element empty;
 /// - `NAME[ID]` is element ID of a collection, ID written as JSON (`quota["batch-jobs"]`,

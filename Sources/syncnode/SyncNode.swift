@@ -22,8 +22,9 @@ struct SyncNode: AsyncParsableCommand {
               syncnode forget --admin 127.0.0.1:7501 c     # c is gone for good
 
             Exit status: 0 done; 1 the node refused or the key has no value; 2 no syncnode \
-            answered at the admin address. Keys, the admin protocol and the log lines are \
-            described in docs/operations.md.
+            answered at the admin address. The admin address speaks the Redis protocol, so \
+            redis-cli and every Redis client work too. Keys, values, the protocol and the log \
+            lines are described in docs/operations.md.
             """,
         subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self, Forget.self])
 }
