@@ -141,7 +141,7 @@ public final class Node: Sendable {
     }
 
     @discardableResult
-    private func runOne(_ decision: any Decision, followUps: inout [any Decision]) -> Commit {
+    private func runOne<D: Decision>(_ decision: D, followUps: inout [any Decision]) -> Commit {
         if refusingWrites.load(ordering: .acquiring), let reason = writeRefusal.withLock({ $0 }) {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(reason)")
             return .aborted(reason: reason)

@@ -162,24 +162,47 @@ public final class UVStreamServer: @unchecked Sendable {
     private enum Lifecycle { case idle, running, stopped }
     private let lifecycle = Mutex(Lifecycle.idle)
 
-    /// A listening handle (TCP or Unix socket) and what it was bound to.
+    /// A listening handle (TCP or Unix socket) and what it was bound to. Retained by its
+    /// handle's `data` from `init` until the close callback; its memory is freed with it.
     private final class Listener {
         let handle: UnsafeMutableRawPointer
         let isPipe: Bool
-        let bound: String
+        var bound = ""
         /// The socket file to remove at shutdown (Unix sockets only).
-        let path: String?
+        var path: String?
 
-        init(handle: UnsafeMutableRawPointer, isPipe: Bool, bound: String, path: String?) {
-            self.handle = handle
+        init(loop: UnsafeMutablePointer<uv_loop_t>, isPipe: Bool) {
             self.isPipe = isPipe
-            self.bound = bound
-            self.path = path
+            if isPipe {
+                let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
+                precondition(uv_pipe_init(loop, pipe, 0) == 0, "uv_pipe_init failed")
+                handle = UnsafeMutableRawPointer(pipe)
+            } else {
+                let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+                precondition(uv_tcp_init(loop, tcp) == 0, "uv_tcp_init failed")
+                handle = UnsafeMutableRawPointer(tcp)
+            }
+            stream.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        }
+
+        deinit {
+            if isPipe {
+                handle.assumingMemoryBound(to: uv_pipe_t.self).deallocate()
+            } else {
+                handle.assumingMemoryBound(to: uv_tcp_t.self).deallocate()
+            }
         }
 
         var stream: UnsafeMutablePointer<uv_stream_t> {
             isPipe ? decide_uv_pipe_as_stream(handle.assumingMemoryBound(to: uv_pipe_t.self))
                 : decide_uv_tcp_as_stream(handle.assumingMemoryBound(to: uv_tcp_t.self))
+        }
+
+        /// Closes the handle; the listener (and the handle's memory) goes in the close callback.
+        func close() {
+            uv_close(decide_uv_stream_as_handle(stream)) { handle in
+                Unmanaged<Listener>.fromOpaque(handle!.pointee.data).release()
+            }
         }
     }
 
@@ -318,9 +341,7 @@ public final class UVStreamServer: @unchecked Sendable {
                 if endOfTurnStarted { uv_close(decide_uv_check_as_handle(endOfTurn), nil) }
                 for listener in listeners {
                     if let path = listener.path { unlink(path) }
-                    uv_close(decide_uv_stream_as_handle(listener.stream)) { handle in
-                        Unmanaged<Listener>.fromOpaque(handle!.pointee.data).release()
-                    }
+                    listener.close()
                 }
                 listeners = []
                 for connection in connections.values.sorted(by: { $0.id < $1.id }) { closeHandle(connection) }
@@ -392,47 +413,39 @@ public final class UVStreamServer: @unchecked Sendable {
     }
 
     private func bindTCP(_ address: SocketAddress) throws(UVTransportError) -> String {
-        let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
-        precondition(uv_tcp_init(eventLoop.loop, tcp) == 0, "uv_tcp_init failed")
+        let listener = Listener(loop: eventLoop.loop, isPipe: false)
+        let tcp = listener.handle.assumingMemoryBound(to: uv_tcp_t.self)
         var status = address.withSockaddr { uv_tcp_bind(tcp, $0, 0) }
-        if status == 0 { status = uv_listen(decide_uv_tcp_as_stream(tcp), 128, Self.onConnection) }
+        if status == 0 { status = uv_listen(listener.stream, 128, Self.onConnection) }
         guard status == 0 else {
-            tcp.pointee.data = UnsafeMutableRawPointer(tcp)
-            uv_close(decide_uv_tcp_as_handle(tcp)) { handle in
-                handle!.pointee.data.assumingMemoryBound(to: uv_tcp_t.self).deallocate()
-            }
+            listener.close()
             throw .system("cannot listen on \(address): \(UVError.text(status))")
         }
         var bound = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         _ = uv_tcp_getsockname(tcp, decide_sockaddr_storage_as_mutable_sockaddr(&bound), &length)
-        let text = withUnsafePointer(to: &bound) {
+        listener.bound = withUnsafePointer(to: &bound) {
             SocketAddress(decide_sockaddr_storage_as_sockaddr($0))?.description ?? "\(address)"
         }
-        let listener = Listener(handle: UnsafeMutableRawPointer(tcp), isPipe: false, bound: text, path: nil)
-        tcp.pointee.data = Unmanaged.passRetained(listener).toOpaque()
         listeners.append(listener)
-        return text
+        return listener.bound
     }
 
     private func bindPipe(_ path: String) throws(UVTransportError) -> String {
-        let pipe = UnsafeMutablePointer<uv_pipe_t>.allocate(capacity: 1)
-        precondition(uv_pipe_init(eventLoop.loop, pipe, 0) == 0, "uv_pipe_init failed")
+        let listener = Listener(loop: eventLoop.loop, isPipe: true)
+        let pipe = listener.handle.assumingMemoryBound(to: uv_pipe_t.self)
         // Created with no permissions for others from the start, then set exactly.
         let previousMask = umask(0o177)
         var status = uv_pipe_bind(pipe, path)
         umask(previousMask)
         if status == 0, chmod(path, configuration.unixSocketMode) != 0 { status = -errno }
-        if status == 0 { status = uv_listen(decide_uv_pipe_as_stream(pipe), 128, Self.onConnection) }
+        if status == 0 { status = uv_listen(listener.stream, 128, Self.onConnection) }
         guard status == 0 else {
-            pipe.pointee.data = UnsafeMutableRawPointer(pipe)
-            uv_close(decide_uv_pipe_as_handle(pipe)) { handle in
-                handle!.pointee.data.assumingMemoryBound(to: uv_pipe_t.self).deallocate()
-            }
+            listener.close()
             throw .system("cannot listen on unix socket \(path): \(UVError.text(status))")
         }
-        let listener = Listener(handle: UnsafeMutableRawPointer(pipe), isPipe: true, bound: "unix:" + path, path: path)
-        pipe.pointee.data = Unmanaged.passRetained(listener).toOpaque()
+        listener.bound = "unix:" + path
+        listener.path = path
         listeners.append(listener)
         return listener.bound
     }
