@@ -7,8 +7,8 @@
 /// entries held.
 ///
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
-/// element bytes, key hash, timestamp, interned node id, value bytes, digest contribution:
-/// 48 bytes), an open-addressing index of 32-bit
+/// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes, digest
+/// contribution: 64 bytes), an open-addressing index of 32-bit
 /// record numbers probed by the key's `stableHash`, and per digest leaf the record numbers of
 /// its keys. Decoded values are not kept here; the node layer caches the ones it reads.
 public struct EntryTable: Sendable {
@@ -33,23 +33,25 @@ public struct EntryTable: Sendable {
         }
     }
 
-    /// 48 bytes: the key as an interned name number, its element bytes and stable hash; the
-    /// version as timestamp and interned node number; the value; the digest contribution.
-    /// An atomic key (no element) has a name of its own, used by no other key: its record keeps
-    /// the name's UTF-8 bytes in `element` and `inlineName` as its number, instead of interning
-    /// it (no name table entry, no dictionary entry, one memory load less per lookup).
+    /// 64 bytes: the key as its stable hash, an interned name number and its element bytes;
+    /// the version as timestamp and interned node number; the value; the digest contribution.
+    /// Element bytes of up to 16 bytes are held in the record itself (`PackedBytes`). An atomic
+    /// key (no element) has a name of its own, used by no other key: its record keeps the
+    /// name's UTF-8 bytes where an element would be, and `inlineName` as its number, instead of
+    /// interning it (no name table entry, no dictionary entry, no memory load beyond the record
+    /// for a short name).
     private struct Record {
         let keyHash: UInt64
         var timestamp: HLCTimestamp
         var contribution: UInt64
-        /// The element id's bytes, or an atomic key's name (`name == inlineName`).
-        let element: [UInt8]
         var value: [UInt8]?
+        /// The element id's bytes, or an atomic key's name (`name == inlineName`).
+        let keyBytes: PackedBytes
         let name: UInt32
         var node: UInt32
     }
 
-    /// The name number of a record whose name bytes are in its `element`.
+    /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
 
     private var records: ContiguousArray<Record> = []
@@ -124,8 +126,11 @@ public struct EntryTable: Sendable {
             let contribution = StateDigest.contribution(of: key, entry)
             let number = UInt32(records.count)
             let atomic = key.element.isEmpty
+            let keyBytes = atomic
+                ? key.name.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(key.name.utf8))
+                : PackedBytes(key.element)
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  element: atomic ? Array(key.name.utf8) : key.element, value: entry.value,
+                                  value: entry.value, keyBytes: keyBytes,
                                   name: atomic ? Self.inlineName : nameNumber(of: key.name),
                                   node: nodeNumber(of: entry.version)))
             index[cell] = number + 1
@@ -215,38 +220,18 @@ public struct EntryTable: Sendable {
 
     private func key(of record: Record) -> StateKey {
         if record.name == Self.inlineName {
-            return StateKey(name: String(decoding: record.element, as: UTF8.self), element: [], stableHash: record.keyHash)
+            let name = record.keyBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            return StateKey(name: name, element: [], stableHash: record.keyHash)
         }
-        return StateKey(name: names[Int(record.name)].name, element: record.element, stableHash: record.keyHash)
+        return StateKey(name: names[Int(record.name)].name, element: record.keyBytes.array, stableHash: record.keyHash)
     }
 
     /// Whether `record` is `key`'s (its stable hash already matched).
     private func holds(_ record: Record, _ key: StateKey) -> Bool {
         guard record.name == Self.inlineName else {
-            return record.element == key.element && names[Int(record.name)].name == key.name
+            return record.keyBytes.equals(key.element) && names[Int(record.name)].name == key.name
         }
-        guard key.element.isEmpty else { return false }
-        let name = record.element
-        return key.name.utf8.withContiguousStorageIfAvailable { utf8 in
-            name.withUnsafeBytes { bytes in Self.equal(bytes, UnsafeRawBufferPointer(utf8)) }
-        } ?? key.name.utf8.elementsEqual(name)
-    }
-
-    /// Byte equality, eight bytes at a time (DecideCore has no libc for `memcmp`).
-    private static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        var offset = 0
-        while offset + 8 <= a.count {
-            guard a.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else {
-                return false
-            }
-            offset += 8
-        }
-        while offset < a.count {
-            guard a[offset] == b[offset] else { return false }
-            offset += 1
-        }
-        return true
+        return key.element.isEmpty && record.keyBytes.equals(utf8: key.name)
     }
 
     /// The number of a state name for a new record (counted as one more use), interned on
@@ -350,7 +335,7 @@ public struct EntryTable: Sendable {
         hash.combine(buffer: name)
         hash.combine(buffer: UnsafeRawBufferPointer(start: nil, count: 0))
         let stored = index[probe(hash: hash.value) { record in
-            record.name == Self.inlineName && record.element.withUnsafeBytes { Self.equal($0, name) }
+            record.name == Self.inlineName && record.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
         return .some(records[Int(stored - 1)].value)

@@ -18,7 +18,9 @@ import Testing
                 if index % 3 == 1 {
                     return StateKey(name: index % 2 == 0 ? "k\(index % 7)" : "atomic state with a long name \(index)")
                 }
-                return StateKey(name: index % 5 == 0 ? "own\(index)" : "k\(index % 7)", element: Array("\(index)".utf8))
+                // Elements short (held in the record) and, every eleventh, long (on the heap).
+                let element = index % 11 == 0 ? "a long element id of more than sixteen bytes \(index)" : "\(index)"
+                return StateKey(name: index % 5 == 0 ? "own\(index)" : "k\(index % 7)", element: Array(element.utf8))
             }
             for _ in 0..<(keyCount * 3) {
                 let key = keys[gen.int(0...(keyCount - 1))]

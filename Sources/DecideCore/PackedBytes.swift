@@ -1,0 +1,100 @@
+/// A short byte string held in place, or a longer one on the heap: how the entry table keeps
+/// each key's element id (or an atomic key's name). Most are short — an integer id, a short
+/// string id, a Redis-style key name — and then cost no allocation and no memory load beyond
+/// the record that holds them.
+///
+/// Guarantees: `equals` and `withUnsafeBytes` see exactly the bytes it was made from, whatever
+/// their length; equal byte strings make equal values.
+enum PackedBytes: Hashable, Sendable {
+    /// Up to `inlineCapacity` bytes, little-endian in two words (zero past `count`).
+    case inline(UInt64, UInt64, count: UInt8)
+    case heap([UInt8])
+
+    static let inlineCapacity = 16
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count <= Self.inlineCapacity {
+            let words = Self.words(bytes)
+            self = .inline(words.0, words.1, count: UInt8(bytes.count))
+        } else {
+            self = .heap(Array(bytes))
+        }
+    }
+
+    /// Shares `bytes`' storage when it is too long to hold in place.
+    init(_ bytes: [UInt8]) {
+        if bytes.count <= Self.inlineCapacity {
+            self = bytes.withUnsafeBytes { PackedBytes($0) }
+        } else {
+            self = .heap(bytes)
+        }
+    }
+
+    var count: Int {
+        switch self {
+        case .inline(_, _, let count): return Int(count)
+        case .heap(let bytes): return bytes.count
+        }
+    }
+
+    /// Whether these are exactly `bytes`.
+    func equals(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        switch self {
+        case let .inline(low, high, count):
+            guard bytes.count == Int(count) else { return false }
+            let words = Self.words(bytes)
+            return words.0 == low && words.1 == high
+        case .heap(let stored):
+            guard stored.count == bytes.count else { return false }
+            return stored.withUnsafeBytes { stored in
+                var offset = 0
+                while offset + 8 <= stored.count {
+                    guard stored.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                            == bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
+                    offset += 8
+                }
+                while offset < stored.count {
+                    guard stored[offset] == bytes[offset] else { return false }
+                    offset += 1
+                }
+                return true
+            }
+        }
+    }
+
+    /// Whether these are exactly the bytes of `array`.
+    func equals(_ array: [UInt8]) -> Bool {
+        array.withUnsafeBytes { equals($0) }
+    }
+
+    /// Whether these are exactly the UTF-8 bytes of `text`.
+    func equals(utf8 text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { equals(UnsafeRawBufferPointer($0)) } ?? equals(Array(text.utf8))
+    }
+
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        switch self {
+        case let .inline(low, high, count):
+            return Swift.withUnsafeBytes(of: (low.littleEndian, high.littleEndian)) {
+                body(UnsafeRawBufferPointer(rebasing: $0[0 ..< Int(count)]))
+            }
+        case .heap(let bytes):
+            return bytes.withUnsafeBytes(body)
+        }
+    }
+
+    /// The bytes as an array (allocated for the ones held in place).
+    var array: [UInt8] {
+        switch self {
+        case .inline: return withUnsafeBytes { Array($0) }
+        case .heap(let bytes): return bytes
+        }
+    }
+
+    /// Up to 16 bytes as two little-endian words, zero-padded.
+    private static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        var words: (UInt64, UInt64) = (0, 0)
+        Swift.withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
+        return (UInt64(littleEndian: words.0), UInt64(littleEndian: words.1))
+    }
+}

@@ -1,0 +1,38 @@
+@testable import DecideCore
+import Testing
+
+/// `PackedBytes`: byte strings of every length around the in-place limit read back exactly,
+/// and compare equal to exactly themselves.
+@Suite struct PackedBytesTests {
+    @Test func everyLengthReadsBackAndComparesExactly() {
+        forEachSeed(0..<20) { seed, gen in
+            for length in 0...40 {
+                let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: gen.int(0...255)) }
+                let packed = PackedBytes(bytes)
+                #expect(packed.count == length, "seed \(seed) length \(length)")
+                #expect(packed.array == bytes, "seed \(seed) length \(length)")
+                #expect(packed.withUnsafeBytes { Array($0) } == bytes)
+                #expect(packed.equals(bytes))
+                #expect(bytes.withUnsafeBytes { PackedBytes($0) } == packed, "the two initialisers agree")
+                // One byte more, one byte less, and the last byte changed are all different.
+                #expect(!packed.equals(bytes + [0]), "seed \(seed) length \(length): a trailing zero byte")
+                if length > 0 {
+                    #expect(!packed.equals(Array(bytes.dropLast())))
+                    var changed = bytes
+                    changed[length - 1] ^= 0x01
+                    #expect(!packed.equals(changed))
+                    #expect(PackedBytes(changed) != packed)
+                }
+            }
+        }
+    }
+
+    @Test func stringsCompareByTheirUTF8() {
+        for text in ["", "k", "key:000000012345", "exactly-sixteen!", "seventeen bytes!!", "naïve – ünïcödé keys", String(repeating: "x", count: 300)] {
+            let packed = PackedBytes(Array(text.utf8))
+            #expect(packed.equals(utf8: text))
+            #expect(!packed.equals(utf8: text + " "))
+            #expect(String(decoding: packed.array, as: UTF8.self) == text)
+        }
+    }
+}
