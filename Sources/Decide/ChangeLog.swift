@@ -23,6 +23,11 @@ struct ChangeLog {
         }
     }
 
+    /// Records that every key of `keys` changed, in order.
+    mutating func record(_ keys: [StateKey]) {
+        for key in keys { record(key) }
+    }
+
     /// The keys changed after sequence number `after` (each once), or nil when more changes
     /// than the ring holds happened since.
     func keys(after: UInt64) -> [StateKey]? {

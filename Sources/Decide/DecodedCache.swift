@@ -14,6 +14,9 @@ struct DecodedCache {
         self.capacity = capacity
     }
 
+    /// Whether no value is kept (then a write has nothing to refresh).
+    var isEmpty: Bool { values.isEmpty }
+
     /// The value decoded from `key` at `version`, if kept.
     func value(of key: StateKey, at version: Version) -> (any Sendable)? {
         guard !values.isEmpty, let kept = values[key], kept.version == version else { return nil }

@@ -177,21 +177,30 @@ public final class Node: Sendable {
             }
             let timestamp = core.clock.tick(physicalMilliseconds: physical)
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
-            for index in 0..<writes.count {
-                let key = writes.keys[index]
-                let entry = Entry(version: version, value: writes.values[index])
-                let outcome = core.table.merge(entry, for: key)
-                precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
-                // One copy of the typed value on each path: binding it first would copy the
-                // existential twice per write.
-                if let decoded = writes.decoded[index] {
-                    core.decoded.written(decoded, of: key, at: version)
-                    notifyObservers(core, key: key, entry: entry, decoded: decoded)
-                } else {
-                    notifyObservers(core, key: key, entry: entry, decoded: nil)
+            // Each access to a NodeCore property is a dynamic exclusivity check: the table is
+            // taken once for every write, the change log once, and the observers and the decoded
+            // cache are visited only when they hold something.
+            withUnsafeMutablePointer(to: &core.table) { table in
+                for index in 0..<writes.count {
+                    let outcome = table.pointee.merge(Entry(version: version, value: writes.values[index]), for: writes.keys[index])
+                    precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
-                core.recordChange(key)
             }
+            if !core.observers.isEmpty || !core.decoded.isEmpty {
+                for index in 0..<writes.count {
+                    let key = writes.keys[index]
+                    let entry = Entry(version: version, value: writes.values[index])
+                    // One copy of the typed value on each path: binding it first would copy the
+                    // existential twice per write.
+                    if let decoded = writes.decoded[index] {
+                        core.decoded.written(decoded, of: key, at: version)
+                        notifyObservers(core, key: key, entry: entry, decoded: decoded)
+                    } else {
+                        notifyObservers(core, key: key, entry: entry, decoded: nil)
+                    }
+                }
+            }
+            core.recordChanges(writes.keys)
             core.committedDecisions += 1
             var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
             if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {

@@ -83,6 +83,11 @@ final class NodeCore: @unchecked Sendable {
         changes.record(key)
     }
 
+    /// Records that every key of `keys` changed, in order (one access to the log).
+    func recordChanges(_ keys: [StateKey]) {
+        changes.record(keys)
+    }
+
     /// The keys changed after sequence number `sequence` (each once), or nil when more changes
     /// than the log holds happened since.
     func keysChanged(after sequence: UInt64) -> [StateKey]? {

@@ -47,6 +47,15 @@ struct PendingWrites {
         return nil
     }
 
+    /// Records a write of `key` (replacing an earlier one of it); false, recording nothing, when
+    /// it is a new key and `maxKeys` are already written.
+    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, maxKeys: Int) -> Bool {
+        let existing = position(of: key)
+        guard existing != nil || keys.count < maxKeys else { return false }
+        set(key, value: value, decoded: typed, at: existing)
+        return true
+    }
+
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
     mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, at existing: Int?) {
         func bytes(_ value: [UInt8]?) -> Int {

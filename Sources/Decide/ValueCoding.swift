@@ -52,24 +52,24 @@ enum ValueCoding {
     }
 
     /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.
+    /// Digits are written backwards into a stack buffer, dividing by the constant 10 (a multiply
+    /// and a shift), then copied once.
     private static func encodeInteger(_ number: Int64) -> [UInt8] {
-        let magnitude = number.magnitude
-        var divisor: UInt64 = 1
-        var digitCount = 1
-        while magnitude / divisor >= 10 {
-            divisor *= 10
-            digitCount += 1
+        var magnitude = number.magnitude
+        var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return withUnsafeMutableBytes(of: &buffer) { bytes in
+            var start = bytes.count
+            repeat {
+                start -= 1
+                bytes[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if number < 0 {
+                start -= 1
+                bytes[start] = UInt8(ascii: "-")
+            }
+            return Array(UnsafeRawBufferPointer(rebasing: bytes[start...]))
         }
-        var digits: [UInt8] = []
-        digits.reserveCapacity(digitCount + (number < 0 ? 1 : 0))
-        if number < 0 { digits.append(UInt8(ascii: "-")) }
-        var rest = magnitude
-        while divisor > 0 {
-            digits.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
-        return digits
     }
 
     /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to
