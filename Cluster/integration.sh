@@ -25,6 +25,8 @@
 #   (n) access: AUTH with a password file (NOAUTH before, WRONGPASS for a wrong one, the CLI
 #       with --password-file), a Unix socket of mode 600, a non-loopback address refused
 #       without a password
+#   (o) expiring keys: a key written with a 2 s lifetime (redis-cli SET PX, and the CLI's put
+#       --expire-after) is on every peer at once and gone from every peer after 2 s, not before
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -506,7 +508,7 @@ SET session:b 3 NX
 SET session:b 3 XX GET
 GET session:b
 SELECT 1
-SET session:temp 1 EX 10
+SET session:temp 1 EX 0
 HSET session:h f v
 SESSION
 rcli a < "$RUN_DIR/session.req" > "$RUN_DIR/session.rep" 2>&1
@@ -526,7 +528,7 @@ none
 3
 ERR DB index is out of range
 
-ERR SET EX is not supported: keys do not expire in this version of syncnode; expiring keys are planned (docs/operations.md, The Redis protocol)
+ERR invalid expire time in 'set' command
 
 ERR HSET is not supported: Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list, set, hash or sorted set at once would lose one change; store one key per member instead (NAME[ID])
 
@@ -595,6 +597,34 @@ if peer_start p 127.0.0.1:0 127.0.0.1:0 --cluster access --admin-password-file "
 else
     fail "(n) a peer with a password and a Unix socket starts"
 fi
+
+# --- (o) -----------------------------------------------------------------------------------
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+present_everywhere() { for p in a b c; do [ "$(rcli "$p" GET "$1")" = "$2" ] || return 1; done; }
+gone_everywhere() { for p in a b c; do [ -z "$(rcli "$p" GET "$1")" ] && [ "$(rcli "$p" TTL "$1")" = -2 ] || return 1; done; }
+expiry_case() {  # label key value writer-command...
+    local label=$1 key=$2 value=$3; shift 3
+    local start; start=$(now_ms)
+    "$@" >/dev/null 2>&1 || { fail "(o) $label: the write" "$*"; return; }
+    if ! wait_until 1 "$key on a, b and c" present_everywhere "$key" "$value"; then
+        fail "(o) $label: on every peer before it expires" "a: $(rcli a GET "$key"); b: $(rcli b GET "$key"); c: $(rcli c GET "$key")"
+        return
+    fi
+    local ttl_b; ttl_b=$(rcli b PTTL "$key")
+    if wait_until 10 "$key to expire on a, b and c" gone_everywhere "$key"; then
+        local after=$(( $(now_ms) - start ))
+        if [ "$after" -ge 2000 ]; then
+            pass "(o) $label: on all three peers at once (PTTL on b $ttl_b ms), gone from all three $after ms after the write"
+        else
+            fail "(o) $label: gone before its lifetime" "gone everywhere after $after ms"
+        fi
+    else
+        fail "(o) $label: gone from every peer" "a: $(rcli a GET "$key"); b: $(rcli b GET "$key"); c: $(rcli c GET "$key")"
+    fi
+}
+expiry_case "redis-cli SET PX 2000 on a" presence:worker-1 up rcli a SET presence:worker-1 up PX 2000
+expiry_case "syncnode put --expire-after 2 on b" 'presence[worker-2]' up \
+    "$BIN" put --admin "$(peer_admin b)" --expire-after 2 'presence[worker-2]' '"up"'
 
 # --- (k) -----------------------------------------------------------------------------------
 # The other peers stop first: both cores go to the two measured here.

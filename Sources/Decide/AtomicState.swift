@@ -10,10 +10,14 @@ public protocol AtomicState {
     /// The stable wire name; defaults to the type's full name (`Module.Outer.Inner`).
     /// Override it for types declared inside functions, whose reflected name is not stable.
     static var name: String { get }
+    /// How long each write of this key lives before it expires on every replica (nil, the
+    /// default: forever). A write may say otherwise with `write(_:into:expiringAfter:)`.
+    static var lifetime: Duration? { get }
 }
 
 extension AtomicState {
     public static var name: String { String(reflecting: Self.self) }
+    public static var lifetime: Duration? { nil }
 }
 
 /// A family of replicated properties, one per element id: each element is its own key with
@@ -28,8 +32,12 @@ public protocol CollectionState {
     static func defaultValue(at id: ID) -> Value
     /// The stable wire name; defaults to the type's full name.
     static var name: String { get }
+    /// How long each element write lives before it expires on every replica (nil, the
+    /// default: forever), unless the write says otherwise.
+    static var lifetime: Duration? { get }
 }
 
 extension CollectionState {
     public static var name: String { String(reflecting: Self.self) }
+    public static var lifetime: Duration? { nil }
 }

@@ -16,8 +16,8 @@ public enum Commit: Hashable, Sendable {
     }
 }
 
-/// A delta as the node's commit path hands it to replication: a local decision, or a remote
-/// delta applied here.
+/// A delta as the node's commit path hands it to replication: a local decision, a remote
+/// delta or catch-up applied here, or values that expired here.
 public struct CommittedDelta: Sendable {
     public enum Origin: Hashable, Sendable {
         /// A decision made on this node.
@@ -28,6 +28,10 @@ public struct CommittedDelta: Sendable {
         /// (`apply(entries:)`): only the writes that won here, so possibly part of a decision
         /// whose other writes this node already had or had newer.
         case catchUp
+        /// Values whose expiry instant this node's clock reached (`Node.expireDue`): each write
+        /// names one key, now absent, with the version of the value that expired. Nothing was
+        /// written and nothing is replicated; every replica reports its own.
+        case expired
     }
 
     public let delta: Delta

@@ -25,6 +25,11 @@ public final class Node: Sendable {
     package let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     private let waitsForDisk: Bool
+    /// Runs `expireDue` while no replication engine does (see `startExpiryTimerIfNeeded`).
+    private let expiryTimer = Mutex<ReplicatorTimer?>(nil)
+    private let expiryDrivenExternally = Atomic<Bool>(false)
+    /// Whether `expiryTimer` was started: one load per expiring decision instead of a lock.
+    private let expiryTimerRunning = Atomic<Bool>(false)
     /// Set by the replication engine while this node must take no decision.
     private let writeRefusal = Mutex<String?>(nil)
     /// Whether `writeRefusal` holds a reason: one load per decision instead of a lock.
@@ -46,6 +51,9 @@ public final class Node: Sendable {
         guard configuration.recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
         guard (1...86_400_000).contains(configuration.maxClockSkewMilliseconds) else {
             throw .invalidBound("maxClockSkewMilliseconds must be 1 to 86,400,000 (one day)")
+        }
+        guard (1...60_000).contains(configuration.expiryCheckIntervalMilliseconds) else {
+            throw .invalidBound("expiryCheckIntervalMilliseconds must be 1 to 60,000")
         }
         guard configuration.maxDecisionBytes >= 1024 else { throw .invalidBound("maxDecisionBytes must be at least 1,024") }
         guard configuration.maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
@@ -102,6 +110,9 @@ public final class Node: Sendable {
         self.core = Mutex(core)
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
+        // Expiring values loaded from the store expire on this node's own timer until a
+        // replication engine takes over.
+        if table.nextExpiryMilliseconds != nil { startExpiryTimerIfNeeded() }
     }
 
     /// The dependencies effects get from now on (effects already running keep theirs).
@@ -154,7 +165,8 @@ public final class Node: Sendable {
         let (commit, effect, ticket, afterDisk) = core.withLock {
             core -> (Commit, Effect, UInt64, (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?) in
             let transaction = core.transaction!
-            let generation = transaction.begin()
+            let physical = configuration.clock.nowMilliseconds()
+            let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
             let effect = decision.execute(
                 read: StorageReader(transaction: transaction, generation: generation),
                 write: StorageWriter(transaction: transaction, generation: generation))
@@ -169,7 +181,6 @@ public final class Node: Sendable {
                 if persists { storage.cancelAdmission() }
                 return (.unchanged, effect, 0, nil)
             }
-            let physical = configuration.clock.nowMilliseconds()
             if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
                 if persists { storage.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
@@ -177,26 +188,32 @@ public final class Node: Sendable {
             }
             let timestamp = core.clock.tick(physicalMilliseconds: physical)
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
+            let expires = !writes.expiries.isEmpty
+            if expires { startExpiryTimerIfNeeded() }
+            let now = transaction.now
             // Each access to a NodeCore property is a dynamic exclusivity check: the table is
             // taken once for every write, the change log once, and the observers and the decoded
             // cache are visited only when they hold something.
             withUnsafeMutablePointer(to: &core.table) { table in
                 for index in 0..<writes.count {
-                    let outcome = table.pointee.merge(Entry(version: version, value: writes.values[index]), for: writes.keys[index])
+                    let entry = Entry(version: version, value: writes.values[index],
+                                      expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
+                    let outcome = table.pointee.merge(entry, for: writes.keys[index])
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
             }
             if !core.observers.isEmpty || !core.decoded.isEmpty {
                 for index in 0..<writes.count {
                     let key = writes.keys[index]
-                    let entry = Entry(version: version, value: writes.values[index])
+                    let entry = Entry(version: version, value: writes.values[index],
+                                      expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
                     // One copy of the typed value on each path: binding it first would copy the
                     // existential twice per write.
                     if let decoded = writes.decoded[index] {
                         core.decoded.written(decoded, of: key, at: version)
-                        notifyObservers(core, key: key, entry: entry, decoded: decoded)
+                        notifyObservers(core, key: key, entry: entry, decoded: decoded, now: now)
                     } else {
-                        notifyObservers(core, key: key, entry: entry, decoded: nil)
+                        notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
                     }
                 }
             }
@@ -205,7 +222,10 @@ public final class Node: Sendable {
             var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
             if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
                 let delta = CommittedDelta(
-                    delta: Delta(version: version, writes: zip(writes.keys, writes.values).map { Delta.Write(key: $0, value: $1) }),
+                    delta: Delta(version: version, writes: writes.keys.indices.map { index in
+                        Delta.Write(key: writes.keys[index], value: writes.values[index],
+                                    expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
+                    }),
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
                 if waitsForDisk {
@@ -217,7 +237,11 @@ public final class Node: Sendable {
             var ticket: UInt64 = 0
             if persists {
                 ticket = storage.append(StorageBatch(
-                    changes: zip(writes.keys, writes.values).map { .upsert($0, Entry(version: version, value: $1)) },
+                    changes: writes.keys.indices.map { index in
+                        .upsert(writes.keys[index], Entry(
+                            version: version, value: writes.values[index],
+                            expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil))
+                    },
                     clock: core.clock.last))
                 // Strict: anti-entropy must not hand it on either until it is on disk.
                 if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
@@ -339,22 +363,36 @@ public final class Node: Sendable {
     public func read<T>(_ body: (StorageReader) -> T) -> T {
         core.withLock { core in
             let transaction = core.transaction!
-            let generation = transaction.begin()
+            let generation = transaction.begin(atMilliseconds: hybridNow(core))
             defer { transaction.end() }
             return body(StorageReader(transaction: transaction, generation: generation))
         }
     }
 
-    /// The stored entry of an untyped key (tombstones included), nil when never written.
+    /// The stored entry of an untyped key (tombstones and expired values included: see
+    /// `Entry.isExpired(atMilliseconds:)` and `nowMilliseconds`), nil when never written.
     public func entry(for key: StateKey) -> Entry? {
         core.withLock { $0.entry(for: key) }
     }
 
     /// The value of the atomic state named by the UTF-8 bytes `name` (the wire name, as
-    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted.
-    /// For protocol front ends that hold a name as bytes: no `StateKey` is built.
+    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted
+    /// or expired. For protocol front ends that hold a name as bytes: no `StateKey` is built.
     package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
-        core.withLock { $0.value(ofAtomicNamed: name) }
+        core.withLock { core in core.value(ofAtomicNamed: name, atMilliseconds: hybridNow(core)) }
+    }
+
+    /// The hybrid-clock instant (Unix milliseconds) at which this node judges expiry now: its
+    /// physical clock, or the hybrid clock's last timestamp when that is ahead (a peer's clock
+    /// ahead of this one moves it; docs/consistency.md, "Expiring keys").
+    public var nowMilliseconds: UInt64 {
+        core.withLock { hybridNow($0) }
+    }
+
+    /// Call with the lock held.
+    private func hybridNow(_ core: NodeCore, physical: UInt64? = nil) -> UInt64 {
+        min(max(physical ?? configuration.clock.nowMilliseconds(), core.clock.last.physicalMilliseconds),
+            HLCTimestamp.maxPhysicalMilliseconds)
     }
 
     /// Every stored entry, tombstones included, sorted by key.
@@ -369,7 +407,8 @@ public final class Node: Sendable {
     /// listed exactly once; one written or deleted meanwhile may or may not be.
     package func scanKeys(cursor: Int, minimumKeys: Int, maximumBuckets: Int) -> (keys: [StateKey], next: Int) {
         core.withLock { core in
-            let page = core.table.liveKeys(fromBucket: cursor, minimumKeys: minimumKeys, maximumBuckets: maximumBuckets)
+            let page = core.table.liveKeys(fromBucket: cursor, minimumKeys: minimumKeys, maximumBuckets: maximumBuckets,
+                                           atMilliseconds: hybridNow(core))
             return (page.keys, page.next >= core.table.bucketCount ? 0 : page.next)
         }
     }
@@ -382,6 +421,7 @@ public final class Node: Sendable {
         core.withLock { core in
             StateSummary(
                 entryCount: core.table.count, tombstoneCount: core.table.tombstoneCount,
+                expiredCount: core.table.expiredCount, expiringCount: core.table.expiringCount,
                 digest: core.table.digest.root, highestVersion: core.table.highestVersion,
                 committedDecisions: core.committedDecisions, appliedRemoteDeltas: core.appliedRemoteDeltas)
         }
@@ -459,7 +499,8 @@ public final class Node: Sendable {
         let observer = core.withLock { core -> Observer in
             let observer = make(core.makeID())
             core.observers[key, default: [:]][observer.id] = observer
-            let entry = core.entry(for: key)
+            let stored = core.entry(for: key)
+            let entry = stored?.isExpired(atMilliseconds: hybridNow(core)) == true ? nil : stored
             delivery.enqueue(.init(observer: observer, entry: entry,
                                    decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
             return observer
@@ -475,8 +516,11 @@ public final class Node: Sendable {
     }
 
     /// Call with the lock held.
-    private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?) {
+    /// An entry expired at `now` is delivered as absent (nil).
+    private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?, now: UInt64) {
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
+        let entry = entry?.isExpired(atMilliseconds: now) == true ? nil : entry
+        let decoded = entry == nil ? nil : decoded
         for observer in observers.values {
             delivery.enqueue(.init(observer: observer, entry: entry, decoded: decoded))
         }
@@ -594,6 +638,7 @@ public final class Node: Sendable {
             var outcome = DeltaBatchOutcome()
             var stored: [StorageChange] = []
             let physical = configuration.clock.nowMilliseconds()
+            var now = hybridNow(core, physical: physical)
             for (index, delta) in deltas.enumerated() {
                 do throws(ClockError) {
                     try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: physical)
@@ -601,13 +646,14 @@ public final class Node: Sendable {
                     outcome.refusals.append((index, error))
                     continue
                 }
+                now = max(now, min(delta.version.timestamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
                 var changed = 0
                 for write in delta.writes {
-                    let entry = Entry(version: delta.version, value: write.value)
-                    if !core.isCollected(entry, for: write.key), core.table.merge(entry, for: write.key).changed {
+                    let entry = write.entry(at: delta.version)
+                    if !core.isCollected(entry, for: write.key, now: now), core.table.merge(entry, for: write.key).changed {
                         changed += 1
                         core.recordChange(write.key)
-                        notifyObservers(core, key: write.key, entry: entry, decoded: nil)
+                        notifyObservers(core, key: write.key, entry: entry, decoded: nil, now: now)
                         if admitted { stored.append(.upsert(write.key, entry)) }
                     }
                 }
@@ -700,13 +746,14 @@ public final class Node: Sendable {
                 }
             }
             if let newest { _ = try? core.clock.merge(remote: newest, physicalMilliseconds: physical) }
+            let now = hybridNow(core, physical: physical)
             var stored: [StorageChange] = []
             var applied: [KeyedEntry] = []
             for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
-                guard !core.isCollected(item.entry, for: item.key), core.table.merge(item.entry, for: item.key).changed else { continue }
+                guard !core.isCollected(item.entry, for: item.key, now: now), core.table.merge(item.entry, for: item.key).changed else { continue }
                 outcome.changed += 1
                 core.recordChange(item.key)
-                notifyObservers(core, key: item.key, entry: item.entry, decoded: nil)
+                notifyObservers(core, key: item.key, entry: item.entry, decoded: nil, now: now)
                 if admitted { stored.append(.upsert(item.key, item.entry)) }
                 if !core.commitListeners.isEmpty { applied.append(item) }
             }
@@ -715,7 +762,9 @@ public final class Node: Sendable {
             if !applied.isEmpty {
                 let byVersion = Dictionary(grouping: applied, by: \.entry.version)
                 for version in byVersion.keys.sorted() {
-                    let writes = byVersion[version]!.map { Delta.Write(key: $0.key, value: $0.entry.value) }
+                    let writes = byVersion[version]!.map {
+                        Delta.Write(key: $0.key, value: $0.entry.value, expiresAtMilliseconds: $0.entry.expiresAtMilliseconds)
+                    }
                     let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
                     for listener in core.commitListeners.values { listener(committed) }
                 }
@@ -882,7 +931,8 @@ public final class Node: Sendable {
         }
     }
 
-    /// Removes tombstones whose version is older than `horizon`; returns how many. The
+    /// Removes tombstones, and values expired at this node's `nowMilliseconds`, whose version is
+    /// older than `horizon`; returns how many. The
     /// replication engine calls it only with a bound that every member of the cluster is known
     /// to cover (docs/consistency.md, "Deletes and tombstones"). From then on a tombstone below
     /// `horizon` that arrives again for a key this node no longer holds is not stored (a peer
@@ -893,15 +943,77 @@ public final class Node: Sendable {
         let admitted = admitToStorage()
         return core.withLock { core in
             if core.collectedBelow < horizon { core.collectedBelow = horizon }
-            guard core.table.tombstoneCount > 0 else {
+            let now = hybridNow(core)
+            // Values that expired since the last sweep count too (a sweep first reports them).
+            let expiredNow = core.table.expire(dueAtMilliseconds: now)
+            if !expiredNow.isEmpty { reportExpired(core, expiredNow) }
+            guard core.table.tombstoneCount > 0 || core.table.expiredCount > 0 else {
                 _ = appendToStorage(admitted, [], clock: core.clock.last)
                 return 0
             }
-            let expired = core.table.entries.filter { $0.entry.isTombstone && $0.entry.version.timestamp < horizon }
-            for item in expired { core.table.collectTombstone(for: item.key, version: item.entry.version) }
+            let collectable = core.table.entries.filter {
+                $0.entry.version.timestamp < horizon && ($0.entry.isTombstone || $0.entry.isExpired(atMilliseconds: now))
+            }
+            for item in collectable { core.table.collect(item.key, version: item.entry.version, absentAtMilliseconds: now) }
             _ = appendToStorage(
-                admitted, expired.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
+                admitted, collectable.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
+            return collectable.count
+        }
+    }
+
+    // MARK: expiry
+
+    /// Tells observers, the change log and commit listeners (origin `.expired`) of every value
+    /// whose expiry instant this node's `nowMilliseconds` has reached since the last call: once
+    /// per value, on this node only (nothing is written or replicated: every replica does the
+    /// same on its own clock). Returns how many. The replication engine calls it on every tick;
+    /// a node without one runs it on a timer of its own every `expiryCheckIntervalMilliseconds`.
+    @discardableResult
+    public func expireDue() -> Int {
+        let count = core.withLock { core -> Int in
+            let expired = core.table.expire(dueAtMilliseconds: hybridNow(core))
+            if !expired.isEmpty { reportExpired(core, expired) }
             return expired.count
+        }
+        if count > 0 { delivery.drain() }
+        return count
+    }
+
+    /// Call with the lock held: observers hear `expired` keys as absent, the change log records
+    /// them, and listeners get one `.expired` delta per key (version: the expired entry's).
+    private func reportExpired(_ core: NodeCore, _ expired: [(key: StateKey, entry: Entry)]) {
+        for item in expired {
+            core.recordChange(item.key)
+            notifyObservers(core, key: item.key, entry: nil, decoded: nil, now: 0)
+            if !core.commitListeners.isEmpty {
+                let committed = CommittedDelta(
+                    delta: Delta(version: item.entry.version, writes: [Delta.Write(key: item.key, value: nil)]), origin: .expired)
+                for listener in core.commitListeners.values { listener(committed) }
+            }
+        }
+        core.expiredValues &+= UInt64(expired.count)
+    }
+
+    /// Makes this node run `expireDue` on its own timer (a node without a replication engine);
+    /// idempotent. A replication engine attached later stops it (`expiryDrivenExternally`).
+    private func startExpiryTimerIfNeeded() {
+        guard !expiryDrivenExternally.load(ordering: .acquiring), !expiryTimerRunning.load(ordering: .acquiring) else { return }
+        expiryTimer.withLock { timer in
+            guard timer == nil, !expiryDrivenExternally.load(ordering: .acquiring) else { return }
+            expiryTimerRunning.store(true, ordering: .releasing)
+            timer = ReplicatorTimer(intervalMilliseconds: configuration.expiryCheckIntervalMilliseconds) { [weak self] in
+                self?.expireDue()
+            }
+        }
+    }
+
+    /// The replication engine runs `expireDue` on its own ticks from now on (the simulator's
+    /// ticks are virtual time, so expiry stays deterministic there): the node's own timer stops.
+    package func driveExpiryExternally() {
+        expiryDrivenExternally.store(true, ordering: .releasing)
+        expiryTimer.withLock { timer in
+            timer?.cancel()
+            timer = nil
         }
     }
 
@@ -923,6 +1035,7 @@ public final class Node: Sendable {
     }
 
     deinit {
+        expiryTimer.withLock { $0?.cancel() }
         do {
             try storage.close()
         } catch {
@@ -935,6 +1048,11 @@ public final class Node: Sendable {
 public struct StateSummary: Hashable, Sendable {
     public let entryCount: Int
     public let tombstoneCount: Int
+    /// Stored values that expired (reported by `Node.expireDue`) and await collection; they
+    /// read as absent. `entryCount - tombstoneCount - expiredCount` keys hold a value.
+    public let expiredCount: Int
+    /// Stored values that will expire (or are past due and not yet reported).
+    public let expiringCount: Int
     /// The root of the digest tree: equal on two nodes iff their entries are equal.
     public let digest: UInt64
     public let highestVersion: Version?

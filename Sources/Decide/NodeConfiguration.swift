@@ -18,6 +18,10 @@ extension Node {
         /// Effect operations waiting for a worker before new ones are refused (and reported
         /// to `mapError` as `EffectPoolSaturated`).
         public var maxQueuedEffects: Int = 10_000
+        /// How often a node without a replication engine looks for values whose expiry instant
+        /// passed, to tell observers they are gone (reads see them absent at once either way).
+        /// With a replication engine, its tick does this instead. 1 to 60,000.
+        public var expiryCheckIntervalMilliseconds: UInt64 = 100
         /// The physical time the hybrid logical clock follows.
         public var clock: any PhysicalClock = SystemClock()
         /// The dependencies effects use; `Node.environment` can swap it later.

@@ -45,9 +45,14 @@ final class NodeCore: @unchecked Sendable {
         !undurable.isEmpty && undurable.contains(entry.version.timestamp.rawValue) && entry.version.node == nodeID
     }
 
-    /// Whether `entry` is a tombstone this node already collected for an absent `key`.
-    func isCollected(_ entry: Entry, for key: StateKey) -> Bool {
-        guard entry.isTombstone, entry.version.timestamp < collectedBelow, self.entry(for: key) == nil else { return false }
+    /// Values this node reported expired (`Node.expireDue`), in all.
+    var expiredValues: UInt64 = 0
+
+    /// Whether `entry` is a tombstone, or a value expired at hybrid-clock instant `now`, of the
+    /// kind this node already collected below `collectedBelow`, for an absent `key`.
+    func isCollected(_ entry: Entry, for key: StateKey, now: UInt64) -> Bool {
+        guard entry.version.timestamp < collectedBelow, entry.isTombstone || entry.isExpired(atMilliseconds: now),
+              self.entry(for: key) == nil else { return false }
         droppedCollectedTombstones += 1
         return true
     }
@@ -73,9 +78,9 @@ final class NodeCore: @unchecked Sendable {
         withUnsafeMutablePointer(to: &table) { $0.pointee.entry(for: key) }
     }
 
-    /// `EntryTable.value(ofAtomicNamed:)`, read in place (see `entry(for:)`).
-    func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
-        withUnsafeMutablePointer(to: &table) { $0.pointee.value(ofAtomicNamed: name) }
+    /// `EntryTable.value(ofAtomicNamed:atMilliseconds:)`, read in place (see `entry(for:)`).
+    func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
+        withUnsafeMutablePointer(to: &table) { $0.pointee.value(ofAtomicNamed: name, atMilliseconds: now) }
     }
 
     /// Records that `key` changed (after a merge that changed it).

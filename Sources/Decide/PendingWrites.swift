@@ -9,6 +9,9 @@ struct PendingWrites {
     private(set) var values: [[UInt8]?] = []
     /// The typed value each write came from, when it had one (for the decoded cache and observers).
     private(set) var decoded: [(any Sendable)?] = []
+    /// Each write's expiry, parallel to `keys`; empty while no write of the decision expires
+    /// (most decisions), so they pay nothing for it.
+    private(set) var expiries: [WriteExpiry] = []
     /// Built only for decisions with many writes; small ones search `keys` linearly.
     private var positions: [StateKey: Int] = [:]
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
@@ -34,6 +37,7 @@ struct PendingWrites {
         keys.removeAll(keepingCapacity: true)
         values.removeAll(keepingCapacity: true)
         decoded.removeAll(keepingCapacity: true)
+        if !expiries.isEmpty { expiries.removeAll(keepingCapacity: true) }
         if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
         entryBytes = 0
     }
@@ -49,11 +53,28 @@ struct PendingWrites {
 
     /// Records a write of `key` (replacing an earlier one of it); false, recording nothing, when
     /// it is a new key and `maxKeys` are already written.
-    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, maxKeys: Int) -> Bool {
+    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?,
+                      expiry: WriteExpiry = .never, maxKeys: Int) -> Bool {
         let existing = position(of: key)
         guard existing != nil || keys.count < maxKeys else { return false }
         set(key, value: value, decoded: typed, at: existing)
+        setExpiry(value == nil ? .never : expiry, at: existing ?? keys.count - 1)
         return true
+    }
+
+    /// The expiry of the write at `index`.
+    func expiry(at index: Int) -> WriteExpiry {
+        expiries.isEmpty ? .never : expiries[index]
+    }
+
+    private mutating func setExpiry(_ expiry: WriteExpiry, at index: Int) {
+        if expiries.isEmpty {
+            if case .never = expiry { return }
+            expiries = [WriteExpiry](repeating: .never, count: keys.count)
+        } else if expiries.count < keys.count {
+            expiries.append(.never)
+        }
+        expiries[index] = expiry
     }
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
@@ -78,6 +99,25 @@ struct PendingWrites {
             } else {
                 positions[key] = keys.count - 1
             }
+        }
+    }
+}
+
+/// When a pending write's value expires: never, a lifetime counted from the decision's
+/// timestamp, or an instant (hybrid-clock milliseconds).
+enum WriteExpiry: Sendable, Equatable {
+    case never
+    case after(milliseconds: UInt64)
+    case at(milliseconds: UInt64)
+
+    /// The entry's `expiresAtMilliseconds` for a decision at `timestamp`.
+    func instant(committedAt timestamp: HLCTimestamp) -> UInt64? {
+        switch self {
+        case .never: return nil
+        case .after(let lifetime):
+            let (sum, overflow) = timestamp.physicalMilliseconds.addingReportingOverflow(lifetime)
+            return overflow ? HLCTimestamp.maxPhysicalMilliseconds : sum
+        case .at(let instant): return instant
         }
     }
 }

@@ -57,6 +57,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// test says otherwise.
     public init(node: Node, transport: any Transport, configuration: Configuration, clock: (any PhysicalClock)? = nil) {
         self.node = node
+        node.driveExpiryExternally()
         self.transport = transport
         self.configuration = configuration
         self.clock = clock ?? node.configuration.clock
@@ -216,7 +217,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     // MARK: timers
 
     /// Runs whatever is due: pings, failure detection, gossip, redials, anti-entropy walks,
-    /// coverage reports, tombstone collection, the clock check.
+    /// coverage reports, tombstone collection, the clock check, and the node's expired values
+    /// (`Node.expireDue`).
     public func tick() {
         let now = clock.nowMilliseconds()
         let queued = queuedBytes()
@@ -237,6 +239,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         checkClock()
         saveMembership(force: false)
+        node.expireDue()
     }
 
     private func checkClock() {

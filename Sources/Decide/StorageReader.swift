@@ -19,9 +19,17 @@ public struct StorageReader {
         return transaction.read(collection, at: id)
     }
 
-    /// The stored entry of an untyped key (nil when never written); includes tombstones.
+    /// The stored entry of an untyped key (nil when never written, or expired); includes
+    /// tombstones. A live expiring value carries its `expiresAtMilliseconds`.
     public func entry(_ key: StateKey) -> Entry? {
         transaction.check(generation)
         return transaction.entry(for: key)
+    }
+
+    /// The hybrid-clock instant (Unix milliseconds) this decision or snapshot reads at: a value
+    /// whose `expiresAtMilliseconds` is at or before it reads as absent.
+    public var nowMilliseconds: UInt64 {
+        transaction.check(generation)
+        return transaction.now
     }
 }

@@ -4,12 +4,14 @@ import DecideCore
 /// One SQLite connection to a node's store file, and every statement Decide runs on it.
 ///
 /// The file holds two tables:
-/// - `entries(name TEXT, element BLOB, ts INTEGER, node BLOB, value BLOB)`, keyed by
-///   (name, element): the newest entry of every key; `value` is NULL for a tombstone. `ts` is
+/// - `entries(name TEXT, element BLOB, ts INTEGER, node BLOB, value BLOB, expires INTEGER)`,
+///   keyed by (name, element): the newest entry of every key; `value` is NULL for a tombstone,
+///   `expires` NULL for a value that never expires (else `Entry.expiresAtMilliseconds`). `ts` is
 ///   the HLC timestamp with its top bit flipped (`rawValue ^ 1 << 63`), so SQLite's signed
 ///   integer order is the timestamp order; `node` is the node id's UTF-8 bytes, which SQLite
 ///   compares as `Version <` does (memcmp, then length).
-/// - `meta(key TEXT, value)`: `format` (1), `node_id`, `clock` (the highest timestamp taken or
+/// - `meta(key TEXT, value)`: `format` (2; a format-1 store, from before expiring keys, gains
+///   the `expires` column when opened), `node_id`, `clock` (the highest timestamp taken or
 ///   merged, encoded as `ts`).
 ///
 /// Guarantees: `write` applies a group of changes in one transaction, synced to disk
@@ -27,7 +29,7 @@ final class SQLiteDatabase {
     private var commitStatement: OpaquePointer?
     private var rollbackStatement: OpaquePointer?
 
-    static let format: Int64 = 1
+    static let format: Int64 = 2
 
     /// One key's changes in a group commit, applied in this order: delete the stored row if
     /// its version is at most `removeUpTo` (tombstone collection), then upsert `upsert`.
@@ -64,14 +66,16 @@ final class SQLiteDatabase {
             try checkIntegrity()
             try prepareSchema(nodeID: nodeID)
             upsertStatement = try prepare("""
-                INSERT INTO entries(name, element, ts, node, value) VALUES(?1, ?2, ?3, ?4, ?5)
+                INSERT INTO entries(name, element, ts, node, value, expires) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
                 ON CONFLICT(name, element) DO UPDATE
-                SET ts = excluded.ts, node = excluded.node, value = excluded.value
+                SET ts = excluded.ts, node = excluded.node, value = excluded.value, expires = excluded.expires
                 WHERE excluded.ts > entries.ts
                    OR (excluded.ts = entries.ts AND excluded.node > entries.node)
                    OR (excluded.ts = entries.ts AND excluded.node = entries.node
                        AND excluded.value IS NOT NULL
-                       AND (entries.value IS NULL OR excluded.value > entries.value))
+                       AND (entries.value IS NULL OR excluded.value > entries.value
+                            OR (excluded.value = entries.value
+                                AND coalesce(excluded.expires, 9223372036854775807) > coalesce(entries.expires, 9223372036854775807))))
                 """)
             deleteStatement = try prepare("""
                 DELETE FROM entries WHERE name = ?1 AND element = ?2
@@ -128,7 +132,7 @@ final class SQLiteDatabase {
                 try execute("CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID")
                 try execute("""
                     CREATE TABLE entries(name TEXT NOT NULL, element BLOB NOT NULL, ts INTEGER NOT NULL,
-                                         node BLOB NOT NULL, value BLOB,
+                                         node BLOB NOT NULL, value BLOB, expires INTEGER,
                                          PRIMARY KEY(name, element)) WITHOUT ROWID
                     """)
                 let insert = try prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)")
@@ -151,7 +155,20 @@ final class SQLiteDatabase {
         guard tables.contains("entries"), tables.contains("meta") else {
             throw .corrupt(path: path, reason: "not a Decide store: tables \(tables.joined(separator: ", "))")
         }
-        let format = try queryInteger("SELECT value FROM meta WHERE key = 'format'")
+        var format = try queryInteger("SELECT value FROM meta WHERE key = 'format'")
+        if format == 1 {
+            // Before expiring keys: every stored value never expires (NULL).
+            try execute("BEGIN")
+            do throws(StorageError) {
+                try execute("ALTER TABLE entries ADD COLUMN expires INTEGER")
+                try execute("UPDATE meta SET value = \(Self.format) WHERE key = 'format'")
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+            format = Self.format
+        }
         guard format == Self.format else {
             throw .corrupt(path: path, reason: "store format \(format.map(String.init) ?? "missing"); this build reads format \(Self.format)")
         }
@@ -169,7 +186,7 @@ final class SQLiteDatabase {
         guard let clock = try queryInteger("SELECT value FROM meta WHERE key = 'clock'") else {
             throw .corrupt(path: path, reason: "no clock in meta")
         }
-        let statement = try prepare("SELECT name, element, ts, node, value FROM entries")
+        let statement = try prepare("SELECT name, element, ts, node, value, expires FROM entries")
         defer { sqlite3_finalize(statement) }
         var row = 0
         while true {
@@ -190,9 +207,17 @@ final class SQLiteDatabase {
             guard valueType == SQLITE_BLOB || valueType == SQLITE_NULL else {
                 throw .corrupt(path: path, reason: "entry row \(row) has a value that is not a blob")
             }
+            let expiresType = sqlite3_column_type(statement, 5)
+            let expires = sqlite3_column_int64(statement, 5)
+            guard expiresType == SQLITE_NULL
+                    || (expiresType == SQLITE_INTEGER && valueType == SQLITE_BLOB
+                        && expires >= 1 && UInt64(expires) <= HLCTimestamp.maxPhysicalMilliseconds) else {
+                throw .corrupt(path: path, reason: "entry row \(row) has an expiry that is not an instant of a value")
+            }
             let version = Version(timestamp: Self.decode(sqlite3_column_int64(statement, 2)), node: node)
             let value = valueType == SQLITE_NULL ? nil : bytes(statement, 4)
-            body(StateKey(name: name, element: bytes(statement, 1)), Entry(version: version, value: value))
+            body(StateKey(name: name, element: bytes(statement, 1)),
+                 Entry(version: version, value: value, expiresAtMilliseconds: expiresType == SQLITE_NULL ? nil : UInt64(expires)))
         }
         return Self.decode(clock)
     }
@@ -220,6 +245,11 @@ final class SQLiteDatabase {
                     sqlite3_bind_int64(statement, 3, Self.encode(entry.version.timestamp))
                     bindBlob(statement, 4, entry.version.node)
                     if let value = entry.value { bindBlob(statement, 5, value) } else { sqlite3_bind_null(statement, 5) }
+                    if let expires = entry.expiresAtMilliseconds {
+                        sqlite3_bind_int64(statement, 6, Int64(expires))
+                    } else {
+                        sqlite3_bind_null(statement, 6)
+                    }
                     try run(statement, "writing an entry")
                 }
             }

@@ -6,14 +6,32 @@ public struct StorageWriter {
     let transaction: Transaction
     let generation: UInt64
 
+    /// Writes `value` into `key`; it expires after `K.lifetime` when the type has one.
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type) {
         transaction.check(generation)
-        transaction.write(value, into: key)
+        transaction.write(value, into: key, expiringAfter: K.lifetime)
     }
 
+    /// Writes `value` into `key`, to read as absent (and be removed on every replica) `lifetime`
+    /// after this decision's timestamp, on the hybrid clock. Renewing is another write. A
+    /// lifetime that is not positive aborts the decision.
+    public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration) {
+        transaction.check(generation)
+        transaction.write(value, into: key, expiringAfter: lifetime)
+    }
+
+    /// Writes element `id` of `collection`; it expires after `C.lifetime` when the type has one.
     public func callAsFunction<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
         transaction.check(generation)
-        transaction.write(value, into: collection, at: id)
+        transaction.write(value, into: collection, at: id, expiringAfter: C.lifetime)
+    }
+
+    /// Writes element `id` of `collection`, expiring `lifetime` after this decision's timestamp.
+    public func callAsFunction<C: CollectionState>(
+        _ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration
+    ) {
+        transaction.check(generation)
+        transaction.write(value, into: collection, at: id, expiringAfter: lifetime)
     }
 
     /// Deletes `key`: a tombstone is written, and the key reads as its default again.
@@ -33,5 +51,24 @@ public struct StorageWriter {
     public func raw(_ value: [UInt8]?, into key: StateKey) {
         transaction.check(generation)
         transaction.writeRaw(value, into: key)
+    }
+
+    /// Writes raw value bytes to an untyped key, expiring `lifetime` after this decision's
+    /// timestamp (a lifetime that is not positive aborts the decision).
+    public func raw(_ value: [UInt8], into key: StateKey, expiringAfter lifetime: Duration) {
+        transaction.check(generation)
+        guard let milliseconds = Transaction.milliseconds(of: lifetime) else {
+            transaction.abort("the lifetime of a write to \(key) must be positive, not \(lifetime)")
+            return
+        }
+        transaction.writeRaw(value, into: key, expiry: .after(milliseconds: milliseconds))
+    }
+
+    /// Writes raw value bytes to an untyped key, expiring at hybrid-clock instant
+    /// `expiresAtMilliseconds` (Unix milliseconds; an instant already past stores a value that
+    /// reads as absent at once). For protocol front ends (Redis EXPIREAT, KEEPTTL).
+    package func raw(_ value: [UInt8], into key: StateKey, expiresAtMilliseconds instant: UInt64) {
+        transaction.check(generation)
+        transaction.writeRaw(value, into: key, expiry: .at(milliseconds: instant))
     }
 }

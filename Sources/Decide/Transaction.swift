@@ -1,3 +1,4 @@
+import DecideCore
 import Logging
 
 /// The working set of the decision (or snapshot read) that holds the node's lock. One instance
@@ -11,6 +12,9 @@ final class Transaction: @unchecked Sendable {
     private(set) var pending: PendingWrites
     /// Why the decision must abort (the first reason found), or nil.
     private(set) var failure: String?
+    /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
+    /// expired at it read as absent.
+    private(set) var now: UInt64 = 0
 
     private let limits: WireCodec.Limits
 
@@ -21,10 +25,12 @@ final class Transaction: @unchecked Sendable {
         self.pending = PendingWrites(nodeID: core.nodeID)
     }
 
-    func begin() -> UInt64 {
+    /// Opens the transaction for a decision or snapshot read at hybrid-clock instant `now`.
+    func begin(atMilliseconds now: UInt64) -> UInt64 {
         precondition(!isOpen, "a decision started while another held the node")
         generation &+= 1
         isOpen = true
+        self.now = now
         pending.removeAll()
         failure = nil
         return generation
@@ -49,8 +55,11 @@ final class Transaction: @unchecked Sendable {
         return value(of: stateKey, as: C.Value.self) ?? C.defaultValue(at: id)
     }
 
+    /// The stored entry of `key`, nil when never written or expired at `now` (tombstones
+    /// are returned).
     func entry(for key: StateKey) -> Entry? {
-        core.entry(for: key)
+        guard let entry = core.entry(for: key), !entry.isExpired(atMilliseconds: now) else { return nil }
+        return entry
     }
 
     /// The typed value of a key with the current decision's writes applied; nil means "the
@@ -61,7 +70,7 @@ final class Transaction: @unchecked Sendable {
             guard let bytes = pending.values[index] else { return nil }
             return decode(type, bytes, key: key)
         }
-        guard let entry = core.entry(for: key), let bytes = entry.value else { return nil }
+        guard let entry = core.entry(for: key), let bytes = entry.value(atMilliseconds: now) else { return nil }
         if let decoded = core.decoded.value(of: key, at: entry.version) as? Value { return decoded }
         guard let decoded = decode(type, bytes, key: key) else { return nil }
         core.decoded.keep(decoded, of: key, at: entry.version)
@@ -79,16 +88,37 @@ final class Transaction: @unchecked Sendable {
 
     // MARK: writes
 
-    func write<K: AtomicState>(_ value: K.Value, into key: K.Type) {
-        record(core.key(for: key), value)
+    func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?) {
+        record(core.key(for: key), value, expiry: expiry(after: lifetime, of: key))
     }
 
-    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
+    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?) {
         do {
-            record(try core.key(for: collection, at: id), value)
+            record(try core.key(for: collection, at: id), value, expiry: expiry(after: lifetime, of: collection))
         } catch {
             failure = failure ?? "\(error)"
         }
+    }
+
+    /// The expiry of a write with `lifetime` (nil: the state type's own `lifetime`, if any);
+    /// records a failure for a lifetime that is not positive.
+    private func expiry(after lifetime: Duration?, of state: Any.Type) -> WriteExpiry {
+        guard let lifetime else { return .never }
+        guard let milliseconds = Self.milliseconds(of: lifetime) else {
+            failure = failure ?? "the lifetime of a write to \(state) must be positive, not \(lifetime)"
+            return .never
+        }
+        return .after(milliseconds: milliseconds)
+    }
+
+    /// Whole milliseconds of a positive `duration` (at least 1, at most the clock's range); nil
+    /// for zero or less.
+    static func milliseconds(of duration: Duration) -> UInt64? {
+        let (seconds, attoseconds) = duration.components
+        guard seconds > 0 || (seconds == 0 && attoseconds > 0) else { return nil }
+        let limit = HLCTimestamp.maxPhysicalMilliseconds
+        guard seconds < Int64(limit / 1000) else { return limit }
+        return max(1, UInt64(seconds) * 1000 + UInt64(attoseconds / 1_000_000_000_000_000))
     }
 
     func delete<K: AtomicState>(_ key: K.Type) {
@@ -103,13 +133,18 @@ final class Transaction: @unchecked Sendable {
         }
     }
 
-    func writeRaw(_ value: [UInt8]?, into key: StateKey) {
-        store(key, value, decoded: nil)
+    /// Aborts the decision with `reason` (the first reason recorded wins).
+    func abort(_ reason: String) {
+        failure = failure ?? reason
     }
 
-    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value) {
+    func writeRaw(_ value: [UInt8]?, into key: StateKey, expiry: WriteExpiry = .never) {
+        store(key, value, decoded: nil, expiry: expiry)
+    }
+
+    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value, expiry: WriteExpiry) {
         do {
-            store(key, try ValueCoding.encode(value), decoded: value)
+            store(key, try ValueCoding.encode(value), decoded: value, expiry: expiry)
         } catch {
             failure = failure ?? "\(error)"
         }
@@ -117,9 +152,9 @@ final class Transaction: @unchecked Sendable {
 
     /// One access to `pending` per write: each access to a class property is a dynamic
     /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
-    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?) {
+    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, expiry: WriteExpiry = .never) {
         guard withinLimits(key, value) else { return }
-        if !pending.set(key, value: value, decoded: decoded, maxKeys: limits.maxEntriesPerMessage) {
+        if !pending.set(key, value: value, decoded: decoded, expiry: expiry, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
         }
     }

@@ -3,13 +3,23 @@
 /// Guarantees: every write of the decision is here with the one version, so a replica applies
 /// the whole decision or none of it.
 public struct Delta: Hashable, Sendable {
-    /// One write of a decision: the key and the new value bytes (`nil` deletes the key).
+    /// One write of a decision: the key, the new value bytes (`nil` deletes the key) and, for
+    /// an expiring write, its expiry instant (`Entry.expiresAtMilliseconds`, normalised the
+    /// same way).
     public struct Write: Hashable, Sendable {
         public let key: StateKey
         public let value: [UInt8]?
-        public init(key: StateKey, value: [UInt8]?) {
+        public let expiresAtMilliseconds: UInt64?
+        public init(key: StateKey, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil) {
             self.key = key
             self.value = value
+            self.expiresAtMilliseconds = value == nil ? nil
+                : expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+        }
+
+        /// This write as the entry it stores under `version`.
+        public func entry(at version: Version) -> Entry {
+            Entry(version: version, value: value, expiresAtMilliseconds: expiresAtMilliseconds)
         }
     }
 
@@ -23,7 +33,7 @@ public struct Delta: Hashable, Sendable {
 
     /// The writes as entries, each carrying the decision's version.
     public var entries: [KeyedEntry] {
-        writes.map { KeyedEntry(key: $0.key, entry: Entry(version: version, value: $0.value)) }
+        writes.map { KeyedEntry(key: $0.key, entry: $0.entry(at: version)) }
     }
 }
 

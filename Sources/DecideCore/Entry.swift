@@ -1,23 +1,51 @@
-/// The stored state of one key: value bytes (or a tombstone) and the version that wrote them.
+/// The stored state of one key: value bytes (or a tombstone), the version that wrote them and,
+/// for an expiring write, the instant the value stops existing.
 public struct Entry: Hashable, Sendable {
     public let version: Version
     /// The encoded value; `nil` is a tombstone (the key was deleted at `version`).
     public let value: [UInt8]?
+    /// The hybrid-clock instant (physical milliseconds since the Unix epoch, the scale of
+    /// `HLCTimestamp.physicalMilliseconds`) from which the value reads as absent on every
+    /// replica; nil for a value that never expires and for every tombstone
+    /// (docs/consistency.md, "Expiring keys").
+    public let expiresAtMilliseconds: UInt64?
 
-    public init(version: Version, value: [UInt8]?) {
+    /// `expiresAtMilliseconds` is dropped for a tombstone and kept within
+    /// `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside it means the same thing as
+    /// the nearest one inside), so equal meanings make equal entries.
+    public init(version: Version, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil) {
         self.version = version
         self.value = value
+        if value == nil {
+            self.expiresAtMilliseconds = nil
+        } else {
+            self.expiresAtMilliseconds = expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+        }
     }
 
     public var isTombstone: Bool { value == nil }
+
+    /// Whether the value has expired at hybrid-clock instant `now` (physical milliseconds):
+    /// the key then reads as absent, exactly like a tombstone.
+    public func isExpired(atMilliseconds now: UInt64) -> Bool {
+        guard let expiresAtMilliseconds else { return false }
+        return now >= expiresAtMilliseconds
+    }
+
+    /// The value a reader sees at hybrid-clock instant `now`: nil for a tombstone or an
+    /// expired value.
+    public func value(atMilliseconds now: UInt64) -> [UInt8]? {
+        isExpired(atMilliseconds: now) ? nil : value
+    }
 
     /// Last-writer-wins: the entry that survives when `self` and `other` meet.
     ///
     /// Guarantees: commutative (`a.merged(b) == b.merged(a)`), associative and idempotent, so
     /// replicas that receive the same entries in any order, any number of times, agree.
     /// The higher version wins; two different entries with one version (which a correct node
-    /// never produces) are ordered by their bytes (a tombstone below any value), so the laws
-    /// hold even then.
+    /// never produces) are ordered by their bytes (a tombstone below any value), then by their
+    /// expiry (the later one, never-expiring highest), so the laws hold even then. Expiry plays
+    /// no part in which version wins: a newer write replaces an expiring one, expired or not.
     public func merged(with other: Entry) -> Entry {
         wins(over: other) ? self : other
     }
@@ -29,7 +57,8 @@ public struct Entry: Hashable, Sendable {
         case (nil, _): return other.value == nil
         case (.some, nil): return true
         case let (.some(mine), .some(theirs)):
-            return !mine.lexicographicallyPrecedes(theirs)
+            if mine != theirs { return !mine.lexicographicallyPrecedes(theirs) }
+            return (expiresAtMilliseconds ?? .max) >= (other.expiresAtMilliseconds ?? .max)
         }
     }
 }

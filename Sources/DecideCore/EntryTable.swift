@@ -8,9 +8,14 @@
 ///
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
 /// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes, digest
-/// contribution: 64 bytes), an open-addressing index of 32-bit
+/// contribution, expiry: 72 bytes), an open-addressing index of 32-bit
 /// record numbers probed by the key's `stableHash`, and per digest leaf the record numbers of
 /// its keys. Decoded values are not kept here; the node layer caches the ones it reads.
+///
+/// Expiring values (docs/consistency.md, "Expiring keys"): the table has no clock; callers pass
+/// the hybrid-clock instant. An expired value stays stored (its digest contribution unchanged,
+/// so replicas whose clocks pass the instant at slightly different times still agree) until
+/// collected like a tombstone; `expire(dueAtMilliseconds:)` reports each one once.
 public struct EntryTable: Sendable {
     /// One stored key as the table hands it out: its entry and its digest contribution.
     public struct Slot: Sendable {
@@ -33,8 +38,9 @@ public struct EntryTable: Sendable {
         }
     }
 
-    /// 64 bytes: the key as its stable hash, an interned name number and its element bytes;
-    /// the version as timestamp and interned node number; the value; the digest contribution.
+    /// 72 bytes: the key as its stable hash, an interned name number and its element bytes;
+    /// the version as timestamp and interned node number; the value; the digest contribution;
+    /// the expiry.
     /// Element bytes of up to 16 bytes are held in the record itself (`PackedBytes`). An atomic
     /// key (no element) has a name of its own, used by no other key: its record keeps the
     /// name's UTF-8 bytes where an element would be, and `inlineName` as its number, instead of
@@ -49,7 +55,12 @@ public struct EntryTable: Sendable {
         let keyBytes: PackedBytes
         let name: UInt32
         var node: UInt32
+        /// 0 for a value that never expires (and every tombstone); otherwise the expiry instant,
+        /// with `sweptBit` set once `expire(dueAtMilliseconds:)` reported it.
+        var expiry: UInt64
     }
+
+    private static let sweptBit: UInt64 = 1 << 63
 
     /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
@@ -80,6 +91,14 @@ public struct EntryTable: Sendable {
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
+    /// Number of stored keys whose value `expire(dueAtMilliseconds:)` reported expired (they
+    /// read as absent; collected like tombstones).
+    public private(set) var expiredCount = 0
+    /// Number of stored values with an expiry that `expire(dueAtMilliseconds:)` has not
+    /// reported yet (Redis's `expires` count in INFO keyspace; a few may be past due).
+    public private(set) var expiringCount = 0
+    /// The expiring values not yet reported expired, by instant.
+    private var expirySchedule = ExpirySchedule()
     /// The highest version ever merged into this table (nil for none); removals do not lower it.
     public private(set) var highestVersion: Version?
 
@@ -110,16 +129,21 @@ public struct EntryTable: Sendable {
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
             let wasTombstone = records[position].value == nil
+            let oldExpiry = records[position].expiry
+            let wasSwept = oldExpiry & Self.sweptBit != 0
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
+            let expiry = entry.expiresAtMilliseconds ?? 0
             records.withUnsafeMutableBufferPointer { records in
                 records[position].timestamp = entry.version.timestamp
                 records[position].value = entry.value
                 records[position].contribution = contribution
                 records[position].node = node
+                records[position].expiry = expiry
             }
             if wasTombstone { tombstoneCount -= 1 }
+            if wasSwept { expiredCount -= 1 } else if oldExpiry != 0 { expiringCount -= 1 }
             digest.toggle(contribution: old ^ contribution, of: key)
             outcome = .replaced
         } else {
@@ -132,7 +156,7 @@ public struct EntryTable: Sendable {
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
                                   value: entry.value, keyBytes: keyBytes,
                                   name: atomic ? Self.inlineName : nameNumber(of: key.name),
-                                  node: nodeNumber(of: entry.version)))
+                                  node: nodeNumber(of: entry.version), expiry: entry.expiresAtMilliseconds ?? 0))
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
             bucketMembers[digest.bucket(of: key)].append(number)
@@ -140,6 +164,10 @@ public struct EntryTable: Sendable {
             if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
         }
         if entry.isTombstone { tombstoneCount += 1 }
+        if let expiresAt = entry.expiresAtMilliseconds {
+            expiringCount += 1
+            expirySchedule.add(key, atMilliseconds: expiresAt)
+        }
         if let highest = highestVersion {
             // The writes of one decision share a version: compare node ids only on a tie of
             // timestamps between different nodes.
@@ -157,14 +185,56 @@ public struct EntryTable: Sendable {
     /// collection); returns whether it was removed. Live entries are never removed here.
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
+        collect(key, version: version) { $0.value == nil }
+    }
+
+    /// Removes the entry of `key` if it is still the one at `version` and is a tombstone or a
+    /// value expired at hybrid-clock instant `now` (collection); returns whether it was
+    /// removed. A value that reads as present is never removed here.
+    @discardableResult
+    public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64) -> Bool {
+        collect(key, version: version) { record in
+            record.value == nil || (record.expiry != 0 && now >= record.expiry & ~Self.sweptBit)
+        }
+    }
+
+    private mutating func collect(_ key: StateKey, version: Version, when collectable: (Record) -> Bool) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
         let record = records[position]
-        guard record.value == nil, self.version(of: record) == version else { return false }
+        guard collectable(record), self.version(of: record) == version else { return false }
         remove(at: position, cell: cell)
         return true
     }
+
+    /// Reports each stored value whose expiry instant is at or before `now` (hybrid-clock
+    /// milliseconds) and that was not reported before: once per entry, earliest first, so the
+    /// node tells its observers that the key is gone. The entries stay stored (see the type's
+    /// notes) and count in `expiredCount`.
+    public mutating func expire(dueAtMilliseconds now: UInt64) -> [(key: StateKey, entry: Entry)] {
+        guard let next = expirySchedule.nextInstant, next <= now else { return [] }
+        var expired: [(key: StateKey, entry: Entry)] = []
+        for key in expirySchedule.popDue(atMilliseconds: now) {
+            guard let position = find(key) else { continue }
+            let expiry = records[position].expiry
+            guard expiry != 0, expiry & Self.sweptBit == 0 else { continue }
+            guard expiry <= now else {
+                // Renewed after it was scheduled: due later.
+                expirySchedule.add(key, atMilliseconds: expiry)
+                continue
+            }
+            records[position].expiry = expiry | Self.sweptBit
+            expiredCount += 1
+            expiringCount -= 1
+            expired.append((key, entry(of: records[position])))
+        }
+        return expired
+    }
+
+    /// The earliest expiry instant scheduled (possibly of a value since replaced), for a
+    /// caller that waits for it; nil when nothing expires.
+    public var nextExpiryMilliseconds: UInt64? { expirySchedule.nextInstant }
 
     /// Every stored (key, entry), in no particular order.
     public var entries: some Sequence<(key: StateKey, entry: Entry)> {
@@ -182,17 +252,18 @@ public struct EntryTable: Sendable {
     /// The number of digest leaves: the buckets `liveKeys(fromBucket:...)` walks.
     public var bucketCount: Int { bucketMembers.count }
 
-    /// The keys holding a value (not tombstones) in digest leaves from `bucket` on, leaf by
+    /// The keys holding a value (not tombstones, not expired at `now`) in digest leaves from `bucket` on, leaf by
     /// leaf, stopping after the leaf where `minimumKeys` were reached or after `maximumBuckets`
     /// leaves; returns them and the first leaf not visited (`bucketCount` when every leaf was).
     /// A key's leaf depends only on its hash, so a walk over every leaf in order sees every key
     /// held throughout the walk exactly once, whatever is written meanwhile.
-    public func liveKeys(fromBucket bucket: Int, minimumKeys: Int, maximumBuckets: Int) -> (keys: [StateKey], next: Int) {
+    public func liveKeys(fromBucket bucket: Int, minimumKeys: Int, maximumBuckets: Int,
+                         atMilliseconds now: UInt64) -> (keys: [StateKey], next: Int) {
         var keys: [StateKey] = []
         var next = max(0, bucket)
         let end = min(bucketMembers.count, next + max(1, maximumBuckets))
         while next < end && keys.count < minimumKeys {
-            for number in bucketMembers[next] where records[Int(number)].value != nil {
+            for number in bucketMembers[next] where records[Int(number)].value != nil && !Self.isExpired(records[Int(number)], now) {
                 keys.append(key(of: records[Int(number)]))
             }
             next += 1
@@ -275,7 +346,12 @@ public struct EntryTable: Sendable {
     }
 
     private func entry(of record: Record) -> Entry {
-        Entry(version: version(of: record), value: record.value)
+        Entry(version: version(of: record), value: record.value,
+              expiresAtMilliseconds: record.expiry == 0 ? nil : record.expiry & ~Self.sweptBit)
+    }
+
+    private static func isExpired(_ record: Record, _ now: UInt64) -> Bool {
+        record.expiry != 0 && now >= record.expiry & ~sweptBit
     }
 
     /// The number of `version`'s node id, interned on first sight.
@@ -327,10 +403,11 @@ public struct EntryTable: Sendable {
         }
     }
 
-    /// The value of the atomic key whose name is the UTF-8 bytes `name` (a Redis-protocol GET):
-    /// `.none` when the key is not stored, `.some(nil)` for its tombstone. No `StateKey` (and
-    /// no `String`) is built; bytes that are not UTF-8 match no stored key.
-    public func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
+    /// The value of the atomic key whose name is the UTF-8 bytes `name` (a Redis-protocol GET)
+    /// at hybrid-clock instant `now`: `.none` when the key is not stored, `.some(nil)` for its
+    /// tombstone or an expired value. No `StateKey` (and no `String`) is built; bytes that are
+    /// not UTF-8 match no stored key.
+    public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
         var hash = StableHash()
         hash.combine(buffer: name)
         hash.combine(buffer: UnsafeRawBufferPointer(start: nil, count: 0))
@@ -338,7 +415,8 @@ public struct EntryTable: Sendable {
             record.name == Self.inlineName && record.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
-        return .some(records[Int(stored - 1)].value)
+        let record = records[Int(stored - 1)]
+        return .some(Self.isExpired(record, now) ? nil : record.value)
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
@@ -368,6 +446,11 @@ public struct EntryTable: Sendable {
     private mutating func remove(at position: Int, cell: Int) {
         let record = records[position]
         tombstoneCount -= record.value == nil ? 1 : 0
+        if record.expiry & Self.sweptBit != 0 {
+            expiredCount -= 1
+        } else if record.expiry != 0 {
+            expiringCount -= 1
+        }
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)

@@ -51,7 +51,12 @@ public struct StateDigest: Hashable, Sendable {
         hash.combine(entry.version.timestamp.rawValue)
         hash.combine(entry.version.nodeHash)
         if let value = entry.value {
-            hash.combine(1)
+            if let expiresAt = entry.expiresAtMilliseconds {
+                hash.combine(2)
+                hash.combine(expiresAt)
+            } else {
+                hash.combine(1)
+            }
             hash.combine(bytes: value)
         } else {
             hash.combine(0)

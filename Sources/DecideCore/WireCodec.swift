@@ -2,10 +2,12 @@
 ///
 /// Layout: `u8 format (= 1)`, `u8 kind` (1 delta, 2 entry batch), then the body, all integers
 /// little-endian, lengths and counts as LEB128 varints.
-/// - delta: `u64 timestamp`, `str node`, `varint n`, n × (`str name`, `bytes element`,
-///   `u8 present (0|1)`, [`bytes value` when present]).
+/// - delta: `u64 timestamp`, `str node`, `varint n`, n × (`str name`, `bytes element`, value).
 /// - entry batch: `varint n`, n × (`str name`, `bytes element`, `u64 timestamp`, `str node`,
-///   `u8 present`, [`bytes value`]).
+///   value).
+/// - value: `u8 present`: 0 a tombstone; 1 then `bytes value`; 2 then `bytes value` and
+///   `u64 expiresAtMilliseconds` (1 ... 2^48 - 1) for an expiring value. A node older than
+///   expiring keys refuses 2 (`invalidFlag`), so a cluster is upgraded before it uses them.
 ///
 /// Guarantees: `decode(encode(x)) == x`; any other input, including every truncation of a
 /// valid encoding and any length over `Limits`, throws a `WireDecodeError`.
@@ -29,9 +31,10 @@ public struct WireCodec: Sendable {
     public init(limits: Limits = Limits()) { self.limits = limits }
 
     /// The most bytes one entry takes in an entry batch, from the sizes of its parts: the
-    /// parts themselves, the timestamp and presence flag, and four lengths as 5-byte varints.
+    /// parts themselves, the timestamp, presence flag and expiry, and four lengths as 5-byte
+    /// varints.
     public static func maxEncodedEntryBytes(nameBytes: Int, elementBytes: Int, nodeBytes: Int, valueBytes: Int) -> Int {
-        nameBytes + elementBytes + nodeBytes + valueBytes + 8 + 1 + 4 * 5
+        nameBytes + elementBytes + nodeBytes + valueBytes + 8 + 1 + 8 + 4 * 5
     }
 
     public func encode(_ delta: Delta) -> [UInt8] {
@@ -50,7 +53,7 @@ public struct WireCodec: Sendable {
         writer.writeVarint(UInt64(delta.writes.count))
         for write in delta.writes {
             writeKey(write.key, into: &writer)
-            writeValue(write.value, into: &writer)
+            writeValue(write.value, expiresAt: write.expiresAtMilliseconds, into: &writer)
         }
     }
 
@@ -58,7 +61,7 @@ public struct WireCodec: Sendable {
     public static func estimatedBytes(of delta: Delta) -> Int {
         var bytes = 24 + delta.version.node.utf8.count
         for write in delta.writes {
-            bytes += 12 + write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0)
+            bytes += 20 + write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0)
         }
         return bytes
     }
@@ -72,7 +75,8 @@ public struct WireCodec: Sendable {
         writes.reserveCapacity(count)
         for _ in 0..<count {
             let key = try readKey(&reader)
-            writes.append(Delta.Write(key: key, value: try readValue(&reader)))
+            let value = try readValue(&reader)
+            writes.append(Delta.Write(key: key, value: value.bytes, expiresAtMilliseconds: value.expiresAt))
         }
         try reader.expectEnd()
         return Delta(version: version, writes: writes)
@@ -87,7 +91,7 @@ public struct WireCodec: Sendable {
             writeKey(item.key, into: &writer)
             writer.writeUInt64(item.entry.version.timestamp.rawValue)
             writer.writeString(item.entry.version.node)
-            writeValue(item.entry.value, into: &writer)
+            writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, into: &writer)
         }
         return writer.bytes
     }
@@ -101,7 +105,8 @@ public struct WireCodec: Sendable {
         for _ in 0..<count {
             let key = try readKey(&reader)
             let version = try readVersion(&reader)
-            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: try readValue(&reader))))
+            let value = try readValue(&reader)
+            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: value.bytes, expiresAtMilliseconds: value.expiresAt)))
         }
         try reader.expectEnd()
         return entries
@@ -112,13 +117,14 @@ public struct WireCodec: Sendable {
         writer.writeBytes(key.element)
     }
 
-    private func writeValue(_ value: [UInt8]?, into writer: inout WireWriter) {
-        if let value {
-            writer.writeUInt8(1)
-            writer.writeBytes(value)
-        } else {
+    private func writeValue(_ value: [UInt8]?, expiresAt: UInt64?, into writer: inout WireWriter) {
+        guard let value else {
             writer.writeUInt8(0)
+            return
         }
+        writer.writeUInt8(expiresAt == nil ? 1 : 2)
+        writer.writeBytes(value)
+        if let expiresAt { writer.writeUInt64(expiresAt) }
     }
 
     private func readHeader(_ reader: inout WireReader, kind: UInt8) throws(WireDecodeError) {
@@ -140,11 +146,18 @@ public struct WireCodec: Sendable {
         return StateKey(name: name, element: element)
     }
 
-    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> [UInt8]? {
+    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?) {
         let present = try reader.readUInt8("value.present")
         switch present {
-        case 0: return nil
-        case 1: return try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
+        case 0: return (nil, nil)
+        case 1: return (try reader.readBytes("value.bytes", limit: limits.maxValueBytes), nil)
+        case 2:
+            let bytes = try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
+            let expiresAt = try reader.readUInt64("value.expiresAt")
+            guard (1...HLCTimestamp.maxPhysicalMilliseconds).contains(expiresAt) else {
+                throw .outOfRange(field: "value.expiresAt", value: expiresAt)
+            }
+            return (bytes, expiresAt)
         default: throw .invalidFlag(field: "value.present", value: present)
         }
     }

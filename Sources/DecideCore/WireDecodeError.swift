@@ -19,6 +19,8 @@ public enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidFlag(field: String, value: UInt8)
     /// Bytes remain after a complete value.
     case trailingBytes(count: Int)
+    /// A number lies outside the range its field allows.
+    case outOfRange(field: String, value: UInt64)
 
     public var description: String {
         switch self {
@@ -31,6 +33,7 @@ public enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible 
         case let .invalidUTF8(field): return "\(field) is not valid UTF-8"
         case let .invalidFlag(field, value): return "\(field) has invalid value \(value)"
         case let .trailingBytes(count): return "\(count) unexpected byte(s) after the value"
+        case let .outOfRange(field, value): return "\(field) is \(value), outside the range it allows"
         }
     }
 }

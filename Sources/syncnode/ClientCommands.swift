@@ -106,8 +106,12 @@ extension SyncNode {
                   syncnode put 'quota["batch-jobs"]' 0
                   syncnode put --admin 127.0.0.1:7502 motd '"deploy at 5pm"'
                   syncnode put config '{"replicas": 3, "zones": ["a", "b"]}'
+                  syncnode put --expire-after 30 'presence["worker-1"]' '"up"'
                 """)
         @OptionGroup var options: AdminOptions
+        @Option(name: .customLong("expire-after"),
+                help: "Seconds (a decimal, e.g. 2.5) after which the value expires on every peer; a later put renews it.")
+        var expireAfterSeconds: Double?
         @Argument(help: "NAME for an atomic state, NAME[ID] for a collection element (ID as JSON).")
         var key: String
         @Argument(help: "The value, as JSON (a string needs its quotes: '\"text\"').")
@@ -119,7 +123,16 @@ extension SyncNode {
                 ClientExit.printError("the value is not JSON (\(error)); a string needs its quotes, e.g. '\"text\"'")
                 throw ExitCode(64)
             }
-            let reply = try exchange(options, ["DECIDE.PUT", try checkedKey(key), parsed.compact()])
+            var request = ["DECIDE.PUT", try checkedKey(key), parsed.compact()]
+            if let seconds = expireAfterSeconds {
+                let milliseconds = (seconds * 1000).rounded()
+                guard seconds.isFinite, milliseconds >= 1, milliseconds <= Double((1 << 48) - 1) else {
+                    ClientExit.printError("--expire-after must be at least 0.001 seconds, not \(seconds)")
+                    throw ExitCode(64)
+                }
+                request += ["PX", String(Int(milliseconds))]
+            }
+            let reply = try exchange(options, request)
             print("ok \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
         }
     }

@@ -24,23 +24,39 @@ struct KeyWrites: Decision {
         var deleted = 0
     }
 
+    /// When the written values expire (SET EX / PX / EXAT / PXAT / KEEPTTL, SETEX, PSETEX).
+    enum Expiry: Sendable, Equatable {
+        case never
+        case afterMilliseconds(UInt64)
+        case atMilliseconds(UInt64)
+        /// The expiry the key's live value had, if any (KEEPTTL).
+        case keep
+    }
+
     /// (key, new value or nil to delete).
     let writes: [(StateKey, [UInt8]?)]
     let condition: Condition
     /// Deletes only keys that hold a value (DEL): no tombstone for a key that has none.
     let deleteOnlyLive: Bool
+    let expiry: Expiry
     let outcome = Outcome()
 
-    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false) {
+    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false, expiry: Expiry = .never) {
         self.writes = writes
         self.condition = condition
         self.deleteOnlyLive = deleteOnlyLive
+        self.expiry = expiry
     }
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         var previous: [[UInt8]?] = []
+        var previousExpiry: [UInt64?] = []
         previous.reserveCapacity(writes.count)
-        for (key, _) in writes { previous.append(read.entry(key)?.value) }
+        for (key, _) in writes {
+            let entry = read.entry(key)
+            previous.append(entry?.value)
+            if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
+        }
         outcome.previous = previous
         switch condition {
         case .always: break
@@ -54,7 +70,21 @@ struct KeyWrites: Decision {
                 guard previous[index] != nil, deletedKeys.insert(key).inserted else { continue }
                 outcome.deleted += 1
             }
-            write.raw(value, into: key)
+            guard let value else {
+                write.raw(nil, into: key)
+                continue
+            }
+            switch expiry {
+            case .never: write.raw(value, into: key)
+            case .afterMilliseconds(let lifetime): write.raw(value, into: key, expiringAfter: .milliseconds(lifetime))
+            case .atMilliseconds(let instant): write.raw(value, into: key, expiresAtMilliseconds: instant)
+            case .keep:
+                if let instant = previousExpiry[index] {
+                    write.raw(value, into: key, expiresAtMilliseconds: instant)
+                } else {
+                    write.raw(value, into: key)
+                }
+            }
         }
         return .none
     }

@@ -3,6 +3,7 @@
 /// commands it refuses with the reason (docs/operations.md, "The Redis protocol").
 enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
+    case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case subscribe, unsubscribe, psubscribe, punsubscribe
     case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget
@@ -53,6 +54,17 @@ enum RESPCommand: Int, CaseIterable {
         case .scan: return Info(name: "scan", arity: -2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         case .keys: return Info(name: "keys", arity: 2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         case .dbsize: return Info(name: "dbsize", arity: 1, flags: ["readonly", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .expire: return Info(name: "expire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .pexpire: return Info(name: "pexpire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .expireat: return Info(name: "expireat", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .pexpireat: return Info(name: "pexpireat", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .persist: return Info(name: "persist", arity: 2, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .ttl: return Info(name: "ttl", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .pttl: return Info(name: "pttl", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .expiretime: return Info(name: "expiretime", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .pexpiretime: return Info(name: "pexpiretime", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .setex: return Info(name: "setex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .psetex: return Info(name: "psetex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .ping: return Info(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .echo: return Info(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0)
         case .hello: return Info(name: "hello", arity: -1, flags: ["noscript", "loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true)
@@ -69,7 +81,7 @@ enum RESPCommand: Int, CaseIterable {
         case .unsubscribe: return Info(name: "unsubscribe", arity: -1, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .psubscribe: return Info(name: "psubscribe", arity: -2, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .punsubscribe: return Info(name: "punsubscribe", arity: -1, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
-        case .decidePut: return Info(name: "decide.put", arity: 3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .decidePut: return Info(name: "decide.put", arity: -3, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .decideGet: return Info(name: "decide.get", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .decideDelete: return Info(name: "decide.delete", arity: 2, flags: ["write"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .decideStatus: return Info(name: "decide.status", arity: 1, flags: ["readonly", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
@@ -129,10 +141,7 @@ enum RESPCommand: Int, CaseIterable {
         for name in ["multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro", "fcall", "function", "script"] {
             reasons[name] = transaction
         }
-        let expiry = "keys do not expire in this version of syncnode; expiring keys are planned (docs/operations.md, The Redis protocol)"
-        for name in ["expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "expiretime", "pexpiretime", "getex", "setex", "psetex"] {
-            reasons[name] = expiry
-        }
+        reasons["getex"] = "not offered: read with GET, then renew with EXPIRE or PERSIST (each a write that replicates)"
         reasons["wait"] = "a write is acknowledged once this node committed it; waiting for replicas' acknowledgements is planned (docs/consistency.md)"
         reasons["waitaof"] = reasons["wait"]
         reasons["publish"] = "channels here carry keyspace notifications of Decide's changes only; publish by writing a key"

@@ -351,8 +351,8 @@ extension RESPService {
         case "keyspace":
             let summary = node.stateSummary
             lines = ["# Keyspace"]
-            let live = summary.entryCount - summary.tombstoneCount
-            if live > 0 { lines.append("db0:keys=\(live),expires=0,avg_ttl=0") }
+            let live = summary.entryCount - summary.tombstoneCount - summary.expiredCount
+            if live > 0 { lines.append("db0:keys=\(live),expires=\(summary.expiringCount),avg_ttl=0") }
         default:
             let summary = node.stateSummary
             let status = replicator.status
@@ -364,6 +364,8 @@ extension RESPService {
                      "incarnation:\(status.incarnation)",
                      "entries:\(summary.entryCount)",
                      "tombstones:\(summary.tombstoneCount)",
+                     "expiring:\(summary.expiringCount)",
+                     "expired_awaiting_collection:\(summary.expiredCount)",
                      "digest:\(ReplyJSON.hex(summary.digest))",
                      "committed_decisions:\(summary.committedDecisions)",
                      "applied_remote_deltas:\(summary.appliedRemoteDeltas)"]

@@ -12,6 +12,19 @@ extension RESPService {
     func decideWrite(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
         var value: [UInt8]?
+        var lifetime: UInt64?
+        if command == .decidePut, arguments.count > 3 {
+            // DECIDE.PUT KEY VALUE PX MILLISECONDS
+            guard arguments.count == 5, Self.matches(arguments[3], "PX") else {
+                writer.error("ERR syntax error: DECIDE.PUT KEY VALUE [PX MILLISECONDS]")
+                return
+            }
+            guard let amount = Self.integer(arguments[4]), let milliseconds = Self.lifetimeMilliseconds(amount, inSeconds: false) else {
+                writer.error("ERR invalid expire time in 'decide.put' command")
+                return
+            }
+            lifetime = milliseconds
+        }
         if command == .decidePut {
             guard arguments[2].withUnsafeBytes({ ValueMapping.isJSON($0) }) else {
                 writer.error("ERR the value is not JSON; a string needs its quotes, e.g. '\"text\"'")
@@ -20,7 +33,7 @@ extension RESPService {
             value = Array(arguments[2])
         }
         let verb = command == .decidePut ? "put" : "delete"
-        switch node.decide(RawWrite(key: key, value: value)) {
+        switch node.decide(RawWrite(key: key, value: value, lifetimeMilliseconds: lifetime)) {
         case .committed(let version):
             writer.bulk(ReplyJSON.object([("key", .string(key.description)), ("version", ReplyJSON.version(version))]))
         case .unchanged:
@@ -30,11 +43,12 @@ extension RESPService {
         }
     }
 
-    /// DECIDE.GET KEY: null when this node never held the key, else
-    /// `{"key":K,"value":V|null,"deleted":bool,"version":V}`.
+    /// DECIDE.GET KEY: null when this node never held the key or its value expired, else
+    /// `{"key":K,"value":V|null,"deleted":bool,"version":V}` (and `"expiresAt"` for an
+    /// expiring value).
     func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        guard let entry = node.entry(for: key) else {
+        guard let entry = node.read({ $0.entry(key) }) else {
             writer.null()
             return
         }
@@ -80,6 +94,8 @@ extension RESPService {
             ("incarnation", .number(String(replication.incarnation))),
             ("entries", .number(String(summary.entryCount))),
             ("tombstones", .number(String(summary.tombstoneCount))),
+            ("expiring", .number(String(summary.expiringCount))),
+            ("expired", .number(String(summary.expiredCount))),
             ("digest", .string(ReplyJSON.hex(summary.digest))),
             ("highestVersion", summary.highestVersion.map(ReplyJSON.version) ?? .null),
             ("committedDecisions", .number(String(summary.committedDecisions))),
@@ -97,8 +113,9 @@ extension RESPService {
     /// later commands wait until it is written.
     func startDump(_ session: RESPSession) {
         let entries = node.entries()
+        let now = node.nowMilliseconds
         session.writer.arrayHeader(entries.count)
-        session.dump = RESPSession.DumpCursor(entries: entries)
+        session.dump = RESPSession.DumpCursor(entries: entries, now: now)
         session.busy = true
     }
 
@@ -112,7 +129,7 @@ extension RESPService {
         swap(&writer.bytes, &connection.output)
         while dump.index < dump.entries.count && writer.bytes.count < configuration.dumpChunkBytes {
             let item = dump.entries[dump.index]
-            writer.bulk(Array(ReplyJSON.entry(key: item.key, entry: item.entry).compact().utf8))
+            writer.bulk(Array(ReplyJSON.entry(key: item.key, entry: item.entry, now: dump.now).compact().utf8))
             dump.index += 1
         }
         swap(&writer.bytes, &connection.output)

@@ -13,7 +13,7 @@ extension RESPService {
             stored = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
         } else {
             guard let key = key(arguments[1], into: &writer) else { return }
-            stored = node.entry(for: key)?.value
+            stored = node.read { $0.entry(key)?.value }
         }
         if let stored {
             writer.bulk(ValueMapping.resp(stored))
@@ -60,12 +60,12 @@ extension RESPService {
 
     func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        writer.simpleString(node.entry(for: key)?.value == nil ? "none" : "string")
+        writer.simpleString(node.read { $0.entry(key)?.value } == nil ? "none" : "string")
     }
 
     func dbsize(into writer: inout RESPWriter) {
         let summary = node.stateSummary
-        writer.integer(summary.entryCount - summary.tombstoneCount)
+        writer.integer(summary.entryCount - summary.tombstoneCount - summary.expiredCount)
     }
 
     /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the cursor walks the digest's leaves,
@@ -204,38 +204,60 @@ extension RESPService {
             writer.integer(decision.outcome.deleted)
         case .decidePut, .decideDelete:
             decideWrite(command, arguments, into: &writer)
+        case .expire, .pexpire, .expireat, .pexpireat, .persist:
+            expire(command, arguments, into: &writer)
+        case .setex, .psetex:
+            setex(command, arguments, into: &writer)
         default:
             preconditionFailure("\(command) is not a write")
         }
     }
 
-    /// SET key value [NX | XX] [GET]; the expiry options answer that keys do not expire yet.
+    /// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-seconds |
+    /// PXAT unix-milliseconds | KEEPTTL].
     private func set(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         var condition = KeyWrites.Condition.always
         var returnPrevious = false
-        for option in arguments.dropFirst(3) {
+        var expiry = KeyWrites.Expiry.never
+        var index = 3
+        while index < arguments.count {
+            let option = arguments[index]
+            index += 1
             if Self.matches(option, "NX"), condition == .always {
                 condition = .ifAbsent
             } else if Self.matches(option, "XX"), condition == .always {
                 condition = .ifPresent
             } else if Self.matches(option, "GET"), !returnPrevious {
                 returnPrevious = true
-            } else if Self.matches(option, "EX") || Self.matches(option, "PX") || Self.matches(option, "EXAT")
-                        || Self.matches(option, "PXAT") || Self.matches(option, "KEEPTTL") {
-                writer.error("ERR SET \(String(decoding: option, as: UTF8.self).uppercased()) is not supported: \(RESPCommand.refused["expire"]!)")
-                return
+            } else if Self.matches(option, "KEEPTTL"), expiry == .never {
+                expiry = .keep
+            } else if expiry == .never, let unit = Self.setExpiryUnit(option) {
+                guard index < arguments.count else {
+                    writer.error("ERR syntax error")
+                    return
+                }
+                guard let amount = Self.integer(arguments[index]) else {
+                    writer.error("ERR value is not an integer or out of range")
+                    return
+                }
+                index += 1
+                guard let milliseconds = Self.lifetimeMilliseconds(amount, inSeconds: unit.seconds) else {
+                    writer.error("ERR invalid expire time in 'set' command")
+                    return
+                }
+                expiry = unit.absolute ? .atMilliseconds(milliseconds) : .afterMilliseconds(milliseconds)
             } else {
                 writer.error("ERR syntax error")
                 return
             }
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
-        if condition == .always && !returnPrevious {
+        if condition == .always && !returnPrevious && expiry == .never {
             guard commit(RawWrite(key: key, value: value), "SET", into: &writer) else { return }
             writer.simpleString("OK")
             return
         }
-        let decision = KeyWrites(writes: [(key, value)], condition: condition)
+        let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry)
         guard commit(decision, "SET", into: &writer) else { return }
         if returnPrevious {
             replyValue(decision.outcome.previous[0], into: &writer)
@@ -244,6 +266,15 @@ extension RESPService {
         } else {
             writer.null()
         }
+    }
+
+    /// SET's EX, PX, EXAT and PXAT: whether the amount is in seconds and is an instant.
+    private static func setExpiryUnit(_ option: ArraySlice<UInt8>) -> (seconds: Bool, absolute: Bool)? {
+        if matches(option, "EX") { return (true, false) }
+        if matches(option, "PX") { return (false, false) }
+        if matches(option, "EXAT") { return (true, true) }
+        if matches(option, "PXAT") { return (false, true) }
+        return nil
     }
 
     /// Runs `decision`; false (with the error written) when it was aborted.
@@ -256,7 +287,7 @@ extension RESPService {
         return true
     }
 
-    private func storedValue(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
+    func storedValue(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
         do {
             return try ValueMapping.stored(bytes)
         } catch {

@@ -4,9 +4,10 @@ import DecideRESP
 import DecideUV
 
 /// SUBSCRIBE / PSUBSCRIBE to keyspace notifications. Every change this node commits, applies
-/// from a peer or takes in a catch-up is published, once per key, on three channels:
-/// - `__keyspace@0__:KEY` with the event (`set` or `del`), as Redis does;
-/// - `__keyevent@0__:set` / `__keyevent@0__:del` with the key, as Redis does;
+/// from a peer or takes in a catch-up, and every value that expires here, is published, once
+/// per key, on three channels:
+/// - `__keyspace@0__:KEY` with the event (`set`, `del` or `expired`), as Redis does;
+/// - `__keyevent@0__:set` / `del` / `expired` with the key, as Redis does;
 /// - `__decide@0__:KEY` with the entry as JSON (`{"key","value","deleted","version","origin"}`),
 ///   what `syncnode watch` prints.
 /// PUBLISH is refused: these channels carry Decide's changes only.
@@ -14,6 +15,7 @@ extension RESPService {
     static let keyspacePrefix = Array("__keyspace@0__:".utf8)
     static let keyeventSet = Array("__keyevent@0__:set".utf8)
     static let keyeventDel = Array("__keyevent@0__:del".utf8)
+    static let keyeventExpired = Array("__keyevent@0__:expired".utf8)
     static let decidePrefix = Array("__decide@0__:".utf8)
     /// Where a `__decide@0__` subscriber hears that notifications were dropped.
     static let decideGapChannel = Array("__decide@0__".utf8)
@@ -122,13 +124,15 @@ extension RESPService {
             case .local: origin = "local"
             case .remote: origin = "remote"
             case .catchUp: origin = "catch-up"
+            case .expired: origin = "expired"
             }
+            let expired = committed.origin == .expired
             for item in committed.delta.entries {
                 let name = Array(item.key.description.utf8)
                 let deleted = item.entry.isTombstone
-                let event = Array((deleted ? "del" : "set").utf8)
+                let event = Array((expired ? "expired" : deleted ? "del" : "set").utf8)
                 let keyspace = Self.keyspacePrefix + name
-                let keyevent = deleted ? Self.keyeventDel : Self.keyeventSet
+                let keyevent = expired ? Self.keyeventExpired : deleted ? Self.keyeventDel : Self.keyeventSet
                 let decideChannel = Self.decidePrefix + name
                 var decidePayload: [UInt8]?
                 for session in sessions where !session.finished {

@@ -199,8 +199,10 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         }
         switch command {
         case .get: get(arguments, into: &session.writer)
-        case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete:
+        case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete,
+             .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex:
             write(command, arguments, into: &session.writer)
+        case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .mget: mget(arguments, into: &session.writer)
         case .exists: exists(arguments, into: &session.writer)
         case .type: type(arguments, into: &session.writer)

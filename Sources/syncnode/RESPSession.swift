@@ -30,6 +30,8 @@ final class RESPSession {
     /// A dump reply in progress: the snapshot, where it stands.
     struct DumpCursor {
         var entries: [KeyedEntry]
+        /// When the dump was taken: entries expired by then say so.
+        let now: UInt64
         var index = 0
     }
 

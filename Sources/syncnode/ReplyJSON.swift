@@ -41,13 +41,20 @@ enum ReplyJSON {
 
     /// One entry as dumps and watches show it:
     /// `{"key":K,"value":V|null,"deleted":bool,"version":{...}}`.
-    static func entry(key: StateKey, entry: Entry, extra: [(String, JSONValue)] = []) -> JSONValue {
-        .object([
+    /// An expiring value adds `"expiresAt"` (Unix milliseconds), and `"expired":true` once
+    /// `now` (hybrid-clock milliseconds, when given) has reached it.
+    static func entry(key: StateKey, entry: Entry, now: UInt64? = nil, extra: [(String, JSONValue)] = []) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
             ("key", .string(key.description)),
             ("value", entry.value.map(value) ?? .null),
             ("deleted", .bool(entry.isTombstone)),
             ("version", version(entry.version)),
-        ] + extra)
+        ]
+        if let expiresAt = entry.expiresAtMilliseconds {
+            fields.append(("expiresAt", .number(String(expiresAt))))
+            if let now, entry.isExpired(atMilliseconds: now) { fields.append(("expired", .bool(true))) }
+        }
+        return .object(fields + extra)
     }
 
     /// A 64-bit digest as 16 hex digits.

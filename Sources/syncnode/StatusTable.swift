@@ -20,7 +20,13 @@ enum StatusTable {
         }
         var lines: [String] = []
         lines.append("node \(text(reply["node"]))  cluster \(text(reply["cluster"]))  listen \(text(reply["listen"]))  incarnation \(text(reply["incarnation"]))")
-        lines.append("entries \(text(reply["entries"])) (\(text(reply["tombstones"])) deleted)  digest \(text(reply["digest"]))")
+        var counts = "\(text(reply["tombstones"])) deleted"
+        // Expiry counts only when there is something to say (and the peer reports them).
+        if let expiring = reply["expiring"], let expired = reply["expired"],
+           text(expiring) != "0" || text(expired) != "0" {
+            counts += ", \(text(expiring)) expiring, \(text(expired)) expired"
+        }
+        lines.append("entries \(text(reply["entries"])) (\(counts))  digest \(text(reply["digest"]))")
         lines.append("tombstones \(text(reply["tombstones"]))  coverage \(clock(reply["coverage"], now: nowMilliseconds))"
                      + "  tombstone bound \(clock(reply["tombstoneBound"], now: nowMilliseconds))")
         lines.append("")

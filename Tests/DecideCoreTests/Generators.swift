@@ -23,8 +23,14 @@ struct Generators {
             node: node())
     }
 
+    /// Some values expire, at instants from a small space (ties happen); tombstones never do.
     mutating func entry() -> Entry {
-        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: 3))
+        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: 3), expiresAtMilliseconds: expiry())
+    }
+
+    /// Nil two times in three, else an instant from 1 to 3 ms.
+    mutating func expiry() -> UInt64? {
+        int(0...2) == 0 ? UInt64(int(1...3)) : nil
     }
 
     mutating func key() -> StateKey {
@@ -33,7 +39,7 @@ struct Generators {
 
     mutating func delta() -> Delta {
         Delta(version: version(), writes: (0..<int(0...5)).map { _ in
-            Delta.Write(key: key(), value: bool() ? nil : bytes(maxCount: 40))
+            Delta.Write(key: key(), value: bool() ? nil : bytes(maxCount: 40), expiresAtMilliseconds: expiry())
         })
     }
 

@@ -1,0 +1,111 @@
+import Decide
+import DecideCore
+import DecideRESP
+
+/// The expiry commands: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (with NX, XX, GT, LT), PERSIST,
+/// TTL, PTTL, EXPIRETIME, PEXPIRETIME, SETEX, PSETEX, and SET's EX / PX / EXAT / PXAT / KEEPTTL.
+/// An expiry is part of the replicated entry: every replica removes the key at the same
+/// hybrid-clock instant (docs/consistency.md, "Expiring keys").
+extension RESPService {
+    /// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX | XX | GT | LT], and PERSIST key.
+    func expire(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        if command == .persist {
+            let decision = KeyExpiry(key: key, change: .persist, condition: .always)
+            guard commit(decision, "PERSIST", into: &writer) else { return }
+            writer.integer(decision.outcome.changed ? 1 : 0)
+            return
+        }
+        guard let amount = Self.integer(arguments[2]) else {
+            writer.error("ERR value is not an integer or out of range")
+            return
+        }
+        var condition = KeyExpiry.Condition.always
+        for option in arguments.dropFirst(3) {
+            let next: KeyExpiry.Condition
+            if Self.matches(option, "NX") { next = .ifNone }
+            else if Self.matches(option, "XX") { next = .ifSome }
+            else if Self.matches(option, "GT") { next = .ifGreater }
+            else if Self.matches(option, "LT") { next = .ifLess }
+            else {
+                writer.error("ERR Unsupported option \(String(decoding: option, as: UTF8.self))")
+                return
+            }
+            switch (condition, next) {
+            case (.always, _): condition = next
+            case (.ifNone, _), (_, .ifNone):
+                writer.error("ERR NX and XX, GT or LT options at the same time are not compatible")
+                return
+            case (.ifGreater, .ifLess), (.ifLess, .ifGreater):
+                writer.error("ERR GT and LT options at the same time are not compatible")
+                return
+            default: condition = next
+            }
+        }
+        let name = command.name
+        let inSeconds = command == .expire || command == .expireat
+        let absolute = command == .expireat || command == .pexpireat
+        guard let instant = Self.expiryInstant(amount, inSeconds: inSeconds, absolute: absolute, now: node.nowMilliseconds) else {
+            writer.error("ERR invalid expire time in '\(name)' command")
+            return
+        }
+        let decision = KeyExpiry(key: key, change: .at(milliseconds: instant), condition: condition)
+        guard commit(decision, name.uppercased(), into: &writer) else { return }
+        writer.integer(decision.outcome.changed ? 1 : 0)
+    }
+
+    /// TTL / PTTL / EXPIRETIME / PEXPIRETIME key: -2 when the key holds no value, -1 when it
+    /// never expires; else the time left (TTL rounds to the nearest second, as Redis does) or
+    /// the instant.
+    func ttl(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let key = key(arguments[1], into: &writer) else { return }
+        let (entry, now) = node.read { read in (read.entry(key), read.nowMilliseconds) }
+        guard let entry, entry.value != nil else {
+            writer.integer(-2)
+            return
+        }
+        guard let instant = entry.expiresAtMilliseconds else {
+            writer.integer(-1)
+            return
+        }
+        let left = instant > now ? instant - now : 0
+        switch command {
+        case .ttl: writer.integer(Int((left + 500) / 1000))
+        case .pttl: writer.integer(Int(left))
+        case .expiretime: writer.integer(Int(instant / 1000))
+        default: writer.integer(Int(instant))
+        }
+    }
+
+    /// SETEX key seconds value, PSETEX key milliseconds value.
+    func setex(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let amount = Self.integer(arguments[2]), amount > 0,
+              let lifetime = Self.lifetimeMilliseconds(amount, inSeconds: command == .setex) else {
+            writer.error("ERR invalid expire time in '\(command.name)' command")
+            return
+        }
+        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[3], into: &writer) else { return }
+        guard commit(KeyWrites(writes: [(key, value)], expiry: .afterMilliseconds(lifetime)), command.name.uppercased(), into: &writer) else { return }
+        writer.simpleString("OK")
+    }
+
+    /// A positive lifetime in milliseconds, nil when it overflows the clock's range.
+    static func lifetimeMilliseconds(_ amount: Int, inSeconds: Bool) -> UInt64? {
+        guard amount > 0 else { return nil }
+        let (milliseconds, overflow) = inSeconds ? amount.multipliedReportingOverflow(by: 1000) : (amount, false)
+        guard !overflow, UInt64(milliseconds) <= HLCTimestamp.maxPhysicalMilliseconds else { return nil }
+        return UInt64(milliseconds)
+    }
+
+    /// The expiry instant (Unix milliseconds) of an EXPIRE-family amount at `now`, clamped to 0
+    /// for times in the past (which delete the key); nil when it overflows the clock's range.
+    static func expiryInstant(_ amount: Int, inSeconds: Bool, absolute: Bool, now: UInt64) -> UInt64? {
+        let (milliseconds, overflow) = inSeconds ? amount.multipliedReportingOverflow(by: 1000) : (amount, false)
+        guard !overflow else { return nil }
+        let (instant, sumOverflow) = absolute ? (milliseconds, false) : milliseconds.addingReportingOverflow(Int(now))
+        guard !sumOverflow else { return nil }
+        guard instant > 0 else { return 0 }
+        guard UInt64(instant) <= HLCTimestamp.maxPhysicalMilliseconds else { return nil }
+        return UInt64(instant)
+    }
+}

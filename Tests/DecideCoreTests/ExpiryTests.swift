@@ -1,0 +1,149 @@
+import DecideCore
+import Testing
+
+/// Expiring values in the pure core: the entry's rules, the codec, and the table's sweep and
+/// collection (docs/consistency.md, "Expiring keys").
+@Suite struct ExpiryTests {
+    private func version(_ physical: UInt64, _ node: String = "a") -> Version {
+        Version(timestamp: HLCTimestamp(physicalMilliseconds: physical, logical: 0), node: node)
+    }
+
+    @Test func anExpiredValueReadsAsAbsentAndATombstoneNeverExpires() {
+        let entry = Entry(version: version(100), value: [1], expiresAtMilliseconds: 200)
+        #expect(entry.value(atMilliseconds: 199) == [1])
+        #expect(!entry.isExpired(atMilliseconds: 199))
+        #expect(entry.isExpired(atMilliseconds: 200))
+        #expect(entry.value(atMilliseconds: 200) == nil)
+        let tombstone = Entry(version: version(100), value: nil, expiresAtMilliseconds: 200)
+        #expect(tombstone.expiresAtMilliseconds == nil)
+        // Instants outside the clock's range mean the nearest one inside.
+        #expect(Entry(version: version(1), value: [1], expiresAtMilliseconds: 0).expiresAtMilliseconds == 1)
+        #expect(Entry(version: version(1), value: [1], expiresAtMilliseconds: .max).expiresAtMilliseconds
+                == HLCTimestamp.maxPhysicalMilliseconds)
+    }
+
+    @Test func expiryNeverDecidesBetweenVersions() {
+        // A newer write replaces an expiring one, whether or not it expires itself, and an
+        // older one never comes back because the newer expired.
+        let old = Entry(version: version(100), value: [1])
+        let newer = Entry(version: version(101), value: [2], expiresAtMilliseconds: 150)
+        #expect(old.merged(with: newer) == newer)
+        #expect(newer.merged(with: old) == newer)
+        // Same version, same bytes: the later expiry wins, never-expiring highest.
+        let short = Entry(version: version(100), value: [1], expiresAtMilliseconds: 150)
+        let long = Entry(version: version(100), value: [1], expiresAtMilliseconds: 300)
+        #expect(short.merged(with: long) == long && long.merged(with: short) == long)
+        #expect(short.merged(with: old) == old && old.merged(with: short) == old)
+    }
+
+    @Test func theCodecCarriesExpiryAndRefusesInstantsOutsideTheClock() throws {
+        let codec = WireCodec()
+        let key = StateKey(name: "presence", element: Array("\"a\"".utf8))
+        let entries = [
+            KeyedEntry(key: key, entry: Entry(version: version(100), value: [1, 2], expiresAtMilliseconds: 5_000)),
+            KeyedEntry(key: StateKey(name: "plain"), entry: Entry(version: version(100), value: [3])),
+            KeyedEntry(key: StateKey(name: "gone"), entry: Entry(version: version(100), value: nil)),
+        ]
+        #expect(try codec.decodeEntries(codec.encode(entries)) == entries)
+        let delta = Delta(version: version(7), writes: [
+            Delta.Write(key: key, value: [9], expiresAtMilliseconds: 42), Delta.Write(key: StateKey(name: "x"), value: [1]),
+        ])
+        #expect(try codec.decodeDelta(codec.encode(delta)) == delta)
+        // A value flag of 2 with an instant of 0 or past 2^48 - 1 is refused, not clamped.
+        for instant in [UInt64(0), HLCTimestamp.maxPhysicalMilliseconds + 1, .max] {
+            var bytes = codec.encode([entries[0]])
+            let offset = bytes.count - 8
+            for index in 0..<8 { bytes[offset + index] = UInt8(truncatingIfNeeded: instant >> (8 * UInt64(index))) }
+            #expect(throws: WireDecodeError.outOfRange(field: "value.expiresAt", value: instant)) {
+                try codec.decodeEntries(bytes)
+            }
+        }
+    }
+
+    @Test func theTableReportsEachExpiryOnceEarliestFirstAndFollowsRenewals() {
+        var table = EntryTable()
+        let a = StateKey(name: "a"), b = StateKey(name: "b"), c = StateKey(name: "c")
+        table.merge(Entry(version: version(10), value: [1], expiresAtMilliseconds: 300), for: a)
+        table.merge(Entry(version: version(10), value: [2], expiresAtMilliseconds: 200), for: b)
+        table.merge(Entry(version: version(10), value: [3]), for: c)
+        let result1 = table.expire(dueAtMilliseconds: 199).isEmpty
+        #expect(result1)
+        // b is renewed before it is due: the old instant reports nothing.
+        table.merge(Entry(version: version(11), value: [2], expiresAtMilliseconds: 400), for: b)
+        let result2 = table.expire(dueAtMilliseconds: 250).isEmpty
+        #expect(result2)
+        let result3 = table.expire(dueAtMilliseconds: 300).map(\.key)
+        #expect(result3 == [a])
+        let result4 = table.expire(dueAtMilliseconds: 350).isEmpty
+        #expect(result4, "a is reported once")
+        #expect(table.expiredCount == 1)
+        #expect(table.value(ofAtomicNamed: UnsafeRawBufferPointer(start: nil, count: 0), atMilliseconds: 0) == nil)
+        #expect(Array("a".utf8).withUnsafeBytes { table.value(ofAtomicNamed: $0, atMilliseconds: 350) } == .some(nil))
+        #expect(Array("b".utf8).withUnsafeBytes { table.value(ofAtomicNamed: $0, atMilliseconds: 350) } == .some([2]))
+        #expect(table.liveKeys(fromBucket: 0, minimumKeys: 10, maximumBuckets: table.bucketCount, atMilliseconds: 350).keys.sorted()
+                == [b, c])
+        // A new write to an expired key makes it live again and takes it out of the count.
+        table.merge(Entry(version: version(12), value: [5]), for: a)
+        #expect(table.expiredCount == 0)
+        let result5 = table.expire(dueAtMilliseconds: 10_000).map(\.key)
+        #expect(result5 == [b])
+    }
+
+    @Test func collectionRemovesExpiredValuesAndTombstonesButNeverALiveValue() {
+        var table = EntryTable()
+        let live = StateKey(name: "live"), expiring = StateKey(name: "expiring"), deleted = StateKey(name: "deleted")
+        table.merge(Entry(version: version(10), value: [1]), for: live)
+        table.merge(Entry(version: version(10), value: [2], expiresAtMilliseconds: 100), for: expiring)
+        table.merge(Entry(version: version(10), value: nil), for: deleted)
+        let result6 = table.collect(live, version: version(10), absentAtMilliseconds: 1_000)
+        #expect(!result6)
+        let result7 = table.collect(expiring, version: version(10), absentAtMilliseconds: 99)
+        #expect(!result7, "not expired yet")
+        let result8 = table.collect(expiring, version: version(9), absentAtMilliseconds: 100)
+        #expect(!result8, "another version")
+        _ = table.expire(dueAtMilliseconds: 100)
+        #expect(table.expiredCount == 1)
+        let result9 = table.collect(expiring, version: version(10), absentAtMilliseconds: 100)
+        #expect(result9)
+        #expect(table.expiredCount == 0)
+        let result10 = table.collect(deleted, version: version(10), absentAtMilliseconds: 0)
+        #expect(result10)
+        #expect(table.count == 1)
+    }
+
+    @Test func theDigestDoesNotDependOnWhenANodeNoticedAnExpiry() {
+        // Two replicas with the same entries, one of which swept them (its clock is ahead),
+        // compare equal: anti-entropy has nothing to repair.
+        var ahead = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+        var behind = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+        for index in 0..<200 {
+            let entry = Entry(version: version(10), value: [UInt8(index % 256)], expiresAtMilliseconds: UInt64(100 + index))
+            ahead.merge(entry, for: StateKey(name: "k\(index)"))
+            behind.merge(entry, for: StateKey(name: "k\(index)"))
+        }
+        #expect(ahead.expire(dueAtMilliseconds: 10_000).count == 200)
+        #expect(behind.expire(dueAtMilliseconds: 150).count == 51)
+        #expect(ahead.digest == behind.digest)
+        // An expiring value and the same value without expiry are different entries.
+        var other = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+        other.merge(Entry(version: version(10), value: [0]), for: StateKey(name: "k0"))
+        var same = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+        same.merge(Entry(version: version(10), value: [0], expiresAtMilliseconds: 100), for: StateKey(name: "k0"))
+        #expect(other.digest != same.digest)
+    }
+
+    @Test func renewingOneKeyAMillionTimesSchedulesItOnce() {
+        // Presence renews its key every few seconds for weeks: the schedule must not keep an
+        // item per renewal. Instants that only move later never add an item; ones that move
+        // earlier are rebuilt away.
+        var table = EntryTable()
+        let key = StateKey(name: "presence")
+        for round in 0..<1_000_000 {
+            let instant = UInt64(round % 2 == 0 ? 2_000_000 + round : 2_000_000 - round)
+            table.merge(Entry(version: version(UInt64(10 + round)), value: [1], expiresAtMilliseconds: instant), for: key)
+        }
+        let expired = table.expire(dueAtMilliseconds: 10_000_000)
+        #expect(expired.count == 1 && expired.first?.key == key)
+        #expect(table.nextExpiryMilliseconds == nil)
+    }
+}
