@@ -27,6 +27,9 @@
 #       without a password
 #   (o) expiring keys: a key written with a 2 s lifetime (redis-cli SET PX, and the CLI's put
 #       --expire-after) is on every peer at once and gone from every peer after 2 s, not before
+#   (p) node-owned keys: c writes its presence (SET ... OWNED) and a shared key; kill -9 of c
+#       hides its presence on a and b (the shared key stays) within the failure-detection time;
+#       c restarted on its ports: its presence reads again everywhere
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -625,6 +628,40 @@ expiry_case() {  # label key value writer-command...
 expiry_case "redis-cli SET PX 2000 on a" presence:worker-1 up rcli a SET presence:worker-1 up PX 2000
 expiry_case "syncnode put --expire-after 2 on b" 'presence[worker-2]' up \
     "$BIN" put --admin "$(peer_admin b)" --expire-after 2 'presence[worker-2]' '"up"'
+
+# --- (p) -----------------------------------------------------------------------------------
+owned_everywhere() { for p in a b c; do [ "$(rcli "$p" GET 'presence[api@c]')" = up ] || return 1; done; }
+shared_on() { [ "$(rcli "$1" GET 'config[c]')" = settings ]; }
+presence_gone_on_ab() {
+    for p in a b; do [ -z "$(rcli "$p" GET 'presence[api@c]')" ] && shared_on "$p" || return 1; done
+}
+if [ "$(rcli c SET 'presence[api@c]' up OWNED)" = OK ] && [ "$(rcli c SET 'config[c]' settings)" = OK ] \
+    && wait_until 10 "c's presence on a, b and c" owned_everywhere; then
+    c_listen=$(peer_listen c)
+    c_admin=$(peer_admin c)
+    c_pid=$(peer_pid c)
+    kill_start=$(now_ms)
+    { kill -9 "$c_pid"; wait "$c_pid"; } 2>/dev/null
+    rm -f "$RUN_DIR/c/pid"
+    if wait_until 10 "c's presence to go from a and b" presence_gone_on_ab; then
+        shown=$(( $(now_ms) - kill_start ))
+        if [ "$shown" -le 3500 ]; then
+            pass "(p) kill -9 of c: its owned key reads as absent on a and b $shown ms later (its shared key stays)"
+        else
+            fail "(p) kill -9 of c shows within the failure timeout (3 s)" "it took $shown ms"
+        fi
+    else
+        fail "(p) kill -9 of c hides its owned key on a and b" "a: $(rcli a GET 'presence[api@c]'); b: $(rcli b GET 'presence[api@c]'); shared on a: $(rcli a GET 'config[c]')"
+    fi
+    if peer_start c "$c_listen" "$c_admin" "${COMMON[@]}" --peer "$(peer_listen a)" \
+        && wait_until 30 "c's presence back on a, b and c" owned_everywhere; then
+        pass "(p) c restarted: its owned key reads again on a, b and c"
+    else
+        fail "(p) c restarted: its owned key reads again" "a: $(rcli a GET 'presence[api@c]'); c: $(rcli c GET 'presence[api@c]' 2>&1)"
+    fi
+else
+    fail "(p) c's owned key reaches a, b and c" "a: $(rcli a GET 'presence[api@c]'); b: $(rcli b GET 'presence[api@c]')"
+fi
 
 # --- (k) -----------------------------------------------------------------------------------
 # The other peers stop first: both cores go to the two measured here.

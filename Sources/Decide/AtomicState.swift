@@ -13,11 +13,16 @@ public protocol AtomicState {
     /// How long each write of this key lives before it expires on every replica (nil, the
     /// default: forever). A write may say otherwise with `write(_:into:expiringAfter:)`.
     static var lifetime: Duration? { get }
+    /// Whether each write belongs to the node that made it (default false): while that node is
+    /// not a live member as a replica sees it, the key reads as absent there (presence; see
+    /// docs/consistency.md, "Node-owned keys"). A write may say otherwise.
+    static var ownedByWriter: Bool { get }
 }
 
 extension AtomicState {
     public static var name: String { String(reflecting: Self.self) }
     public static var lifetime: Duration? { nil }
+    public static var ownedByWriter: Bool { false }
 }
 
 /// A family of replicated properties, one per element id: each element is its own key with
@@ -35,9 +40,13 @@ public protocol CollectionState {
     /// How long each element write lives before it expires on every replica (nil, the
     /// default: forever), unless the write says otherwise.
     static var lifetime: Duration? { get }
+    /// Whether each element write belongs to the node that made it (default false), unless
+    /// the write says otherwise.
+    static var ownedByWriter: Bool { get }
 }
 
 extension CollectionState {
     public static var name: String { String(reflecting: Self.self) }
     public static var lifetime: Duration? { nil }
+    public static var ownedByWriter: Bool { false }
 }

@@ -32,6 +32,13 @@ public struct CommittedDelta: Sendable {
         /// names one key, now absent, with the version of the value that expired. Nothing was
         /// written and nothing is replicated; every replica reports its own.
         case expired
+        /// Owned values (`Entry.ownedByWriter`) whose writer stopped being a live member as
+        /// this node sees it: each write names one key, now absent here, with the version of the
+        /// hidden value. Nothing was written; nothing is replicated.
+        case ownerGone
+        /// Owned values whose writer is a live member here again: each write is the value that
+        /// reads again.
+        case ownerBack
     }
 
     public let delta: Delta

@@ -188,25 +188,21 @@ public final class Node: Sendable {
             }
             let timestamp = core.clock.tick(physicalMilliseconds: physical)
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
-            let expires = !writes.expiries.isEmpty
-            if expires { startExpiryTimerIfNeeded() }
+            if writes.expires { startExpiryTimerIfNeeded() }
             let now = transaction.now
             // Each access to a NodeCore property is a dynamic exclusivity check: the table is
             // taken once for every write, the change log once, and the observers and the decoded
             // cache are visited only when they hold something.
             withUnsafeMutablePointer(to: &core.table) { table in
                 for index in 0..<writes.count {
-                    let entry = Entry(version: version, value: writes.values[index],
-                                      expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
-                    let outcome = table.pointee.merge(entry, for: writes.keys[index])
+                    let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.keys[index])
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
             }
             if !core.observers.isEmpty || !core.decoded.isEmpty {
                 for index in 0..<writes.count {
                     let key = writes.keys[index]
-                    let entry = Entry(version: version, value: writes.values[index],
-                                      expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
+                    let entry = writes.entry(at: index, version: version)
                     // One copy of the typed value on each path: binding it first would copy the
                     // existential twice per write.
                     if let decoded = writes.decoded[index] {
@@ -223,8 +219,7 @@ public final class Node: Sendable {
             if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
                 let delta = CommittedDelta(
                     delta: Delta(version: version, writes: writes.keys.indices.map { index in
-                        Delta.Write(key: writes.keys[index], value: writes.values[index],
-                                    expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil)
+                        Delta.Write(key: writes.keys[index], entry: writes.entry(at: index, version: version))
                     }),
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
@@ -237,11 +232,7 @@ public final class Node: Sendable {
             var ticket: UInt64 = 0
             if persists {
                 ticket = storage.append(StorageBatch(
-                    changes: writes.keys.indices.map { index in
-                        .upsert(writes.keys[index], Entry(
-                            version: version, value: writes.values[index],
-                            expiresAtMilliseconds: expires ? writes.expiry(at: index).instant(committedAt: timestamp) : nil))
-                    },
+                    changes: writes.keys.indices.map { .upsert(writes.keys[$0], writes.entry(at: $0, version: version)) },
                     clock: core.clock.last))
                 // Strict: anti-entropy must not hand it on either until it is on disk.
                 if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
@@ -376,8 +367,9 @@ public final class Node: Sendable {
     }
 
     /// The value of the atomic state named by the UTF-8 bytes `name` (the wire name, as
-    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted
-    /// or expired. For protocol front ends that hold a name as bytes: no `StateKey` is built.
+    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted,
+    /// expired, or owned by a node that is not a live member here. For protocol front ends that
+    /// hold a name as bytes: no `StateKey` is built.
     package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
         core.withLock { core in core.value(ofAtomicNamed: name, atMilliseconds: hybridNow(core)) }
     }
@@ -422,6 +414,7 @@ public final class Node: Sendable {
             StateSummary(
                 entryCount: core.table.count, tombstoneCount: core.table.tombstoneCount,
                 expiredCount: core.table.expiredCount, expiringCount: core.table.expiringCount,
+                hiddenOwnedCount: core.table.hiddenCount,
                 digest: core.table.digest.root, highestVersion: core.table.highestVersion,
                 committedDecisions: core.committedDecisions, appliedRemoteDeltas: core.appliedRemoteDeltas)
         }
@@ -499,8 +492,8 @@ public final class Node: Sendable {
         let observer = core.withLock { core -> Observer in
             let observer = make(core.makeID())
             core.observers[key, default: [:]][observer.id] = observer
-            let stored = core.entry(for: key)
-            let entry = stored?.isExpired(atMilliseconds: hybridNow(core)) == true ? nil : stored
+            let now = hybridNow(core)
+            let entry = core.entry(for: key).flatMap { core.isVisible($0, now: now) ? $0 : nil }
             delivery.enqueue(.init(observer: observer, entry: entry,
                                    decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
             return observer
@@ -516,10 +509,11 @@ public final class Node: Sendable {
     }
 
     /// Call with the lock held.
-    /// An entry expired at `now` is delivered as absent (nil).
+    /// An entry a reader at `now` does not see (expired, or of an absent owner) is delivered as
+    /// absent (nil).
     private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?, now: UInt64) {
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
-        let entry = entry?.isExpired(atMilliseconds: now) == true ? nil : entry
+        let entry = entry.flatMap { core.isVisible($0, now: now) ? $0 : nil }
         let decoded = entry == nil ? nil : decoded
         for observer in observers.values {
             delivery.enqueue(.init(observer: observer, entry: entry, decoded: decoded))
@@ -762,9 +756,7 @@ public final class Node: Sendable {
             if !applied.isEmpty {
                 let byVersion = Dictionary(grouping: applied, by: \.entry.version)
                 for version in byVersion.keys.sorted() {
-                    let writes = byVersion[version]!.map {
-                        Delta.Write(key: $0.key, value: $0.entry.value, expiresAtMilliseconds: $0.entry.expiresAtMilliseconds)
-                    }
+                    let writes = byVersion[version]!.map { Delta.Write(key: $0.key, entry: $0.entry) }
                     let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
                     for listener in core.commitListeners.values { listener(committed) }
                 }
@@ -947,14 +939,19 @@ public final class Node: Sendable {
             // Values that expired since the last sweep count too (a sweep first reports them).
             let expiredNow = core.table.expire(dueAtMilliseconds: now)
             if !expiredNow.isEmpty { reportExpired(core, expiredNow) }
-            guard core.table.tombstoneCount > 0 || core.table.expiredCount > 0 else {
+            guard core.table.tombstoneCount > 0 || core.table.expiredCount > 0 || !core.removedOwners.isEmpty else {
                 _ = appendToStorage(admitted, [], clock: core.clock.last)
                 return 0
             }
+            let removed = core.removedOwners
             let collectable = core.table.entries.filter {
-                $0.entry.version.timestamp < horizon && ($0.entry.isTombstone || $0.entry.isExpired(atMilliseconds: now))
+                $0.entry.version.timestamp < horizon
+                    && ($0.entry.isTombstone || $0.entry.isExpired(atMilliseconds: now)
+                        || ($0.entry.ownedByWriter && removed.contains($0.entry.version.node)))
             }
-            for item in collectable { core.table.collect(item.key, version: item.entry.version, absentAtMilliseconds: now) }
+            for item in collectable {
+                core.table.collect(item.key, version: item.entry.version, absentAtMilliseconds: now, removedOwners: removed)
+            }
             _ = appendToStorage(
                 admitted, collectable.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
             return collectable.count
@@ -979,11 +976,10 @@ public final class Node: Sendable {
         return count
     }
 
-    /// Call with the lock held: observers hear `expired` keys as absent, the change log records
-    /// them, and listeners get one `.expired` delta per key (version: the expired entry's).
+    /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one
+    /// `.expired` delta per key (version: the expired entry's).
     private func reportExpired(_ core: NodeCore, _ expired: [(key: StateKey, entry: Entry)]) {
         for item in expired {
-            core.recordChange(item.key)
             notifyObservers(core, key: item.key, entry: nil, decoded: nil, now: 0)
             if !core.commitListeners.isEmpty {
                 let committed = CommittedDelta(
@@ -991,7 +987,35 @@ public final class Node: Sendable {
                 for listener in core.commitListeners.values { listener(committed) }
             }
         }
-        core.expiredValues &+= UInt64(expired.count)
+    }
+
+    /// The replication engine's view of the cluster: `present` are the members linked to this
+    /// node now (this node is added), `removed` the members removed for good. Owned values
+    /// (`Entry.ownedByWriter`) of any other writer read as absent from now on; observers and
+    /// listeners (`.ownerGone` / `.ownerBack`) hear of every key that disappears or returns,
+    /// once per change. Without a call, every owner counts as present.
+    package func setPresentOwners(_ present: Set<String>, removed: Set<String>) {
+        let changed = core.withLock { core -> Bool in
+            let (appeared, disappeared) = core.setOwners(present: present, removed: removed)
+            guard !appeared.isEmpty || !disappeared.isEmpty else { return false }
+            let now = hybridNow(core)
+            for (owners, origin) in [(disappeared, CommittedDelta.Origin.ownerGone), (appeared, .ownerBack)] where !owners.isEmpty {
+                let entries = core.table.ownedEntries(of: owners).filter { !$0.entry.isExpired(atMilliseconds: now) }
+                guard !entries.isEmpty else { continue }
+                logger.info(origin == .ownerGone ? "owned keys of absent members read as absent" : "owned keys of returning members read again",
+                            metadata: ["members": "\(owners.sorted())", "keys": "\(entries.count)"])
+                for item in entries {
+                    notifyObservers(core, key: item.key, entry: origin == .ownerGone ? nil : item.entry, decoded: nil, now: now)
+                    if !core.commitListeners.isEmpty {
+                        let write = origin == .ownerGone ? Delta.Write(key: item.key, value: nil) : Delta.Write(key: item.key, entry: item.entry)
+                        let committed = CommittedDelta(delta: Delta(version: item.entry.version, writes: [write]), origin: origin)
+                        for listener in core.commitListeners.values { listener(committed) }
+                    }
+                }
+            }
+            return true
+        }
+        if changed { delivery.drain() }
     }
 
     /// Makes this node run `expireDue` on its own timer (a node without a replication engine);
@@ -1049,10 +1073,14 @@ public struct StateSummary: Hashable, Sendable {
     public let entryCount: Int
     public let tombstoneCount: Int
     /// Stored values that expired (reported by `Node.expireDue`) and await collection; they
-    /// read as absent. `entryCount - tombstoneCount - expiredCount` keys hold a value.
+    /// read as absent. `liveCount` keys hold a value.
     public let expiredCount: Int
     /// Stored values that will expire (or are past due and not yet reported).
     public let expiringCount: Int
+    /// Stored owned values whose owner is not a live member here: they read as absent.
+    public let hiddenOwnedCount: Int
+    /// Keys that hold a value a reader sees (give or take values past due and not yet reported).
+    public var liveCount: Int { entryCount - tombstoneCount - expiredCount - hiddenOwnedCount }
     /// The root of the digest tree: equal on two nodes iff their entries are equal.
     public let digest: UInt64
     public let highestVersion: Version?

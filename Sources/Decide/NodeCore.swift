@@ -45,13 +45,45 @@ final class NodeCore: @unchecked Sendable {
         !undurable.isEmpty && undurable.contains(entry.version.timestamp.rawValue) && entry.version.node == nodeID
     }
 
-    /// Values this node reported expired (`Node.expireDue`), in all.
-    var expiredValues: UInt64 = 0
+    /// The nodes whose owned values read as present here (this node always does); nil until a
+    /// replication engine says (`Node.setPresentOwners`): then every owner's do.
+    private(set) var presentOwners: Set<String>?
+    /// Members removed from the cluster for good: their owned values never return, and are
+    /// collected like tombstones.
+    private(set) var removedOwners: Set<String> = []
 
-    /// Whether `entry` is a tombstone, or a value expired at hybrid-clock instant `now`, of the
-    /// kind this node already collected below `collectedBelow`, for an absent `key`.
+    /// Whether a reader at hybrid-clock instant `now` sees `entry`: not expired, and not owned
+    /// by a node that is not a live member here. Tombstones are "seen" (as deletes).
+    func isVisible(_ entry: Entry, now: UInt64) -> Bool {
+        if entry.isExpired(atMilliseconds: now) { return false }
+        guard entry.ownedByWriter, let presentOwners else { return true }
+        return entry.version.node == nodeID || presentOwners.contains(entry.version.node)
+    }
+
+    /// Sets who is present and removed (this node is added to `present`); returns the owners
+    /// whose values appear and disappear with the change.
+    func setOwners(present: Set<String>, removed: Set<String>) -> (appeared: Set<String>, disappeared: Set<String>) {
+        var present = present
+        present.insert(nodeID)
+        let before = presentOwners
+        presentOwners = present
+        removedOwners = removed
+        withUnsafeMutablePointer(to: &table) { $0.pointee.setPresentOwners(present) }
+        guard let before else {
+            // Until now every owner was present: the ones not present now disappear.
+            let owners = Set(table.entries.lazy.filter { $0.entry.ownedByWriter }.map { $0.entry.version.node })
+            return ([], owners.subtracting(present))
+        }
+        return (present.subtracting(before), before.subtracting(present))
+    }
+
+    /// Whether `entry` is a tombstone, a value expired at hybrid-clock instant `now`, or a
+    /// value of a removed owner, of the kind this node already collected below
+    /// `collectedBelow`, for an absent `key`.
     func isCollected(_ entry: Entry, for key: StateKey, now: UInt64) -> Bool {
-        guard entry.version.timestamp < collectedBelow, entry.isTombstone || entry.isExpired(atMilliseconds: now),
+        guard entry.version.timestamp < collectedBelow,
+              entry.isTombstone || entry.isExpired(atMilliseconds: now)
+                || (entry.ownedByWriter && removedOwners.contains(entry.version.node)),
               self.entry(for: key) == nil else { return false }
         droppedCollectedTombstones += 1
         return true

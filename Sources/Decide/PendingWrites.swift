@@ -9,9 +9,9 @@ struct PendingWrites {
     private(set) var values: [[UInt8]?] = []
     /// The typed value each write came from, when it had one (for the decoded cache and observers).
     private(set) var decoded: [(any Sendable)?] = []
-    /// Each write's expiry, parallel to `keys`; empty while no write of the decision expires
-    /// (most decisions), so they pay nothing for it.
-    private(set) var expiries: [WriteExpiry] = []
+    /// Each write's expiry and ownership, parallel to `keys`; empty while no write of the
+    /// decision expires or is owned (most decisions), so they pay nothing for it.
+    private(set) var options: [WriteOptions] = []
     /// Built only for decisions with many writes; small ones search `keys` linearly.
     private var positions: [StateKey: Int] = [:]
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
@@ -37,7 +37,7 @@ struct PendingWrites {
         keys.removeAll(keepingCapacity: true)
         values.removeAll(keepingCapacity: true)
         decoded.removeAll(keepingCapacity: true)
-        if !expiries.isEmpty { expiries.removeAll(keepingCapacity: true) }
+        if !options.isEmpty { options.removeAll(keepingCapacity: true) }
         if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
         entryBytes = 0
     }
@@ -54,27 +54,34 @@ struct PendingWrites {
     /// Records a write of `key` (replacing an earlier one of it); false, recording nothing, when
     /// it is a new key and `maxKeys` are already written.
     mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?,
-                      expiry: WriteExpiry = .never, maxKeys: Int) -> Bool {
+                      options writeOptions: WriteOptions = .plain, maxKeys: Int) -> Bool {
         let existing = position(of: key)
         guard existing != nil || keys.count < maxKeys else { return false }
         set(key, value: value, decoded: typed, at: existing)
-        setExpiry(value == nil ? .never : expiry, at: existing ?? keys.count - 1)
+        setOptions(value == nil ? .plain : writeOptions, at: existing ?? keys.count - 1)
         return true
     }
 
-    /// The expiry of the write at `index`.
-    func expiry(at index: Int) -> WriteExpiry {
-        expiries.isEmpty ? .never : expiries[index]
+    /// Whether any write of the decision expires.
+    var expires: Bool { !options.isEmpty && options.contains { $0.expiry != .never } }
+
+    /// The entry the write at `index` stores under `version` (its lifetime counted from the
+    /// version's timestamp).
+    func entry(at index: Int, version: Version) -> Entry {
+        guard !options.isEmpty else { return Entry(version: version, value: values[index]) }
+        let option = options[index]
+        return Entry(version: version, value: values[index],
+                     expiresAtMilliseconds: option.expiry.instant(committedAt: version.timestamp), ownedByWriter: option.owned)
     }
 
-    private mutating func setExpiry(_ expiry: WriteExpiry, at index: Int) {
-        if expiries.isEmpty {
-            if case .never = expiry { return }
-            expiries = [WriteExpiry](repeating: .never, count: keys.count)
-        } else if expiries.count < keys.count {
-            expiries.append(.never)
+    private mutating func setOptions(_ writeOptions: WriteOptions, at index: Int) {
+        if options.isEmpty {
+            if writeOptions == .plain { return }
+            options = [WriteOptions](repeating: .plain, count: keys.count)
+        } else if options.count < keys.count {
+            options.append(.plain)
         }
-        expiries[index] = expiry
+        options[index] = writeOptions
     }
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
@@ -101,6 +108,14 @@ struct PendingWrites {
             }
         }
     }
+}
+
+/// What a pending write carries beside its value: when it expires, and whether this node owns it.
+struct WriteOptions: Sendable, Equatable {
+    var expiry: WriteExpiry = .never
+    var owned = false
+
+    static let plain = WriteOptions()
 }
 
 /// When a pending write's value expires: never, a lifetime counted from the decision's

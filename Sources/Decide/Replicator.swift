@@ -223,10 +223,12 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let now = clock.nowMilliseconds()
         let queued = queuedBytes()
         let nodeClock = node.clockLast
-        let (actions, proposed, advertised) = state.withLock { state in
-            (state.tick(now: now, queuedBytes: queued), state.coverageNow(clock: nodeClock), state.advertisedCoverage)
+        let (actions, proposed, advertised, owners) = state.withLock { state in
+            let actions = state.tick(now: now, queuedBytes: queued)
+            return (actions, state.coverageNow(clock: nodeClock), state.advertisedCoverage, state.ownerViewIfChanged())
         }
         perform(actions)
+        if let owners { node.setPresentOwners(owners.present, removed: owners.removed) }
         if proposed > advertised {
             // Report coverage only once the store holds what it covers: a crash must not take
             // back a tombstone this node told the others it holds.

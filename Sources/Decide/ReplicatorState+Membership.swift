@@ -6,6 +6,25 @@ extension ReplicatorState {
     /// Members not removed, this node not included.
     var activeMemberCount: Int { members.values.filter { !$0.removed }.count }
 
+    /// Which members' owned values read as present here (docs/consistency.md, "Node-owned
+    /// keys"): those alive with an open, handshaken link to this node now; and the members
+    /// removed for good. Nil when it is what the node was last told. A member that crashes
+    /// leaves `present` when its link closes: at once when its socket closes, after
+    /// `failureTimeoutMilliseconds` of silence when the host or the network fails.
+    mutating func ownerViewIfChanged() -> (present: Set<String>, removed: Set<String>)? {
+        var present = Set<String>(), removed = Set<String>()
+        for member in members.values {
+            if member.removed {
+                removed.insert(member.nodeID)
+            } else if member.status == .alive, let connection = member.connection, let link = peers[connection], !link.closing {
+                present.insert(member.nodeID)
+            }
+        }
+        if let reported = reportedOwners, reported.present == present, reported.removed == removed { return nil }
+        reportedOwners = (present, removed)
+        return (present, removed)
+    }
+
     /// A hash of the ids of every member not removed, this node included, in byte order: two
     /// nodes with equal hashes count the same members.
     var membersHash: UInt64 {

@@ -117,6 +117,8 @@ struct ReplicatorState {
     var pendingCloses: [ConnectionID: UInt64] = [:]
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
+    /// The owner view last handed to the node (`ownerViewIfChanged`).
+    var reportedOwners: (present: Set<String>, removed: Set<String>)?
     /// The highest collection bound reached (raw HLC; 0 for none).
     var highestCollectionBound: UInt64 = 0
     var nextNonce: UInt64 = 0

@@ -4,15 +4,16 @@ import DecideCore
 /// One SQLite connection to a node's store file, and every statement Decide runs on it.
 ///
 /// The file holds two tables:
-/// - `entries(name TEXT, element BLOB, ts INTEGER, node BLOB, value BLOB, expires INTEGER)`,
-///   keyed by (name, element): the newest entry of every key; `value` is NULL for a tombstone,
-///   `expires` NULL for a value that never expires (else `Entry.expiresAtMilliseconds`). `ts` is
+/// - `entries(name TEXT, element BLOB, ts INTEGER, node BLOB, value BLOB, expires INTEGER,
+///   owned INTEGER)`, keyed by (name, element): the newest entry of every key; `value` is NULL
+///   for a tombstone, `expires` NULL for a value that never expires (else
+///   `Entry.expiresAtMilliseconds`), `owned` 1 for a value its writer owns, else NULL. `ts` is
 ///   the HLC timestamp with its top bit flipped (`rawValue ^ 1 << 63`), so SQLite's signed
 ///   integer order is the timestamp order; `node` is the node id's UTF-8 bytes, which SQLite
 ///   compares as `Version <` does (memcmp, then length).
-/// - `meta(key TEXT, value)`: `format` (2; a format-1 store, from before expiring keys, gains
-///   the `expires` column when opened), `node_id`, `clock` (the highest timestamp taken or
-///   merged, encoded as `ts`).
+/// - `meta(key TEXT, value)`: `format` (2; a format-1 store, from before expiring and owned
+///   keys, gains the `expires` and `owned` columns when opened), `node_id`, `clock` (the
+///   highest timestamp taken or merged, encoded as `ts`).
 ///
 /// Guarantees: `write` applies a group of changes in one transaction, synced to disk
 /// (`synchronous=FULL` in WAL mode) before it returns; an upsert keeps the entry that wins
@@ -66,16 +67,19 @@ final class SQLiteDatabase {
             try checkIntegrity()
             try prepareSchema(nodeID: nodeID)
             upsertStatement = try prepare("""
-                INSERT INTO entries(name, element, ts, node, value, expires) VALUES(?1, ?2, ?3, ?4, ?5, ?6)
+                INSERT INTO entries(name, element, ts, node, value, expires, owned) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)
                 ON CONFLICT(name, element) DO UPDATE
-                SET ts = excluded.ts, node = excluded.node, value = excluded.value, expires = excluded.expires
+                SET ts = excluded.ts, node = excluded.node, value = excluded.value, expires = excluded.expires,
+                    owned = excluded.owned
                 WHERE excluded.ts > entries.ts
                    OR (excluded.ts = entries.ts AND excluded.node > entries.node)
                    OR (excluded.ts = entries.ts AND excluded.node = entries.node
                        AND excluded.value IS NOT NULL
                        AND (entries.value IS NULL OR excluded.value > entries.value
                             OR (excluded.value = entries.value
-                                AND coalesce(excluded.expires, 9223372036854775807) > coalesce(entries.expires, 9223372036854775807))))
+                                AND (coalesce(excluded.expires, 9223372036854775807) > coalesce(entries.expires, 9223372036854775807)
+                                     OR (coalesce(excluded.expires, 9223372036854775807) = coalesce(entries.expires, 9223372036854775807)
+                                         AND excluded.owned IS NOT NULL AND entries.owned IS NULL)))))
                 """)
             deleteStatement = try prepare("""
                 DELETE FROM entries WHERE name = ?1 AND element = ?2
@@ -132,7 +136,7 @@ final class SQLiteDatabase {
                 try execute("CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID")
                 try execute("""
                     CREATE TABLE entries(name TEXT NOT NULL, element BLOB NOT NULL, ts INTEGER NOT NULL,
-                                         node BLOB NOT NULL, value BLOB, expires INTEGER,
+                                         node BLOB NOT NULL, value BLOB, expires INTEGER, owned INTEGER,
                                          PRIMARY KEY(name, element)) WITHOUT ROWID
                     """)
                 let insert = try prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)")
@@ -157,10 +161,11 @@ final class SQLiteDatabase {
         }
         var format = try queryInteger("SELECT value FROM meta WHERE key = 'format'")
         if format == 1 {
-            // Before expiring keys: every stored value never expires (NULL).
+            // Before expiring and owned keys: every stored value never expires and is shared (NULL).
             try execute("BEGIN")
             do throws(StorageError) {
                 try execute("ALTER TABLE entries ADD COLUMN expires INTEGER")
+                try execute("ALTER TABLE entries ADD COLUMN owned INTEGER")
                 try execute("UPDATE meta SET value = \(Self.format) WHERE key = 'format'")
                 try execute("COMMIT")
             } catch {
@@ -186,7 +191,7 @@ final class SQLiteDatabase {
         guard let clock = try queryInteger("SELECT value FROM meta WHERE key = 'clock'") else {
             throw .corrupt(path: path, reason: "no clock in meta")
         }
-        let statement = try prepare("SELECT name, element, ts, node, value, expires FROM entries")
+        let statement = try prepare("SELECT name, element, ts, node, value, expires, owned FROM entries")
         defer { sqlite3_finalize(statement) }
         var row = 0
         while true {
@@ -214,10 +219,15 @@ final class SQLiteDatabase {
                         && expires >= 1 && UInt64(expires) <= HLCTimestamp.maxPhysicalMilliseconds) else {
                 throw .corrupt(path: path, reason: "entry row \(row) has an expiry that is not an instant of a value")
             }
+            let ownedType = sqlite3_column_type(statement, 6)
+            guard ownedType == SQLITE_NULL || (ownedType == SQLITE_INTEGER && valueType == SQLITE_BLOB && sqlite3_column_int64(statement, 6) == 1) else {
+                throw .corrupt(path: path, reason: "entry row \(row) has an owned mark that is not 1 on a value")
+            }
             let version = Version(timestamp: Self.decode(sqlite3_column_int64(statement, 2)), node: node)
             let value = valueType == SQLITE_NULL ? nil : bytes(statement, 4)
             body(StateKey(name: name, element: bytes(statement, 1)),
-                 Entry(version: version, value: value, expiresAtMilliseconds: expiresType == SQLITE_NULL ? nil : UInt64(expires)))
+                 Entry(version: version, value: value, expiresAtMilliseconds: expiresType == SQLITE_NULL ? nil : UInt64(expires),
+                       ownedByWriter: ownedType != SQLITE_NULL))
         }
         return Self.decode(clock)
     }
@@ -250,6 +260,7 @@ final class SQLiteDatabase {
                     } else {
                         sqlite3_bind_null(statement, 6)
                     }
+                    if entry.ownedByWriter { sqlite3_bind_int64(statement, 7, 1) } else { sqlite3_bind_null(statement, 7) }
                     try run(statement, "writing an entry")
                 }
             }

@@ -6,10 +6,11 @@ public struct StorageWriter {
     let transaction: Transaction
     let generation: UInt64
 
-    /// Writes `value` into `key`; it expires after `K.lifetime` when the type has one.
+    /// Writes `value` into `key`; it expires after `K.lifetime` and belongs to this node when
+    /// the type says so (`K.ownedByWriter`).
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type) {
         transaction.check(generation)
-        transaction.write(value, into: key, expiringAfter: K.lifetime)
+        transaction.write(value, into: key, expiringAfter: K.lifetime, owned: K.ownedByWriter)
     }
 
     /// Writes `value` into `key`, to read as absent (and be removed on every replica) `lifetime`
@@ -17,13 +18,24 @@ public struct StorageWriter {
     /// lifetime that is not positive aborts the decision.
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration) {
         transaction.check(generation)
-        transaction.write(value, into: key, expiringAfter: lifetime)
+        transaction.write(value, into: key, expiringAfter: lifetime, owned: K.ownedByWriter)
     }
 
-    /// Writes element `id` of `collection`; it expires after `C.lifetime` when the type has one.
+    /// Writes `value` into `key`, owned by this node when `ownedByThisNode`: while this node is
+    /// not a live member as another node sees it (crashed, cut off, left, removed), the key
+    /// reads as absent there, and it returns with this node (docs/consistency.md, "Node-owned
+    /// keys"). With `expiringAfter`, it also expires.
+    public func callAsFunction<K: AtomicState>(
+        _ value: K.Value, into key: K.Type, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
+    ) {
+        transaction.check(generation)
+        transaction.write(value, into: key, expiringAfter: lifetime ?? K.lifetime, owned: ownedByThisNode)
+    }
+
+    /// Writes element `id` of `collection`, with the type's `lifetime` and `ownedByWriter`.
     public func callAsFunction<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
         transaction.check(generation)
-        transaction.write(value, into: collection, at: id, expiringAfter: C.lifetime)
+        transaction.write(value, into: collection, at: id, expiringAfter: C.lifetime, owned: C.ownedByWriter)
     }
 
     /// Writes element `id` of `collection`, expiring `lifetime` after this decision's timestamp.
@@ -31,7 +43,16 @@ public struct StorageWriter {
         _ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration
     ) {
         transaction.check(generation)
-        transaction.write(value, into: collection, at: id, expiringAfter: lifetime)
+        transaction.write(value, into: collection, at: id, expiringAfter: lifetime, owned: C.ownedByWriter)
+    }
+
+    /// Writes element `id` of `collection`, owned by this node when `ownedByThisNode` (see the
+    /// atomic form), expiring after `lifetime` when given.
+    public func callAsFunction<C: CollectionState>(
+        _ value: C.Value, into collection: C.Type, at id: C.ID, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
+    ) {
+        transaction.check(generation)
+        transaction.write(value, into: collection, at: id, expiringAfter: lifetime ?? C.lifetime, owned: ownedByThisNode)
     }
 
     /// Deletes `key`: a tombstone is written, and the key reads as its default again.
@@ -54,21 +75,19 @@ public struct StorageWriter {
     }
 
     /// Writes raw value bytes to an untyped key, expiring `lifetime` after this decision's
-    /// timestamp (a lifetime that is not positive aborts the decision).
-    public func raw(_ value: [UInt8], into key: StateKey, expiringAfter lifetime: Duration) {
+    /// timestamp when given (a lifetime that is not positive aborts the decision), and owned by
+    /// this node when `ownedByThisNode`.
+    public func raw(_ value: [UInt8], into key: StateKey, expiringAfter lifetime: Duration?, ownedByThisNode: Bool = false) {
         transaction.check(generation)
-        guard let milliseconds = Transaction.milliseconds(of: lifetime) else {
-            transaction.abort("the lifetime of a write to \(key) must be positive, not \(lifetime)")
-            return
-        }
-        transaction.writeRaw(value, into: key, expiry: .after(milliseconds: milliseconds))
+        let expiry = transaction.expiry(after: lifetime, of: "\(key)")
+        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
     }
 
     /// Writes raw value bytes to an untyped key, expiring at hybrid-clock instant
     /// `expiresAtMilliseconds` (Unix milliseconds; an instant already past stores a value that
     /// reads as absent at once). For protocol front ends (Redis EXPIREAT, KEEPTTL).
-    package func raw(_ value: [UInt8], into key: StateKey, expiresAtMilliseconds instant: UInt64) {
+    package func raw(_ value: [UInt8], into key: StateKey, expiresAtMilliseconds instant: UInt64, ownedByThisNode: Bool = false) {
         transaction.check(generation)
-        transaction.writeRaw(value, into: key, expiry: .at(milliseconds: instant))
+        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: .at(milliseconds: instant), owned: ownedByThisNode))
     }
 }

@@ -55,10 +55,10 @@ final class Transaction: @unchecked Sendable {
         return value(of: stateKey, as: C.Value.self) ?? C.defaultValue(at: id)
     }
 
-    /// The stored entry of `key`, nil when never written or expired at `now` (tombstones
-    /// are returned).
+    /// The stored entry of `key`, nil when never written, expired at `now`, or owned by a node
+    /// that is not a live member here (tombstones are returned).
     func entry(for key: StateKey) -> Entry? {
-        guard let entry = core.entry(for: key), !entry.isExpired(atMilliseconds: now) else { return nil }
+        guard let entry = core.entry(for: key), core.isVisible(entry, now: now) else { return nil }
         return entry
     }
 
@@ -70,7 +70,7 @@ final class Transaction: @unchecked Sendable {
             guard let bytes = pending.values[index] else { return nil }
             return decode(type, bytes, key: key)
         }
-        guard let entry = core.entry(for: key), let bytes = entry.value(atMilliseconds: now) else { return nil }
+        guard let entry = core.entry(for: key), let bytes = entry.value, core.isVisible(entry, now: now) else { return nil }
         if let decoded = core.decoded.value(of: key, at: entry.version) as? Value { return decoded }
         guard let decoded = decode(type, bytes, key: key) else { return nil }
         core.decoded.keep(decoded, of: key, at: entry.version)
@@ -88,24 +88,26 @@ final class Transaction: @unchecked Sendable {
 
     // MARK: writes
 
-    func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?) {
-        record(core.key(for: key), value, expiry: expiry(after: lifetime, of: key))
+    func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
+        record(core.key(for: key), value, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned))
     }
 
-    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?) {
+    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?,
+                                   owned: Bool) {
         do {
-            record(try core.key(for: collection, at: id), value, expiry: expiry(after: lifetime, of: collection))
+            record(try core.key(for: collection, at: id), value,
+                   options: WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned))
         } catch {
             failure = failure ?? "\(error)"
         }
     }
 
-    /// The expiry of a write with `lifetime` (nil: the state type's own `lifetime`, if any);
-    /// records a failure for a lifetime that is not positive.
-    private func expiry(after lifetime: Duration?, of state: Any.Type) -> WriteExpiry {
+    /// The expiry of a write with `lifetime` (nil: none); records a failure for a lifetime
+    /// that is not positive.
+    func expiry(after lifetime: Duration?, of state: @autoclosure () -> String) -> WriteExpiry {
         guard let lifetime else { return .never }
         guard let milliseconds = Self.milliseconds(of: lifetime) else {
-            failure = failure ?? "the lifetime of a write to \(state) must be positive, not \(lifetime)"
+            failure = failure ?? "the lifetime of a write to \(state()) must be positive, not \(lifetime)"
             return .never
         }
         return .after(milliseconds: milliseconds)
@@ -133,18 +135,13 @@ final class Transaction: @unchecked Sendable {
         }
     }
 
-    /// Aborts the decision with `reason` (the first reason recorded wins).
-    func abort(_ reason: String) {
-        failure = failure ?? reason
+    func writeRaw(_ value: [UInt8]?, into key: StateKey, options: WriteOptions = .plain) {
+        store(key, value, decoded: nil, options: options)
     }
 
-    func writeRaw(_ value: [UInt8]?, into key: StateKey, expiry: WriteExpiry = .never) {
-        store(key, value, decoded: nil, expiry: expiry)
-    }
-
-    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value, expiry: WriteExpiry) {
+    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value, options: WriteOptions) {
         do {
-            store(key, try ValueCoding.encode(value), decoded: value, expiry: expiry)
+            store(key, try ValueCoding.encode(value), decoded: value, options: options)
         } catch {
             failure = failure ?? "\(error)"
         }
@@ -152,9 +149,9 @@ final class Transaction: @unchecked Sendable {
 
     /// One access to `pending` per write: each access to a class property is a dynamic
     /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
-    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, expiry: WriteExpiry = .never) {
+    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
-        if !pending.set(key, value: value, decoded: decoded, expiry: expiry, maxKeys: limits.maxEntriesPerMessage) {
+        if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
         }
     }

@@ -4,22 +4,30 @@
 /// the whole decision or none of it.
 public struct Delta: Hashable, Sendable {
     /// One write of a decision: the key, the new value bytes (`nil` deletes the key) and, for
-    /// an expiring write, its expiry instant (`Entry.expiresAtMilliseconds`, normalised the
-    /// same way).
+    /// a value, its expiry instant and whether the writing node owns it
+    /// (`Entry.expiresAtMilliseconds`, `Entry.ownedByWriter`, normalised the same way).
     public struct Write: Hashable, Sendable {
         public let key: StateKey
         public let value: [UInt8]?
         public let expiresAtMilliseconds: UInt64?
-        public init(key: StateKey, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil) {
+        public let ownedByWriter: Bool
+        public init(key: StateKey, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
             self.key = key
             self.value = value
             self.expiresAtMilliseconds = value == nil ? nil
                 : expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+            self.ownedByWriter = value != nil && ownedByWriter
+        }
+
+        /// The write that stores `entry` (its version aside) into `key`.
+        public init(key: StateKey, entry: Entry) {
+            self.init(key: key, value: entry.value, expiresAtMilliseconds: entry.expiresAtMilliseconds,
+                      ownedByWriter: entry.ownedByWriter)
         }
 
         /// This write as the entry it stores under `version`.
         public func entry(at version: Version) -> Entry {
-            Entry(version: version, value: value, expiresAtMilliseconds: expiresAtMilliseconds)
+            Entry(version: version, value: value, expiresAtMilliseconds: expiresAtMilliseconds, ownedByWriter: ownedByWriter)
         }
     }
 

@@ -9,17 +9,24 @@ public struct Entry: Hashable, Sendable {
     /// replica; nil for a value that never expires and for every tombstone
     /// (docs/consistency.md, "Expiring keys").
     public let expiresAtMilliseconds: UInt64?
+    /// Whether the value belongs to the node that wrote it (`version.node`): while that node is
+    /// not a live member as a replica sees it (failed, left, removed, or cut off), the key reads
+    /// as absent there, and it returns with the node (docs/consistency.md, "Node-owned keys").
+    /// Always false for a tombstone.
+    public let ownedByWriter: Bool
 
-    /// `expiresAtMilliseconds` is dropped for a tombstone and kept within
-    /// `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside it means the same thing as
-    /// the nearest one inside), so equal meanings make equal entries.
-    public init(version: Version, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil) {
+    /// `expiresAtMilliseconds` and `ownedByWriter` are dropped for a tombstone, and the instant
+    /// kept within `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside it means the
+    /// same thing as the nearest one inside), so equal meanings make equal entries.
+    public init(version: Version, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
         self.version = version
         self.value = value
         if value == nil {
             self.expiresAtMilliseconds = nil
+            self.ownedByWriter = false
         } else {
             self.expiresAtMilliseconds = expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+            self.ownedByWriter = ownedByWriter
         }
     }
 
@@ -44,8 +51,9 @@ public struct Entry: Hashable, Sendable {
     /// replicas that receive the same entries in any order, any number of times, agree.
     /// The higher version wins; two different entries with one version (which a correct node
     /// never produces) are ordered by their bytes (a tombstone below any value), then by their
-    /// expiry (the later one, never-expiring highest), so the laws hold even then. Expiry plays
-    /// no part in which version wins: a newer write replaces an expiring one, expired or not.
+    /// expiry (the later one, never-expiring highest), then owned above not owned, so the laws
+    /// hold even then. Expiry and ownership play no part in which version wins: a newer write
+    /// replaces an expiring or owned one, expired or hidden or not.
     public func merged(with other: Entry) -> Entry {
         wins(over: other) ? self : other
     }
@@ -58,7 +66,9 @@ public struct Entry: Hashable, Sendable {
         case (.some, nil): return true
         case let (.some(mine), .some(theirs)):
             if mine != theirs { return !mine.lexicographicallyPrecedes(theirs) }
-            return (expiresAtMilliseconds ?? .max) >= (other.expiresAtMilliseconds ?? .max)
+            let expiry = expiresAtMilliseconds ?? .max, otherExpiry = other.expiresAtMilliseconds ?? .max
+            if expiry != otherExpiry { return expiry > otherExpiry }
+            return ownedByWriter || !other.ownedByWriter
         }
     }
 }

@@ -55,12 +55,23 @@ public struct EntryTable: Sendable {
         let keyBytes: PackedBytes
         let name: UInt32
         var node: UInt32
-        /// 0 for a value that never expires (and every tombstone); otherwise the expiry instant,
-        /// with `sweptBit` set once `expire(dueAtMilliseconds:)` reported it.
-        var expiry: UInt64
+        /// The expiry instant in the low 48 bits (`instantMask`; 0: the value never expires, and
+        /// every tombstone), `ownedBit` for a value its writer owns, `sweptBit` once
+        /// `expire(dueAtMilliseconds:)` reported the value expired.
+        var meta: UInt64
+
+        var expiry: UInt64 { meta & EntryTable.instantMask }
+        var owned: Bool { meta & EntryTable.ownedBit != 0 }
+        var swept: Bool { meta & EntryTable.sweptBit != 0 }
     }
 
+    private static let instantMask: UInt64 = (1 << 48) - 1
+    private static let ownedBit: UInt64 = 1 << 62
     private static let sweptBit: UInt64 = 1 << 63
+
+    private static func meta(of entry: Entry) -> UInt64 {
+        (entry.expiresAtMilliseconds ?? 0) | (entry.ownedByWriter ? ownedBit : 0)
+    }
 
     /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
@@ -99,6 +110,18 @@ public struct EntryTable: Sendable {
     public private(set) var expiringCount = 0
     /// The expiring values not yet reported expired, by instant.
     private var expirySchedule = ExpirySchedule()
+    /// The node ids whose owned values read as present (`setPresentOwners`); nil: all of them.
+    private var presentOwners: Set<String>?
+    /// By node number: whether that node's owned values are hidden now.
+    private var ownerHidden: [Bool] = []
+    /// By node number: its owned values stored and not reported expired.
+    private var ownedCounts: [Int] = []
+
+    /// Stored owned values (not reported expired) whose owner is hidden now: they read as
+    /// absent. O(node ids).
+    public var hiddenCount: Int {
+        ownedCounts.indices.reduce(0) { $0 + (ownerHidden[$1] ? ownedCounts[$1] : 0) }
+    }
     /// The highest version ever merged into this table (nil for none); removals do not lower it.
     public private(set) var highestVersion: Version?
 
@@ -130,20 +153,22 @@ public struct EntryTable: Sendable {
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
             let wasTombstone = records[position].value == nil
             let oldExpiry = records[position].expiry
-            let wasSwept = oldExpiry & Self.sweptBit != 0
+            let wasSwept = records[position].swept
+            let oldOwner: UInt32? = records[position].owned && !wasSwept ? records[position].node : nil
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
-            let expiry = entry.expiresAtMilliseconds ?? 0
+            let meta = Self.meta(of: entry)
             records.withUnsafeMutableBufferPointer { records in
                 records[position].timestamp = entry.version.timestamp
                 records[position].value = entry.value
                 records[position].contribution = contribution
                 records[position].node = node
-                records[position].expiry = expiry
+                records[position].meta = meta
             }
             if wasTombstone { tombstoneCount -= 1 }
             if wasSwept { expiredCount -= 1 } else if oldExpiry != 0 { expiringCount -= 1 }
+            if let oldOwner { ownedCounts[Int(oldOwner)] -= 1 }
             digest.toggle(contribution: old ^ contribution, of: key)
             outcome = .replaced
         } else {
@@ -156,7 +181,7 @@ public struct EntryTable: Sendable {
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
                                   value: entry.value, keyBytes: keyBytes,
                                   name: atomic ? Self.inlineName : nameNumber(of: key.name),
-                                  node: nodeNumber(of: entry.version), expiry: entry.expiresAtMilliseconds ?? 0))
+                                  node: nodeNumber(of: entry.version), meta: Self.meta(of: entry)))
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
             bucketMembers[digest.bucket(of: key)].append(number)
@@ -164,6 +189,7 @@ public struct EntryTable: Sendable {
             if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
         }
         if entry.isTombstone { tombstoneCount += 1 }
+        if entry.ownedByWriter { ownedCounts[Int(latestNode)] += 1 }
         if let expiresAt = entry.expiresAtMilliseconds {
             expiringCount += 1
             expirySchedule.add(key, atMilliseconds: expiresAt)
@@ -185,25 +211,27 @@ public struct EntryTable: Sendable {
     /// collection); returns whether it was removed. Live entries are never removed here.
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
-        collect(key, version: version) { $0.value == nil }
+        collect(key, version: version) { record, _ in record.value == nil }
     }
 
-    /// Removes the entry of `key` if it is still the one at `version` and is a tombstone or a
-    /// value expired at hybrid-clock instant `now` (collection); returns whether it was
-    /// removed. A value that reads as present is never removed here.
+    /// Removes the entry of `key` if it is still the one at `version` and reads as absent for
+    /// good: a tombstone, a value expired at hybrid-clock instant `now`, or a value owned by a
+    /// node of `removedOwners` (collection); returns whether it was removed. A value that reads
+    /// as present, or whose owner may return, is never removed here.
     @discardableResult
-    public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64) -> Bool {
-        collect(key, version: version) { record in
-            record.value == nil || (record.expiry != 0 && now >= record.expiry & ~Self.sweptBit)
+    public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64,
+                                 removedOwners: Set<String> = []) -> Bool {
+        collect(key, version: version) { record, owner in
+            record.value == nil || Self.isExpired(record, now) || (record.owned && removedOwners.contains(owner))
         }
     }
 
-    private mutating func collect(_ key: StateKey, version: Version, when collectable: (Record) -> Bool) -> Bool {
+    private mutating func collect(_ key: StateKey, version: Version, when collectable: (Record, String) -> Bool) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
         let record = records[position]
-        guard collectable(record), self.version(of: record) == version else { return false }
+        guard collectable(record, nodeIDs[Int(record.node)].id), self.version(of: record) == version else { return false }
         remove(at: position, cell: cell)
         return true
     }
@@ -218,13 +246,14 @@ public struct EntryTable: Sendable {
         for key in expirySchedule.popDue(atMilliseconds: now) {
             guard let position = find(key) else { continue }
             let expiry = records[position].expiry
-            guard expiry != 0, expiry & Self.sweptBit == 0 else { continue }
+            guard expiry != 0, !records[position].swept else { continue }
             guard expiry <= now else {
                 // Renewed after it was scheduled: due later.
                 expirySchedule.add(key, atMilliseconds: expiry)
                 continue
             }
-            records[position].expiry = expiry | Self.sweptBit
+            records[position].meta |= Self.sweptBit
+            if records[position].owned { ownedCounts[Int(records[position].node)] -= 1 }
             expiredCount += 1
             expiringCount -= 1
             expired.append((key, entry(of: records[position])))
@@ -235,6 +264,28 @@ public struct EntryTable: Sendable {
     /// The earliest expiry instant scheduled (possibly of a value since replaced), for a
     /// caller that waits for it; nil when nothing expires.
     public var nextExpiryMilliseconds: UInt64? { expirySchedule.nextInstant }
+
+    /// The nodes whose owned values read as present from now on (nil: every node's); an owned
+    /// value of any other writer reads as absent in `value(ofAtomicNamed:atMilliseconds:)` and
+    /// `liveKeys`, and stays stored (docs/consistency.md, "Node-owned keys").
+    public mutating func setPresentOwners(_ owners: Set<String>?) {
+        presentOwners = owners
+        ownerHidden = nodeIDs.map { node in owners.map { !$0.contains(node.id) } ?? false }
+    }
+
+    /// Every stored owned value (not tombstones) whose writer is in `owners`, with its entry:
+    /// the keys that appear or disappear when those nodes come or go. A scan of the table.
+    public func ownedEntries(of owners: Set<String>) -> [(key: StateKey, entry: Entry)] {
+        guard !owners.isEmpty else { return [] }
+        let numbers = Set(nodeIDs.indices.filter { owners.contains(nodeIDs[$0].id) }.map(UInt32.init))
+        guard !numbers.isEmpty else { return [] }
+        return records.lazy.filter { $0.owned && $0.value != nil && numbers.contains($0.node) }
+            .map { (key: self.key(of: $0), entry: self.entry(of: $0)) }
+    }
+
+    private func isHidden(_ record: Record) -> Bool {
+        record.owned && ownerHidden[Int(record.node)]
+    }
 
     /// Every stored (key, entry), in no particular order.
     public var entries: some Sequence<(key: StateKey, entry: Entry)> {
@@ -252,7 +303,7 @@ public struct EntryTable: Sendable {
     /// The number of digest leaves: the buckets `liveKeys(fromBucket:...)` walks.
     public var bucketCount: Int { bucketMembers.count }
 
-    /// The keys holding a value (not tombstones, not expired at `now`) in digest leaves from `bucket` on, leaf by
+    /// The keys holding a value (not tombstones, not expired at `now`, not of a hidden owner) in digest leaves from `bucket` on, leaf by
     /// leaf, stopping after the leaf where `minimumKeys` were reached or after `maximumBuckets`
     /// leaves; returns them and the first leaf not visited (`bucketCount` when every leaf was).
     /// A key's leaf depends only on its hash, so a walk over every leaf in order sees every key
@@ -263,7 +314,7 @@ public struct EntryTable: Sendable {
         var next = max(0, bucket)
         let end = min(bucketMembers.count, next + max(1, maximumBuckets))
         while next < end && keys.count < minimumKeys {
-            for number in bucketMembers[next] where records[Int(number)].value != nil && !Self.isExpired(records[Int(number)], now) {
+            for number in bucketMembers[next] where records[Int(number)].value != nil && !Self.isExpired(records[Int(number)], now) && !isHidden(records[Int(number)]) {
                 keys.append(key(of: records[Int(number)]))
             }
             next += 1
@@ -347,11 +398,11 @@ public struct EntryTable: Sendable {
 
     private func entry(of record: Record) -> Entry {
         Entry(version: version(of: record), value: record.value,
-              expiresAtMilliseconds: record.expiry == 0 ? nil : record.expiry & ~Self.sweptBit)
+              expiresAtMilliseconds: record.expiry == 0 ? nil : record.expiry, ownedByWriter: record.owned)
     }
 
     private static func isExpired(_ record: Record, _ now: UInt64) -> Bool {
-        record.expiry != 0 && now >= record.expiry & ~sweptBit
+        record.expiry != 0 && now >= record.expiry
     }
 
     /// The number of `version`'s node id, interned on first sight.
@@ -366,6 +417,8 @@ public struct EntryTable: Sendable {
         }
         let number = UInt32(nodeIDs.count)
         nodeIDs.append((version.node, version.nodeHash))
+        ownerHidden.append(presentOwners.map { !$0.contains(version.node) } ?? false)
+        ownedCounts.append(0)
         nodeNumbers[version.node] = number
         latestNode = number
         return number
@@ -405,8 +458,8 @@ public struct EntryTable: Sendable {
 
     /// The value of the atomic key whose name is the UTF-8 bytes `name` (a Redis-protocol GET)
     /// at hybrid-clock instant `now`: `.none` when the key is not stored, `.some(nil)` for its
-    /// tombstone or an expired value. No `StateKey` (and no `String`) is built; bytes that are
-    /// not UTF-8 match no stored key.
+    /// tombstone, an expired value, or an owned value of a hidden owner (`setPresentOwners`). No
+    /// `StateKey` (and no `String`) is built; bytes that are not UTF-8 match no stored key.
     public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
         var hash = StableHash()
         hash.combine(buffer: name)
@@ -416,7 +469,7 @@ public struct EntryTable: Sendable {
         }]
         guard stored != 0 else { return .none }
         let record = records[Int(stored - 1)]
-        return .some(Self.isExpired(record, now) ? nil : record.value)
+        return .some(Self.isExpired(record, now) || isHidden(record) ? nil : record.value)
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
@@ -446,11 +499,12 @@ public struct EntryTable: Sendable {
     private mutating func remove(at position: Int, cell: Int) {
         let record = records[position]
         tombstoneCount -= record.value == nil ? 1 : 0
-        if record.expiry & Self.sweptBit != 0 {
+        if record.swept {
             expiredCount -= 1
         } else if record.expiry != 0 {
             expiringCount -= 1
         }
+        if record.owned && !record.swept { ownedCounts[Int(record.node)] -= 1 }
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)

@@ -51,12 +51,10 @@ public struct StateDigest: Hashable, Sendable {
         hash.combine(entry.version.timestamp.rawValue)
         hash.combine(entry.version.nodeHash)
         if let value = entry.value {
-            if let expiresAt = entry.expiresAtMilliseconds {
-                hash.combine(2)
-                hash.combine(expiresAt)
-            } else {
-                hash.combine(1)
-            }
+            // The value's flags as the wire has them: 1, plus 2 when it expires, 4 when owned.
+            let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
+            hash.combine(flags)
+            if let expiresAt = entry.expiresAtMilliseconds { hash.combine(expiresAt) }
             hash.combine(bytes: value)
         } else {
             hash.combine(0)

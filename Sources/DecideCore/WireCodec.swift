@@ -5,9 +5,11 @@
 /// - delta: `u64 timestamp`, `str node`, `varint n`, n × (`str name`, `bytes element`, value).
 /// - entry batch: `varint n`, n × (`str name`, `bytes element`, `u64 timestamp`, `str node`,
 ///   value).
-/// - value: `u8 present`: 0 a tombstone; 1 then `bytes value`; 2 then `bytes value` and
-///   `u64 expiresAtMilliseconds` (1 ... 2^48 - 1) for an expiring value. A node older than
-///   expiring keys refuses 2 (`invalidFlag`), so a cluster is upgraded before it uses them.
+/// - value: `u8 flags`: 0 a tombstone; otherwise bit 0 (set), bit 1 the value expires, bit 2
+///   the writing node owns it; then `bytes value`, and `u64 expiresAtMilliseconds`
+///   (1 ... 2^48 - 1) when bit 1 is set. Any other flags byte is refused (`invalidFlag`); a
+///   node older than expiring and owned keys refuses every flags byte but 0 and 1, so a
+///   cluster is upgraded before it uses them.
 ///
 /// Guarantees: `decode(encode(x)) == x`; any other input, including every truncation of a
 /// valid encoding and any length over `Limits`, throws a `WireDecodeError`.
@@ -53,7 +55,7 @@ public struct WireCodec: Sendable {
         writer.writeVarint(UInt64(delta.writes.count))
         for write in delta.writes {
             writeKey(write.key, into: &writer)
-            writeValue(write.value, expiresAt: write.expiresAtMilliseconds, into: &writer)
+            writeValue(write.value, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &writer)
         }
     }
 
@@ -76,7 +78,7 @@ public struct WireCodec: Sendable {
         for _ in 0..<count {
             let key = try readKey(&reader)
             let value = try readValue(&reader)
-            writes.append(Delta.Write(key: key, value: value.bytes, expiresAtMilliseconds: value.expiresAt))
+            writes.append(Delta.Write(key: key, value: value.bytes, expiresAtMilliseconds: value.expiresAt, ownedByWriter: value.owned))
         }
         try reader.expectEnd()
         return Delta(version: version, writes: writes)
@@ -91,7 +93,7 @@ public struct WireCodec: Sendable {
             writeKey(item.key, into: &writer)
             writer.writeUInt64(item.entry.version.timestamp.rawValue)
             writer.writeString(item.entry.version.node)
-            writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, into: &writer)
+            writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, owned: item.entry.ownedByWriter, into: &writer)
         }
         return writer.bytes
     }
@@ -106,7 +108,8 @@ public struct WireCodec: Sendable {
             let key = try readKey(&reader)
             let version = try readVersion(&reader)
             let value = try readValue(&reader)
-            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: value.bytes, expiresAtMilliseconds: value.expiresAt)))
+            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: value.bytes, expiresAtMilliseconds: value.expiresAt,
+                                                             ownedByWriter: value.owned)))
         }
         try reader.expectEnd()
         return entries
@@ -117,12 +120,16 @@ public struct WireCodec: Sendable {
         writer.writeBytes(key.element)
     }
 
-    private func writeValue(_ value: [UInt8]?, expiresAt: UInt64?, into writer: inout WireWriter) {
+    private static let presentFlag: UInt8 = 1
+    private static let expiresFlag: UInt8 = 2
+    private static let ownedFlag: UInt8 = 4
+
+    private func writeValue(_ value: [UInt8]?, expiresAt: UInt64?, owned: Bool, into writer: inout WireWriter) {
         guard let value else {
             writer.writeUInt8(0)
             return
         }
-        writer.writeUInt8(expiresAt == nil ? 1 : 2)
+        writer.writeUInt8(Self.presentFlag | (expiresAt == nil ? 0 : Self.expiresFlag) | (owned ? Self.ownedFlag : 0))
         writer.writeBytes(value)
         if let expiresAt { writer.writeUInt64(expiresAt) }
     }
@@ -146,19 +153,21 @@ public struct WireCodec: Sendable {
         return StateKey(name: name, element: element)
     }
 
-    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?) {
-        let present = try reader.readUInt8("value.present")
-        switch present {
-        case 0: return (nil, nil)
-        case 1: return (try reader.readBytes("value.bytes", limit: limits.maxValueBytes), nil)
-        case 2:
-            let bytes = try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
-            let expiresAt = try reader.readUInt64("value.expiresAt")
-            guard (1...HLCTimestamp.maxPhysicalMilliseconds).contains(expiresAt) else {
-                throw .outOfRange(field: "value.expiresAt", value: expiresAt)
-            }
-            return (bytes, expiresAt)
-        default: throw .invalidFlag(field: "value.present", value: present)
+    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?, owned: Bool) {
+        let flags = try reader.readUInt8("value.present")
+        guard flags != 0 else { return (nil, nil, false) }
+        guard flags & Self.presentFlag != 0, flags & ~(Self.presentFlag | Self.expiresFlag | Self.ownedFlag) == 0 else {
+            throw .invalidFlag(field: "value.present", value: flags)
         }
+        let bytes = try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
+        var expiresAt: UInt64?
+        if flags & Self.expiresFlag != 0 {
+            let instant = try reader.readUInt64("value.expiresAt")
+            guard (1...HLCTimestamp.maxPhysicalMilliseconds).contains(instant) else {
+                throw .outOfRange(field: "value.expiresAt", value: instant)
+            }
+            expiresAt = instant
+        }
+        return (bytes, expiresAt, flags & Self.ownedFlag != 0)
     }
 }

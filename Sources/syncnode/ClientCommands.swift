@@ -107,11 +107,15 @@ extension SyncNode {
                   syncnode put --admin 127.0.0.1:7502 motd '"deploy at 5pm"'
                   syncnode put config '{"replicas": 3, "zones": ["a", "b"]}'
                   syncnode put --expire-after 30 'presence["worker-1"]' '"up"'
+                  syncnode put --owned 'presence["api@node1"]' '"up"'   # gone while node1 is down
                 """)
         @OptionGroup var options: AdminOptions
         @Option(name: .customLong("expire-after"),
                 help: "Seconds (a decimal, e.g. 2.5) after which the value expires on every peer; a later put renews it.")
         var expireAfterSeconds: Double?
+        @Flag(name: .customLong("owned"),
+              help: "The value belongs to the peer it is written on: while that peer is down, cut off or gone, it reads as absent on the others.")
+        var owned = false
         @Argument(help: "NAME for an atomic state, NAME[ID] for a collection element (ID as JSON).")
         var key: String
         @Argument(help: "The value, as JSON (a string needs its quotes: '\"text\"').")
@@ -132,6 +136,7 @@ extension SyncNode {
                 }
                 request += ["PX", String(Int(milliseconds))]
             }
+            if owned { request.append("OWNED") }
             let reply = try exchange(options, request)
             print("ok \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
         }

@@ -13,7 +13,7 @@ struct ConfigFile: Sendable {
     /// Keys a config file may set: the `run` flags without dashes.
     static let knownKeys: Set<String> = [
         "id", "listen", "admin", "peer", "data-dir", "durability", "cluster-secret-file", "cluster", "log-level", "insecure",
-        "dead-member-timeout-ms", "tombstone-collection-interval-ms", "anti-entropy-interval-ms",
+        "dead-member-timeout-ms", "tombstone-collection-interval-ms", "anti-entropy-interval-ms", "failure-timeout-ms",
     ]
 
     /// Why a config file was refused: the file, the line (0 for JSON) and what is wrong.

@@ -3,8 +3,9 @@ import DecideCore
 
 /// The decision behind EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and PERSIST: renewing or ending a
 /// key's lifetime is a write of its current value with the new expiry, so it replicates and
-/// wins like any write (docs/consistency.md, "Expiring keys"). Judged on this node's state when
-/// the decision runs, as Redis judges it on the master.
+/// wins like any write (docs/consistency.md, "Expiring keys"); an owned value stays owned, by
+/// this node from then on. Judged on this node's state when the decision runs, as Redis judges
+/// it on the master.
 struct KeyExpiry: Decision {
     enum Change: Sendable {
         /// Expire at this hybrid-clock instant (Unix milliseconds); an instant not after the
@@ -43,7 +44,7 @@ struct KeyExpiry: Decision {
         switch change {
         case .persist:
             guard current != nil else { return .none }
-            write.raw(value, into: key)
+            write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: entry.ownedByWriter)
         case .at(let instant):
             switch condition {
             case .always: break
@@ -55,7 +56,7 @@ struct KeyExpiry: Decision {
             if instant <= read.nowMilliseconds {
                 write.raw(nil, into: key)
             } else {
-                write.raw(value, into: key, expiresAtMilliseconds: instant)
+                write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: entry.ownedByWriter)
             }
         }
         outcome.changed = true

@@ -39,13 +39,17 @@ struct KeyWrites: Decision {
     /// Deletes only keys that hold a value (DEL): no tombstone for a key that has none.
     let deleteOnlyLive: Bool
     let expiry: Expiry
+    /// The written values belong to this node (SET ... OWNED; docs/consistency.md, "Node-owned keys").
+    let owned: Bool
     let outcome = Outcome()
 
-    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false, expiry: Expiry = .never) {
+    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false, expiry: Expiry = .never,
+         owned: Bool = false) {
         self.writes = writes
         self.condition = condition
         self.deleteOnlyLive = deleteOnlyLive
         self.expiry = expiry
+        self.owned = owned
     }
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
@@ -75,14 +79,14 @@ struct KeyWrites: Decision {
                 continue
             }
             switch expiry {
-            case .never: write.raw(value, into: key)
-            case .afterMilliseconds(let lifetime): write.raw(value, into: key, expiringAfter: .milliseconds(lifetime))
-            case .atMilliseconds(let instant): write.raw(value, into: key, expiresAtMilliseconds: instant)
+            case .never: write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: owned)
+            case .afterMilliseconds(let lifetime): write.raw(value, into: key, expiringAfter: .milliseconds(lifetime), ownedByThisNode: owned)
+            case .atMilliseconds(let instant): write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: owned)
             case .keep:
                 if let instant = previousExpiry[index] {
-                    write.raw(value, into: key, expiresAtMilliseconds: instant)
+                    write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: owned)
                 } else {
-                    write.raw(value, into: key)
+                    write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: owned)
                 }
             }
         }

@@ -47,6 +47,7 @@ final class PeerProcess: Sendable {
         replication.deadMemberTimeoutMilliseconds = settings.deadMemberTimeoutMilliseconds
         replication.tombstoneCollectionIntervalMilliseconds = settings.tombstoneCollectionIntervalMilliseconds
         replication.antiEntropyIntervalMilliseconds = settings.antiEntropyIntervalMilliseconds
+        replication.failureTimeoutMilliseconds = settings.failureTimeoutMilliseconds
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
         replicator = Replicator(node: node, transport: transport, configuration: replication)

@@ -351,7 +351,7 @@ extension RESPService {
         case "keyspace":
             let summary = node.stateSummary
             lines = ["# Keyspace"]
-            let live = summary.entryCount - summary.tombstoneCount - summary.expiredCount
+            let live = summary.liveCount
             if live > 0 { lines.append("db0:keys=\(live),expires=\(summary.expiringCount),avg_ttl=0") }
         default:
             let summary = node.stateSummary
@@ -366,6 +366,7 @@ extension RESPService {
                      "tombstones:\(summary.tombstoneCount)",
                      "expiring:\(summary.expiringCount)",
                      "expired_awaiting_collection:\(summary.expiredCount)",
+                     "owned_hidden:\(summary.hiddenOwnedCount)",
                      "digest:\(ReplyJSON.hex(summary.digest))",
                      "committed_decisions:\(summary.committedDecisions)",
                      "applied_remote_deltas:\(summary.appliedRemoteDeltas)"]

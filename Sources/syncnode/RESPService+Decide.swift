@@ -13,17 +13,25 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return }
         var value: [UInt8]?
         var lifetime: UInt64?
-        if command == .decidePut, arguments.count > 3 {
-            // DECIDE.PUT KEY VALUE PX MILLISECONDS
-            guard arguments.count == 5, Self.matches(arguments[3], "PX") else {
-                writer.error("ERR syntax error: DECIDE.PUT KEY VALUE [PX MILLISECONDS]")
+        var owned = false
+        // DECIDE.PUT KEY VALUE [PX MILLISECONDS] [OWNED]
+        var index = 3
+        while command == .decidePut, index < arguments.count {
+            if Self.matches(arguments[index], "OWNED"), !owned {
+                owned = true
+                index += 1
+            } else if Self.matches(arguments[index], "PX"), lifetime == nil, index + 1 < arguments.count {
+                guard let amount = Self.integer(arguments[index + 1]),
+                      let milliseconds = Self.lifetimeMilliseconds(amount, inSeconds: false) else {
+                    writer.error("ERR invalid expire time in 'decide.put' command")
+                    return
+                }
+                lifetime = milliseconds
+                index += 2
+            } else {
+                writer.error("ERR syntax error: DECIDE.PUT KEY VALUE [PX MILLISECONDS] [OWNED]")
                 return
             }
-            guard let amount = Self.integer(arguments[4]), let milliseconds = Self.lifetimeMilliseconds(amount, inSeconds: false) else {
-                writer.error("ERR invalid expire time in 'decide.put' command")
-                return
-            }
-            lifetime = milliseconds
         }
         if command == .decidePut {
             guard arguments[2].withUnsafeBytes({ ValueMapping.isJSON($0) }) else {
@@ -33,7 +41,7 @@ extension RESPService {
             value = Array(arguments[2])
         }
         let verb = command == .decidePut ? "put" : "delete"
-        switch node.decide(RawWrite(key: key, value: value, lifetimeMilliseconds: lifetime)) {
+        switch node.decide(RawWrite(key: key, value: value, lifetimeMilliseconds: lifetime, owned: owned)) {
         case .committed(let version):
             writer.bulk(ReplyJSON.object([("key", .string(key.description)), ("version", ReplyJSON.version(version))]))
         case .unchanged:
@@ -96,6 +104,7 @@ extension RESPService {
             ("tombstones", .number(String(summary.tombstoneCount))),
             ("expiring", .number(String(summary.expiringCount))),
             ("expired", .number(String(summary.expiredCount))),
+            ("ownedHidden", .number(String(summary.hiddenOwnedCount))),
             ("digest", .string(ReplyJSON.hex(summary.digest))),
             ("highestVersion", summary.highestVersion.map(ReplyJSON.version) ?? .null),
             ("committedDecisions", .number(String(summary.committedDecisions))),

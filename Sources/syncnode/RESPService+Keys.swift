@@ -65,7 +65,7 @@ extension RESPService {
 
     func dbsize(into writer: inout RESPWriter) {
         let summary = node.stateSummary
-        writer.integer(summary.entryCount - summary.tombstoneCount - summary.expiredCount)
+        writer.integer(summary.liveCount)
     }
 
     /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the cursor walks the digest's leaves,
@@ -214,11 +214,13 @@ extension RESPService {
     }
 
     /// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-seconds |
-    /// PXAT unix-milliseconds | KEEPTTL].
+    /// PXAT unix-milliseconds | KEEPTTL] [OWNED] (OWNED is Decide's: the value belongs to this
+    /// node, docs/consistency.md "Node-owned keys").
     private func set(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         var condition = KeyWrites.Condition.always
         var returnPrevious = false
         var expiry = KeyWrites.Expiry.never
+        var owned = false
         var index = 3
         while index < arguments.count {
             let option = arguments[index]
@@ -231,6 +233,8 @@ extension RESPService {
                 returnPrevious = true
             } else if Self.matches(option, "KEEPTTL"), expiry == .never {
                 expiry = .keep
+            } else if Self.matches(option, "OWNED"), !owned {
+                owned = true
             } else if expiry == .never, let unit = Self.setExpiryUnit(option) {
                 guard index < arguments.count else {
                     writer.error("ERR syntax error")
@@ -252,12 +256,12 @@ extension RESPService {
             }
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
-        if condition == .always && !returnPrevious && expiry == .never {
+        if condition == .always && !returnPrevious && expiry == .never && !owned {
             guard commit(RawWrite(key: key, value: value), "SET", into: &writer) else { return }
             writer.simpleString("OK")
             return
         }
-        let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry)
+        let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
         guard commit(decision, "SET", into: &writer) else { return }
         if returnPrevious {
             replyValue(decision.outcome.previous[0], into: &writer)

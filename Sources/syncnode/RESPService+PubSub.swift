@@ -4,8 +4,9 @@ import DecideRESP
 import DecideUV
 
 /// SUBSCRIBE / PSUBSCRIBE to keyspace notifications. Every change this node commits, applies
-/// from a peer or takes in a catch-up, and every value that expires here, is published, once
-/// per key, on three channels:
+/// from a peer or takes in a catch-up, every value that expires here, and every owned value
+/// that disappears or returns with its owner (as `del` / `set`), is published, once per key,
+/// on three channels:
 /// - `__keyspace@0__:KEY` with the event (`set`, `del` or `expired`), as Redis does;
 /// - `__keyevent@0__:set` / `del` / `expired` with the key, as Redis does;
 /// - `__decide@0__:KEY` with the entry as JSON (`{"key","value","deleted","version","origin"}`),
@@ -125,6 +126,8 @@ extension RESPService {
             case .remote: origin = "remote"
             case .catchUp: origin = "catch-up"
             case .expired: origin = "expired"
+            case .ownerGone: origin = "owner-gone"
+            case .ownerBack: origin = "owner-back"
             }
             let expired = committed.origin == .expired
             for item in committed.delta.entries {

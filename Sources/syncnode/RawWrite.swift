@@ -8,10 +8,12 @@ struct RawWrite: Decision {
     let key: StateKey
     let value: [UInt8]?
     var lifetimeMilliseconds: UInt64? = nil
+    /// The value belongs to this node (docs/consistency.md, "Node-owned keys").
+    var owned = false
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        if let value, let lifetimeMilliseconds {
-            write.raw(value, into: key, expiringAfter: .milliseconds(lifetimeMilliseconds))
+        if let value, lifetimeMilliseconds != nil || owned {
+            write.raw(value, into: key, expiringAfter: lifetimeMilliseconds.map { .milliseconds($0) }, ownedByThisNode: owned)
         } else {
             write.raw(value, into: key)
         }

@@ -50,6 +50,7 @@ enum ReplyJSON {
             ("deleted", .bool(entry.isTombstone)),
             ("version", version(entry.version)),
         ]
+        if entry.ownedByWriter { fields.append(("owned", .bool(true))) }
         if let expiresAt = entry.expiresAtMilliseconds {
             fields.append(("expiresAt", .number(String(expiresAt))))
             if let now, entry.isExpired(atMilliseconds: now) { fields.append(("expired", .bool(true))) }

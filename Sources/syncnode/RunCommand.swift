@@ -73,6 +73,10 @@ extension SyncNode {
             "How often an anti-entropy walk runs with each peer (default \(RunSettings.defaultAntiEntropyIntervalMilliseconds)).",
             valueName: "ms"))
         var antiEntropyIntervalMilliseconds: String?
+        @Option(name: .customLong("failure-timeout-ms"), help: ArgumentHelp(
+            "A peer silent this long is declared failed, and its owned keys read as absent here (default \(RunSettings.defaultFailureTimeoutMilliseconds); a crashed process shows at once).",
+            valueName: "ms"))
+        var failureTimeoutMilliseconds: String?
         @Option(help: "Config file: `key = value` lines or a JSON object (see above).")
         var config: String?
 
@@ -89,7 +93,8 @@ extension SyncNode {
                                  insecure: insecure, config: config,
                                  deadMemberTimeoutMilliseconds: deadMemberTimeoutMilliseconds,
                                  tombstoneCollectionIntervalMilliseconds: tombstoneCollectionIntervalMilliseconds,
-                                 antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds),
+                                 antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds,
+                                 failureTimeoutMilliseconds: failureTimeoutMilliseconds),
                     environment: ProcessInfo.processInfo.environment)
                 if let directory = settings.dataDirectory {
                     nodeID = try PeerFiles.prepareDataDirectory(directory, id: settings.id)

@@ -33,8 +33,12 @@ struct RunSettings: Sendable, Equatable {
     var deadMemberTimeoutMilliseconds: UInt64?
     var tombstoneCollectionIntervalMilliseconds: UInt64
     var antiEntropyIntervalMilliseconds: UInt64
+    /// A peer silent this long is declared failed: its link closes and its owned keys read as
+    /// absent here (docs/consistency.md, "Node-owned keys").
+    var failureTimeoutMilliseconds: UInt64
 
     static let defaultTombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
+    static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
 
     /// Why the settings cannot be used; the text names the source to fix.
@@ -61,6 +65,7 @@ struct RunSettings: Sendable, Equatable {
         var deadMemberTimeoutMilliseconds: String?
         var tombstoneCollectionIntervalMilliseconds: String?
         var antiEntropyIntervalMilliseconds: String?
+        var failureTimeoutMilliseconds: String?
     }
 
     /// Merges `flags`, `environment` and the config file (from `--config` or `SYNCNODE_CONFIG`).
@@ -107,6 +112,11 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "anti-entropy-interval-ms", range: 100 ... 86_400_000, example: "10000")
             } ?? defaultAntiEntropyIntervalMilliseconds
+        // At least four heartbeats (500 ms apart): one late ping must not look like a failure.
+        let failureTimeout = try pick(flags.failureTimeoutMilliseconds, "FAILURE_TIMEOUT_MS", "failure-timeout-ms")
+            .map { text throws(Invalid) in
+                try milliseconds(text, name: "failure-timeout-ms", range: 2_000 ... 600_000, example: "3000")
+            } ?? defaultFailureTimeoutMilliseconds
         let adminText = pick(flags.admin, "ADMIN", "admin") ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
         let adminSocket = pick(flags.adminSocket, "ADMIN_SOCKET", "admin-socket")
@@ -136,7 +146,8 @@ struct RunSettings: Sendable, Equatable {
             insecure: insecure,
             deadMemberTimeoutMilliseconds: deadMemberTimeout,
             tombstoneCollectionIntervalMilliseconds: collectionInterval,
-            antiEntropyIntervalMilliseconds: antiEntropyInterval)
+            antiEntropyIntervalMilliseconds: antiEntropyInterval,
+            failureTimeoutMilliseconds: failureTimeout)
     }
 
     /// A whole number of milliseconds within `range`; the error names the setting.

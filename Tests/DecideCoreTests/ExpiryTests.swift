@@ -147,3 +147,74 @@ import Testing
         #expect(table.nextExpiryMilliseconds == nil)
     }
 }
+
+/// Node-owned values in the pure core: the flag on the wire and in the digest, hiding by owner,
+/// and collection of a removed owner's values (docs/consistency.md, "Node-owned keys").
+@Suite struct OwnedValueTests {
+    private func version(_ physical: UInt64, _ node: String) -> Version {
+        Version(timestamp: HLCTimestamp(physicalMilliseconds: physical, logical: 0), node: node)
+    }
+
+    @Test func ownershipTravelsAndEveryFlagsByteOutsideTheKnownOnesIsRefused() throws {
+        let codec = WireCodec()
+        let owned = KeyedEntry(key: StateKey(name: "presence"), entry: Entry(version: version(5, "a"), value: [1], ownedByWriter: true))
+        let both = KeyedEntry(key: StateKey(name: "lease"),
+                              entry: Entry(version: version(5, "a"), value: [2], expiresAtMilliseconds: 9, ownedByWriter: true))
+        #expect(try codec.decodeEntries(codec.encode([owned, both])) == [owned, both])
+        #expect(Entry(version: version(5, "a"), value: nil, ownedByWriter: true).ownedByWriter == false, "a tombstone is nobody's")
+        // The flags byte sits right after the key; 0, 1, 3, 5 and 7 mean something, the rest not.
+        let plain = codec.encode([KeyedEntry(key: StateKey(name: "k"), entry: Entry(version: version(5, "a"), value: []))])
+        let flagsOffset = plain.count - 2
+        #expect(plain[flagsOffset] == 1)
+        for flags in [UInt8(2), 4, 6, 8, 9, 0x81, 0xFF] {
+            var bytes = plain
+            bytes[flagsOffset] = flags
+            #expect(throws: WireDecodeError.invalidFlag(field: "value.present", value: flags)) { try codec.decodeEntries(bytes) }
+        }
+        // Owned and shared values of one version and bytes are different entries.
+        var a = EntryTable(), b = EntryTable()
+        a.merge(Entry(version: version(5, "a"), value: [1]), for: StateKey(name: "k"))
+        b.merge(Entry(version: version(5, "a"), value: [1], ownedByWriter: true), for: StateKey(name: "k"))
+        #expect(a.digest != b.digest)
+    }
+
+    @Test func anAbsentOwnersValuesReadAsAbsentAndReturnWithIt() {
+        var table = EntryTable()
+        let mine = StateKey(name: "presence-a"), theirs = StateKey(name: "presence-b"), shared = StateKey(name: "config")
+        table.merge(Entry(version: version(5, "a"), value: [1], ownedByWriter: true), for: mine)
+        table.merge(Entry(version: version(5, "b"), value: [2], ownedByWriter: true), for: theirs)
+        table.merge(Entry(version: version(5, "b"), value: [3]), for: shared)
+        func read(_ key: StateKey) -> [UInt8]?? {
+            Array(key.name.utf8).withUnsafeBytes { table.value(ofAtomicNamed: $0, atMilliseconds: 0) }
+        }
+        #expect(read(theirs) == .some([2]), "every owner counts as present until told otherwise")
+        table.setPresentOwners(["a"])
+        #expect(read(mine) == .some([1]))
+        #expect(read(theirs) == .some(nil), "b is absent: its owned value reads as absent")
+        #expect(read(shared) == .some([3]), "b's shared value is not b's to take away")
+        #expect(table.hiddenCount == 1)
+        let live = table.liveKeys(fromBucket: 0, minimumKeys: 10, maximumBuckets: table.bucketCount, atMilliseconds: 0).keys
+        #expect(Set(live) == [mine, shared])
+        #expect(table.ownedEntries(of: ["b"]).map(\.key) == [theirs])
+        // A node id first seen after the view was set is absent too, until it is in it.
+        table.merge(Entry(version: version(6, "c"), value: [4], ownedByWriter: true), for: StateKey(name: "presence-c"))
+        #expect(read(StateKey(name: "presence-c")) == .some(nil))
+        table.setPresentOwners(["a", "b", "c"])
+        #expect(read(theirs) == .some([2]) && read(StateKey(name: "presence-c")) == .some([4]))
+        // A newer shared write by another node replaces an owned value like any write.
+        table.merge(Entry(version: version(7, "a"), value: [9]), for: theirs)
+        table.setPresentOwners(["a"])
+        #expect(read(theirs) == .some([9]))
+    }
+
+    @Test func onlyARemovedOwnersValuesAreCollectedForOwnership() {
+        var table = EntryTable()
+        let key = StateKey(name: "presence-b")
+        table.merge(Entry(version: version(5, "b"), value: [2], ownedByWriter: true), for: key)
+        let collected1 = table.collect(key, version: version(5, "b"), absentAtMilliseconds: 0, removedOwners: ["c"])
+        #expect(!collected1, "b may return: its value stays")
+        let collected2 = table.collect(key, version: version(5, "b"), absentAtMilliseconds: 0, removedOwners: ["b"])
+        #expect(collected2)
+        #expect(table.count == 0)
+    }
+}

@@ -23,9 +23,11 @@ struct Generators {
             node: node())
     }
 
-    /// Some values expire, at instants from a small space (ties happen); tombstones never do.
+    /// Some values expire, at instants from a small space (ties happen), and some are owned by
+    /// their writer; tombstones are neither.
     mutating func entry() -> Entry {
-        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: 3), expiresAtMilliseconds: expiry())
+        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: 3), expiresAtMilliseconds: expiry(),
+              ownedByWriter: int(0...3) == 0)
     }
 
     /// Nil two times in three, else an instant from 1 to 3 ms.
@@ -39,7 +41,7 @@ struct Generators {
 
     mutating func delta() -> Delta {
         Delta(version: version(), writes: (0..<int(0...5)).map { _ in
-            Delta.Write(key: key(), value: bool() ? nil : bytes(maxCount: 40), expiresAtMilliseconds: expiry())
+            Delta.Write(key: key(), value: bool() ? nil : bytes(maxCount: 40), expiresAtMilliseconds: expiry(), ownedByWriter: bool())
         })
     }
 

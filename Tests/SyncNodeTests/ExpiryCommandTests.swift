@@ -133,5 +133,33 @@ extension SyncNodeTests {
                 #expect(try a.client().call("GET", "presence") == .null)
             }
         }
+
+        @Test func anOwnedKeyGoesWithItsPeer() async throws {
+            let (a, b) = try await startPair()
+            do {
+                let onA = try a.client(), onB = try b.client()
+                #expect(try onA.call("SET", "presence[api@a]", "up", "OWNED") == ok)
+                #expect(try onA.call("DECIDE.PUT", "presence[job@a]", "\"up\"", "OWNED", "PX", "600000").errorText == nil)
+                #expect(try onA.call("SET", "config", "shared") == ok)
+                #expect(try onA.call("SET", "k", "v", "OWNED", "OWNED") == .error("ERR syntax error"))
+                #expect(try await eventually { try onB.call("EXISTS", "presence[api@a]", "presence[job@a]", "config") == .integer(3) })
+                let json = try #require(try onB.call("DECIDE.GET", "presence[job@a]").text)
+                #expect(json.contains("\"owned\":true") && json.contains("\"expiresAt\":"), "\(json)")
+                let watcher = try b.client()
+                #expect(try watcher.call("SUBSCRIBE", "__keyspace@0__:presence[\"api@a\"]")
+                        == .array([bulk("subscribe"), bulk("__keyspace@0__:presence[\"api@a\"]"), .integer(1)]))
+                // a leaves: its owned keys read as absent on b, its shared key stays.
+                await a.stop()
+                #expect(try watcher.reply(timeout: 10) == PubSubTests.message("__keyspace@0__:presence[\"api@a\"]", "del"))
+                #expect(try onB.call("EXISTS", "presence[api@a]", "presence[job@a]", "config") == .integer(1))
+                #expect(try onB.call("GET", "config") == bulk("shared"))
+                #expect(try onB.call("DBSIZE") == .integer(1))
+            } catch {
+                await a.stop()
+                await b.stop()
+                throw error
+            }
+            await b.stop()
+        }
     }
 }
