@@ -30,6 +30,8 @@
 #   (p) node-owned keys: c writes its presence (SET ... OWNED) and a shared key; kill -9 of c
 #       hides its presence on a and b (the shared key stays) within the failure-detection time;
 #       c restarted on its ports: its presence reads again everywhere
+#   (q) acknowledged writes: `put --wait 2` on a returns once b and c hold the value; a killed
+#       with -9 at once, b and c still answer it; `--wait` for more peers than exist exits 3
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -661,6 +663,25 @@ if [ "$(rcli c SET 'presence[api@c]' up OWNED)" = OK ] && [ "$(rcli c SET 'confi
     fi
 else
     fail "(p) c's owned key reaches a, b and c" "a: $(rcli a GET 'presence[api@c]'); b: $(rcli b GET 'presence[api@c]')"
+fi
+
+# --- (q) -----------------------------------------------------------------------------------
+short_out=$("$BIN" put --admin "$(peer_admin a)" --wait 5 --wait-timeout-ms 300 'acked[short]' 1 2>&1); short_status=$?
+if [ $short_status -eq 3 ] && [[ "$short_out" == *"only 2 of 5 peers acknowledged"* ]]; then
+    pass "(q) put --wait 5 with two peers: exit 3 after the timeout, saying 2 of 5 acknowledged"
+else
+    fail "(q) put --wait for more peers than exist exits 3" "exit $short_status: $short_out"
+fi
+a_pid=$(peer_pid a)
+wait_out=$("$BIN" put --admin "$(peer_admin a)" --wait 2 'acked[precious]' '"kept"' 2>&1); wait_status=$?
+{ kill -9 "$a_pid"; wait "$a_pid"; } 2>/dev/null
+rm -f "$RUN_DIR/a/pid"
+on_b=$(rcli b GET 'acked[precious]')
+on_c=$(rcli c GET 'acked[precious]')
+if [ $wait_status -eq 0 ] && [[ "$wait_out" == *"acknowledged by 2 of 2 peers"* ]] && [ "$on_b" = kept ] && [ "$on_c" = kept ]; then
+    pass "(q) put --wait 2 on a, then kill -9 of a at once: b and c both answer the value"
+else
+    fail "(q) an acknowledged write survives its writer's kill -9" "put: exit $wait_status $wait_out; b: $on_b; c: $on_c"
 fi
 
 # --- (k) -----------------------------------------------------------------------------------

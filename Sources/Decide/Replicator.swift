@@ -52,6 +52,13 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private let holdsDeltas: Bool
     private let stopped = Mutex(false)
     private let writeRefusal = Mutex<String?>(nil)
+    /// Callers of `decide(_:acknowledgedBy:...)` waiting for their peers, by id.
+    private let waiters = Mutex<(next: UInt64, byID: [UInt64: AcknowledgementWaiter])>((0, [:]))
+    /// The timestamp (raw) of the newest local decision broadcast: what `WAIT` waits for.
+    private let lastBroadcast = Mutex<UInt64>(0)
+    /// The store ticket of the newest batch of deltas applied here (strict durability: an
+    /// `applied` answer waits for it).
+    private let lastAppliedTicket = Mutex<UInt64>(0)
 
     /// `clock` drives timers (heartbeats, timeouts, backoff); it is the node's clock unless a
     /// test says otherwise.
@@ -179,6 +186,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             node.refuseWrites(nil)
         }
         saveMembership(force: true)
+        settleWaiters(now: clock.nowMilliseconds())
     }
 
     /// Removes `nodeID` from the cluster for good: it no longer holds back tombstone collection,
@@ -242,6 +250,90 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         checkClock()
         saveMembership(force: false)
         node.expireDue()
+        settleWaiters(now: now)
+    }
+
+    // MARK: acknowledged writes
+
+    /// Runs `decision` on this node, then waits until `target` peers hold it — each applied it
+    /// at its own durability level and said so on the link its delta travelled — or until
+    /// `timeout` passes, and says who acknowledged it (docs/consistency.md, "Writes acknowledged
+    /// by replicas"). A decision that commits nothing returns at once with no acknowledgement.
+    /// The peers' answers ride the existing links, asked for only when someone waits. Needs the
+    /// engine's timer (`startTimer`) for the timeout.
+    public func decide(_ decision: some Decision, acknowledgedBy target: AcknowledgementTarget, timeout: Duration) async -> Acknowledged {
+        let timeoutMilliseconds = Transaction.milliseconds(of: timeout) ?? 0
+        return await withCheckedContinuation { continuation in
+            decide(decision, acknowledgedBy: target, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// `decide(_:acknowledgedBy:timeout:)` with a completion handler, called once, outside
+    /// every lock (on the calling thread when it is settled at once).
+    public func decide(_ decision: some Decision, acknowledgedBy target: AcknowledgementTarget, timeoutMilliseconds: UInt64,
+                       completion: @escaping @Sendable (Acknowledged) -> Void) {
+        let commit = node.decide(decision)
+        guard let version = commit.version else { return completion(Acknowledged(commit: commit, acknowledgedBy: [], required: 0)) }
+        let required: Int
+        switch target {
+        case .peers(let count): required = max(0, count)
+        case .allMembers: required = state.withLock { $0.members.values.filter { !$0.removed && $0.status == .alive }.count }
+        }
+        waitForAcknowledgements(of: version.timestamp.rawValue, commit: commit, required: required,
+                                timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+    }
+
+    /// Waits until `required` peers acknowledged this node's decisions up to `timestamp` (raw;
+    /// `lastBroadcastTimestamp` for "everything so far"), or `timeoutMilliseconds` pass, and
+    /// calls `completion` once. For Redis-protocol WAIT.
+    package func waitForAcknowledgements(of timestamp: UInt64, commit: Commit = .unchanged, required: Int,
+                                         timeoutMilliseconds: UInt64, completion: @escaping @Sendable (Acknowledged) -> Void) {
+        let now = clock.nowMilliseconds()
+        let (held, connections) = state.withLock { state -> ([String], [ConnectionID]) in
+            let open = state.peers.filter { !$0.value.closing }
+            // Nothing sent yet (timestamp 0): there is nothing to hold, and every linked peer counts.
+            return (open.values.filter { timestamp == 0 || $0.acknowledges(timestamp) }.map(\.nodeID).sorted(),
+                    open.keys.sorted { $0.rawValue < $1.rawValue })
+        }
+        guard required > 0, held.count < required, timestamp > 0, !stopped.withLock({ $0 }) else {
+            return completion(Acknowledged(commit: commit, acknowledgedBy: held, required: required))
+        }
+        waiters.withLock { waiters in
+            waiters.next += 1
+            let (deadline, overflow) = now.addingReportingOverflow(timeoutMilliseconds)
+            waiters.byID[waiters.next] = AcknowledgementWaiter(
+                timestamp: timestamp, required: required, deadline: overflow ? .max : deadline, commit: commit, complete: completion)
+        }
+        let counts = state.withLock { state in connections.map { state.peers[$0]?.deltasQueued ?? 0 } }
+        for (connection, count) in zip(connections, counts) {
+            send(frame: codec.encode(.ackRequest(timestamp: timestamp, deltas: count)), to: connection)
+        }
+    }
+
+    /// The timestamp (raw) of the newest decision of this node sent to its peers (0: none).
+    package var lastBroadcastTimestamp: UInt64 { lastBroadcast.withLock { $0 } }
+
+    /// Completes the waiters that have their acknowledgements, or whose time is up (or all of
+    /// them once the engine stopped), outside the locks.
+    private func settleWaiters(now: UInt64) {
+        guard !waiters.withLock({ $0.byID.isEmpty }) else { return }
+        let stopping = stopped.withLock { $0 }
+        let links = state.withLock { Array($0.peers.values.filter { !$0.closing }) }
+        let done = waiters.withLock { waiters -> [(AcknowledgementWaiter, [String])] in
+            var done: [(AcknowledgementWaiter, [String])] = []
+            for id in waiters.byID.keys.sorted() {
+                let waiter = waiters.byID[id]!
+                let held = links.filter { $0.acknowledges(waiter.timestamp) }.map(\.nodeID).sorted()
+                if held.count >= waiter.required || now >= waiter.deadline || stopping {
+                    waiters.byID[id] = nil
+                    done.append((waiter, held))
+                }
+            }
+            return done
+        }
+        for (waiter, held) in done {
+            waiter.complete(Acknowledged(commit: waiter.commit, acknowledgedBy: held, required: waiter.required))
+        }
     }
 
     private func checkClock() {
@@ -296,14 +388,30 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Called for every local commit (under the node's lock, or after the disk for strict
     /// durability): encode once, queue to every peer.
     private func broadcast(_ delta: Delta) {
+        let timestamp = delta.version.timestamp.rawValue
+        lastBroadcast.withLock { $0 = max($0, timestamp) }
         // Sorted: the order of sends must not depend on hashing (the simulator replays seeds).
-        let connections = state.withLock { $0.peers.keys.sorted { $0.rawValue < $1.rawValue } }
+        let connections = state.withLock { state in
+            let connections = state.peers.keys.sorted { $0.rawValue < $1.rawValue }
+            for connection in connections {
+                guard var link = state.peers[connection] else { continue }
+                if link.firstDeltaQueued == nil { link.firstDeltaQueued = timestamp }
+                link.deltasQueued &+= 1
+                state.peers[connection] = link
+            }
+            return connections
+        }
         guard !connections.isEmpty else { return }
         let frame = codec.encode(.delta(delta))
         guard frame.count <= configuration.maxFrameBytes else {
             logger.error("delta too large for one frame: peers will catch up instead",
                          metadata: ["bytes": "\(frame.count)", "maxFrameBytes": "\(configuration.maxFrameBytes)"])
-            state.withLock { state in for connection in connections { state.markForCatchUp(connection) } }
+            state.withLock { state in
+                for connection in connections {
+                    state.markForCatchUp(connection)
+                    _ = state.deltaDropped(on: connection, timestamp: timestamp)
+                }
+            }
             return
         }
         var overflowed: [ConnectionID] = []
@@ -314,7 +422,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             }
         }
         if !overflowed.isEmpty {
-            let newlyFull = state.withLock { state in overflowed.filter { state.deltaDropped(on: $0) } }
+            let newlyFull = state.withLock { state in overflowed.filter { state.deltaDropped(on: $0, timestamp: timestamp) } }
             for connection in newlyFull {
                 logger.warning("outbound queue full: dropping deltas, catch-up scheduled",
                                metadata: ["peer": "\(state.withLock { $0.peers[connection]?.nodeID ?? "?" })"])
@@ -373,6 +481,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             send(.ack(nonce: nonce, physicalMilliseconds: node.configuration.clock.nowMilliseconds()), to: connection)
         case let .ack(nonce, physical):
             state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
+        case .applied(let timestamp):
+            state.withLock { state in
+                if let applied = state.peers[connection]?.peerApplied, timestamp > applied { state.peers[connection]?.peerApplied = timestamp }
+            }
+            settleWaiters(now: now)
         case .leave:
             let actions = state.withLock { $0.peerLeft(connection) }
             logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
@@ -466,6 +579,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         var deltas: [Delta] = []
         deltas.reserveCapacity(items.count)
+        var connections: [ConnectionID] = []
+        connections.reserveCapacity(items.count)
         // Where each applied delta came from, kept only once one was skipped (for the log).
         var sources: [Items.Index]?
         for position in items.indices {
@@ -482,10 +597,26 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                 continue
             }
             deltas.append(delta)
+            connections.append(item.connection)
             sources?.append(position)
         }
         guard !deltas.isEmpty else { return }
-        for refusal in node.apply(deltas: deltas).refusals {
+        let outcome = node.apply(deltas: deltas)
+        if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
+        // Count what each link brought and was applied (acknowledged writes); a refused delta
+        // is not counted.
+        state.withLock { state in
+            var refused = outcome.refusals.makeIterator()
+            var nextRefused = refused.next()?.index
+            for index in deltas.indices {
+                if nextRefused == index {
+                    nextRefused = refused.next()?.index
+                    continue
+                }
+                state.peers[connections[index]]?.deltasApplied &+= 1
+            }
+        }
+        for refusal in outcome.refusals {
             let source = sources.map { items[$0[refusal.index]] } ?? items[items.index(items.startIndex, offsetBy: refusal.index)]
             logger.warning("refused delta", metadata: [
                 "peer": "\(source.peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
@@ -512,7 +643,22 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         case let .entries(round, seq, last, batch):
             guard accept(round, seq, from: connection, peerID: peerID) else { return }
             handleEntries(round: round, seq: seq, last: last, batch: batch, from: connection, peerID: peerID)
-        case .gossip, .ping, .ack, .leave, .refusal, .streamAck:
+        case let .ackRequest(timestamp, deltas):
+            // The deltas this link brought before the request are applied (arrival order); when
+            // their count is the sender's, none was lost on the way. Under strict durability,
+            // they are on disk once the newest applied batch is.
+            let complete = state.withLock { $0.peers[connection]?.deltasApplied == deltas }
+            let upTo = complete ? timestamp : 0
+            if node.acknowledgesAfterDisk {
+                let ticket = lastAppliedTicket.withLock { $0 }
+                if node.waitUntilDurable(ticket) != nil {
+                    // The store failed: nothing more can be promised on disk.
+                    _ = send(.applied(timestamp: 0), to: connection)
+                    return
+                }
+            }
+            _ = send(.applied(timestamp: upTo), to: connection)
+        case .gossip, .ping, .ack, .leave, .refusal, .streamAck, .applied:
             break  // never queued: `transport(_:didReceive:from:)` handles them on the transport's thread
         }
     }
@@ -531,7 +677,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     }
 
     public func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
-        state.withLock { state in _ = state.deltaDropped(on: connection) }
+        state.withLock { state in _ = state.deltaDropped(on: connection, timestamp: nil) }
     }
 
     public func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason) {

@@ -59,6 +59,26 @@ struct ReplicatorState {
         /// clock offset measured from its answer (peer minus this node, ms).
         var unansweredPing: UInt64?
         var clockOffsetMilliseconds: Int64?
+        /// Acknowledged writes, sending side: the timestamps (raw) of the first delta queued on
+        /// this link and of the first one dropped from it (queue full), and how many were
+        /// queued. Only the deltas between the first two are known to reach the peer in order,
+        /// so only they can count as acknowledged.
+        var firstDeltaQueued: UInt64?
+        var firstDeltaDropped: UInt64?
+        var deltasQueued: UInt64 = 0
+        /// What the peer last said it applied (`applied`), raw.
+        var peerApplied: UInt64 = 0
+        /// Receiving side: deltas this link brought that were applied here (a dropped or
+        /// refused one is not counted, so the peer's count and this one never match again).
+        var deltasApplied: UInt64 = 0
+
+        /// Whether the peer holds this node's decision of timestamp `timestamp`, by what it
+        /// acknowledged on this link.
+        func acknowledges(_ timestamp: UInt64) -> Bool {
+            guard let first = firstDeltaQueued, first <= timestamp, peerApplied >= timestamp else { return false }
+            if let dropped = firstDeltaDropped, timestamp >= dropped { return false }
+            return true
+        }
     }
 
     struct Member {
@@ -429,9 +449,12 @@ struct ReplicatorState {
         peers[connection]?.needsWalk = true
     }
 
-    /// Records a dropped delta; true when this starts a new overflow episode (log it once).
-    mutating func deltaDropped(on connection: ConnectionID) -> Bool {
+    /// Records a dropped delta (of timestamp `timestamp`, raw; nil when not known: then no
+    /// delta on the link counts as acknowledged any more); true when this starts a new overflow
+    /// episode (log it once).
+    mutating func deltaDropped(on connection: ConnectionID, timestamp: UInt64?) -> Bool {
         guard var link = peers[connection] else { return false }
+        link.firstDeltaDropped = min(link.firstDeltaDropped ?? .max, timestamp ?? 0)
         members[link.nodeID]?.droppedDeltas += 1
         let first = !link.overflowing
         link.overflowing = true

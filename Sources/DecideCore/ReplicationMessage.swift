@@ -41,6 +41,14 @@ public enum ReplicationMessage: Hashable, Sendable {
     /// The sender refuses this link for a reason the receiver must act on (e.g. it was removed
     /// from the cluster); the sender closes the link after it.
     case refusal(reason: String)
+    /// "Tell me whether you applied my deltas up to this timestamp (raw hybrid clock)": sent
+    /// after the delta of a decision someone waits on (`Replicator.decide(_:acknowledgedBy:...)`),
+    /// on the same link, so it arrives after it. `deltas` is how many deltas the sender queued
+    /// on this link so far: the receiver answers yes only if it applied exactly that many.
+    case ackRequest(timestamp: UInt64, deltas: UInt64)
+    /// The answer to `ackRequest`: every delta this link brought, up to this timestamp, is
+    /// applied here at this node's durability level (0: not so).
+    case applied(timestamp: UInt64)
 
     public static let deltaType: UInt8 = 1
     public static let digestType: UInt8 = 2
@@ -54,6 +62,8 @@ public enum ReplicationMessage: Hashable, Sendable {
     public static let summaryType: UInt8 = 10
     public static let streamAckType: UInt8 = 11
     public static let refusalType: UInt8 = 12
+    public static let ackRequestType: UInt8 = 13
+    public static let appliedType: UInt8 = 14
 
     /// The shape of a digest tree; two trees are comparable only when their shapes match.
     public struct DigestShape: Hashable, Sendable {
@@ -253,6 +263,13 @@ public struct ReplicationCodec: Sendable {
             var cut = reason
             while cut.utf8.count > maxReasonBytes { cut.removeLast() }
             writer.writeString(cut)
+        case let .ackRequest(timestamp, deltas):
+            writer.writeUInt8(ReplicationMessage.ackRequestType)
+            writer.writeUInt64(timestamp)
+            writer.writeUInt64(deltas)
+        case .applied(let timestamp):
+            writer.writeUInt8(ReplicationMessage.appliedType)
+            writer.writeUInt64(timestamp)
         }
         return writer.bytes
     }
@@ -377,6 +394,10 @@ public struct ReplicationCodec: Sendable {
             message = .leave
         case ReplicationMessage.refusalType:
             message = .refusal(reason: try reader.readString("refusal.reason", limit: maxReasonBytes))
+        case ReplicationMessage.ackRequestType:
+            message = .ackRequest(timestamp: try reader.readUInt64("ackRequest.timestamp"), deltas: try reader.readUInt64("ackRequest.deltas"))
+        case ReplicationMessage.appliedType:
+            message = .applied(timestamp: try reader.readUInt64("applied.timestamp"))
         default:
             throw .unknownMessageType(type)
         }

@@ -67,6 +67,13 @@ public final class ReplicatedNode: Sendable {
     /// Who this node knows and how each link is doing.
     public var status: ReplicationStatus { replicator.status }
 
+    /// Runs `decision` and waits until `target` peers hold it, or `timeout` passes
+    /// (`Replicator.decide(_:acknowledgedBy:timeout:)`; docs/consistency.md, "Writes
+    /// acknowledged by replicas").
+    public func decide(_ decision: some Decision, acknowledgedBy target: AcknowledgementTarget, timeout: Duration) async -> Acknowledged {
+        await replicator.decide(decision, acknowledgedBy: target, timeout: timeout)
+    }
+
     /// Tells every peer this node leaves (they stop redialling it), waits up to
     /// `flushTimeoutMilliseconds` for queued frames to reach the sockets, then closes
     /// everything and ends the node's observations.

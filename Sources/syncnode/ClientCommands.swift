@@ -108,11 +108,17 @@ extension SyncNode {
                   syncnode put config '{"replicas": 3, "zones": ["a", "b"]}'
                   syncnode put --expire-after 30 'presence["worker-1"]' '"up"'
                   syncnode put --owned 'presence["api@node1"]' '"up"'   # gone while node1 is down
+                  syncnode put --wait 2 config '{"replicas": 3}'        # returns once 2 peers hold it
                 """)
         @OptionGroup var options: AdminOptions
         @Option(name: .customLong("expire-after"),
                 help: "Seconds (a decimal, e.g. 2.5) after which the value expires on every peer; a later put renews it.")
         var expireAfterSeconds: Double?
+        @Option(name: .customLong("wait"),
+                help: "After the write, wait until this many peers hold it (each applied it at its own durability level); exit 3 if fewer did in time.")
+        var waitForPeers: Int?
+        @Option(name: .customLong("wait-timeout-ms"), help: "How long --wait waits (default 5000).")
+        var waitTimeoutMilliseconds: Int = 5_000
         @Flag(name: .customLong("owned"),
               help: "The value belongs to the peer it is written on: while that peer is down, cut off or gone, it reads as absent on the others.")
         var owned = false
@@ -137,8 +143,35 @@ extension SyncNode {
                 request += ["PX", String(Int(milliseconds))]
             }
             if owned { request.append("OWNED") }
-            let reply = try exchange(options, request)
+            if let waitForPeers, waitForPeers < 0 || waitTimeoutMilliseconds < 1 {
+                ClientExit.printError("--wait needs a peer count of 0 or more and --wait-timeout-ms at least 1")
+                throw ExitCode(64)
+            }
+            // One connection for both: WAIT waits for every write the node committed before it.
+            let client = try options.connect(replyTimeoutSeconds: 30 + waitTimeoutMilliseconds / 1000)
+            let reply: JSONValue?
+            do {
+                reply = try json(of: try client.call(request.map { Array($0.utf8) }), from: client.address)
+            } catch let error as RESPClient.Failure {
+                throw ClientExit.unreachable(error.description)
+            }
             print("ok \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
+            guard let waitForPeers else { return }
+            let acknowledged: Int64
+            do {
+                let answer = try client.call(["WAIT", String(waitForPeers), String(waitTimeoutMilliseconds)].map { Array($0.utf8) })
+                guard case .integer(let count) = answer else {
+                    throw ClientExit.refused("WAIT answered \(answer)")
+                }
+                acknowledged = count
+            } catch let error as RESPClient.Failure {
+                throw ClientExit.unreachable(error.description)
+            }
+            print("acknowledged by \(acknowledged) of \(waitForPeers) peers")
+            if acknowledged < waitForPeers {
+                ClientExit.printError("only \(acknowledged) of \(waitForPeers) peers acknowledged the write within \(waitTimeoutMilliseconds) ms; it is committed on this node and replicates when they are back")
+                throw ExitCode(3)
+            }
         }
     }
 

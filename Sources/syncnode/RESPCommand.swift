@@ -3,7 +3,7 @@
 /// commands it refuses with the reason (docs/operations.md, "The Redis protocol").
 enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
-    case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex
+    case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case subscribe, unsubscribe, psubscribe, punsubscribe
     case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget
@@ -65,6 +65,7 @@ enum RESPCommand: Int, CaseIterable {
         case .pexpiretime: return Info(name: "pexpiretime", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .setex: return Info(name: "setex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .psetex: return Info(name: "psetex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .wait: return Info(name: "wait", arity: 3, flags: ["noscript"], firstKey: 0, lastKey: 0, step: 0)
         case .ping: return Info(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .echo: return Info(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0)
         case .hello: return Info(name: "hello", arity: -1, flags: ["noscript", "loading", "stale", "fast", "no_auth"], firstKey: 0, lastKey: 0, step: 0, beforeAuth: true)
@@ -142,8 +143,7 @@ enum RESPCommand: Int, CaseIterable {
             reasons[name] = transaction
         }
         reasons["getex"] = "not offered: read with GET, then renew with EXPIRE or PERSIST (each a write that replicates)"
-        reasons["wait"] = "a write is acknowledged once this node committed it; waiting for replicas' acknowledgements is planned (docs/consistency.md)"
-        reasons["waitaof"] = reasons["wait"]
+        reasons["waitaof"] = "there is no append-only file: WAIT counts the peers that applied the writes at their own durability level (docs/consistency.md)"
         reasons["publish"] = "channels here carry keyspace notifications of Decide's changes only; publish by writing a key"
         reasons["flushall"] = "deleting every key is not offered as one command: DEL keys in batches (each delete replicates like a write)"
         reasons["flushdb"] = reasons["flushall"]

@@ -203,6 +203,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
              .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex:
             write(command, arguments, into: &session.writer)
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
+        case .wait: wait(arguments, session: session, server: server)
         case .mget: mget(arguments, into: &session.writer)
         case .exists: exists(arguments, into: &session.writer)
         case .type: type(arguments, into: &session.writer)

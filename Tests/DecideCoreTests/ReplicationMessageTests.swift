@@ -5,7 +5,7 @@ import Testing
     let codec = ReplicationCodec()
 
     static func randomMessage(_ gen: inout Generators) -> ReplicationMessage {
-        switch gen.int(0...11) {
+        switch gen.int(0...13) {
         case 0: return .delta(gen.delta())
         case 1:
             let level = UInt8(gen.int(0...3))
@@ -29,6 +29,8 @@ import Testing
                 .init(keyHash: UInt64(gen.int(0...Int.max)), timestamp: UInt64(gen.int(0...Int.max)), entryHash: UInt64(gen.int(0...Int.max))) }) })
         case 9: return .streamAck(round: UInt64(gen.int(0...Int.max)), seq: UInt64(gen.int(0...Int.max)))
         case 10: return .refusal(reason: "removed \(gen.int(0...1_000))")
+        case 11: return .ackRequest(timestamp: UInt64(gen.int(0...Int.max)), deltas: UInt64(gen.int(0...Int.max)))
+        case 12: return .applied(timestamp: UInt64(gen.int(0...Int.max)))
         default: return .leave
         }
     }

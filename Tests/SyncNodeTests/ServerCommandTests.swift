@@ -86,7 +86,7 @@ extension SyncNodeTests {
                     (["PUBLISH", "ch", "msg"], "keyspace notifications"),
                     (["FLUSHALL"], "DEL keys in batches"),
                     (["FLUSHDB"], "DEL keys in batches"),
-                    (["WAIT", "1", "0"], "acknowledged once this node committed"),
+                    (["WAITAOF", "1", "1", "0"], "no append-only file"),
                     (["RENAME", "k", "j"], "identity"),
                     (["SWAPDB", "0", "1"], "one database"),
                 ]
