@@ -290,10 +290,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                                          timeoutMilliseconds: UInt64, completion: @escaping @Sendable (Acknowledged) -> Void) {
         let now = clock.nowMilliseconds()
         let (held, connections) = state.withLock { state -> ([String], [ConnectionID]) in
-            let open = state.peers.filter { !$0.value.closing }
-            // Nothing sent yet (timestamp 0): there is nothing to hold, and every linked peer counts.
-            return (open.values.filter { timestamp == 0 || $0.acknowledges(timestamp) }.map(\.nodeID).sorted(),
-                    open.keys.sorted { $0.rawValue < $1.rawValue })
+            (state.acknowledging(timestamp),
+             state.peers.filter { !$0.value.closing }.keys.sorted { $0.rawValue < $1.rawValue })
         }
         guard required > 0, held.count < required, timestamp > 0, !stopped.withLock({ $0 }) else {
             return completion(Acknowledged(commit: commit, acknowledgedBy: held, required: required))
@@ -304,7 +302,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             waiters.byID[waiters.next] = AcknowledgementWaiter(
                 timestamp: timestamp, required: required, deadline: overflow ? .max : deadline, commit: commit, complete: completion)
         }
-        let counts = state.withLock { state in connections.map { state.peers[$0]?.deltasQueued ?? 0 } }
+        let counts = state.withLock { state in connections.map { state.deltaCounts[$0]?.queued ?? 0 } }
         for (connection, count) in zip(connections, counts) {
             send(frame: codec.encode(.ackRequest(timestamp: timestamp, deltas: count)), to: connection)
         }
@@ -318,12 +316,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private func settleWaiters(now: UInt64) {
         guard !waiters.withLock({ $0.byID.isEmpty }) else { return }
         let stopping = stopped.withLock { $0 }
-        let links = state.withLock { Array($0.peers.values.filter { !$0.closing }) }
+        let pending = waiters.withLock { $0.byID.sorted { $0.key < $1.key } }
+        let held = state.withLock { state in pending.map { state.acknowledging($0.value.timestamp) } }
         let done = waiters.withLock { waiters -> [(AcknowledgementWaiter, [String])] in
             var done: [(AcknowledgementWaiter, [String])] = []
-            for id in waiters.byID.keys.sorted() {
-                let waiter = waiters.byID[id]!
-                let held = links.filter { $0.acknowledges(waiter.timestamp) }.map(\.nodeID).sorted()
+            for ((id, waiter), held) in zip(pending, held) where waiters.byID[id] != nil {
                 if held.count >= waiter.required || now >= waiter.deadline || stopping {
                     waiters.byID[id] = nil
                     done.append((waiter, held))
@@ -393,11 +390,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         // Sorted: the order of sends must not depend on hashing (the simulator replays seeds).
         let connections = state.withLock { state in
             let connections = state.peers.keys.sorted { $0.rawValue < $1.rawValue }
+            // In place: copying a `Link` out and back costs its dictionaries' reference counts.
             for connection in connections {
-                guard var link = state.peers[connection] else { continue }
-                if link.firstDeltaQueued == nil { link.firstDeltaQueued = timestamp }
-                link.deltasQueued &+= 1
-                state.peers[connection] = link
+                state.deltaCounts[connection, default: .init()].noteQueued(timestamp)
             }
             return connections
         }
@@ -483,7 +478,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
         case .applied(let timestamp):
             state.withLock { state in
-                if let applied = state.peers[connection]?.peerApplied, timestamp > applied { state.peers[connection]?.peerApplied = timestamp }
+                if state.peers[connection] != nil, timestamp > state.deltaCounts[connection]?.peerApplied ?? 0 {
+                    state.deltaCounts[connection, default: .init()].peerApplied = timestamp
+                }
             }
             settleWaiters(now: now)
         case .leave:
@@ -579,8 +576,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         var deltas: [Delta] = []
         deltas.reserveCapacity(items.count)
+        // Deltas taken from each link, for acknowledged writes (usually one link per batch).
+        var counts: [(connection: ConnectionID, deltas: UInt64)] = []
         var connections: [ConnectionID] = []
-        connections.reserveCapacity(items.count)
         // Where each applied delta came from, kept only once one was skipped (for the log).
         var sources: [Items.Index]?
         for position in items.indices {
@@ -597,7 +595,17 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
                 continue
             }
             deltas.append(delta)
-            connections.append(item.connection)
+            if counts.last?.connection == item.connection {
+                counts[counts.count - 1].deltas &+= 1
+            } else {
+                counts.append((item.connection, 1))
+            }
+            if !connections.isEmpty || counts.count > 1 {
+                // A second link in this batch: from now on, note each delta's link (refusals
+                // are found by position).
+                if connections.isEmpty { connections = Array(repeating: counts[0].connection, count: deltas.count - 1) }
+                connections.append(item.connection)
+            }
             sources?.append(position)
         }
         guard !deltas.isEmpty else { return }
@@ -605,15 +613,13 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
         // Count what each link brought and was applied (acknowledged writes); a refused delta
         // is not counted.
+        for refusal in outcome.refusals {
+            let connection = connections.isEmpty ? counts[0].connection : connections[refusal.index]
+            if let slot = counts.firstIndex(where: { $0.connection == connection }) { counts[slot].deltas &-= 1 }
+        }
         state.withLock { state in
-            var refused = outcome.refusals.makeIterator()
-            var nextRefused = refused.next()?.index
-            for index in deltas.indices {
-                if nextRefused == index {
-                    nextRefused = refused.next()?.index
-                    continue
-                }
-                state.peers[connections[index]]?.deltasApplied &+= 1
+            for count in counts where state.peers[count.connection] != nil {
+                state.deltaCounts[count.connection, default: .init()].applied &+= count.deltas
             }
         }
         for refusal in outcome.refusals {
@@ -647,7 +653,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             // The deltas this link brought before the request are applied (arrival order); when
             // their count is the sender's, none was lost on the way. Under strict durability,
             // they are on disk once the newest applied batch is.
-            let complete = state.withLock { $0.peers[connection]?.deltasApplied == deltas }
+            let complete = state.withLock { ($0.deltaCounts[connection]?.applied ?? 0) == deltas }
             let upTo = complete ? timestamp : 0
             if node.acknowledgesAfterDisk {
                 let ticket = lastAppliedTicket.withLock { $0 }

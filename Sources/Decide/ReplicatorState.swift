@@ -59,26 +59,48 @@ struct ReplicatorState {
         /// clock offset measured from its answer (peer minus this node, ms).
         var unansweredPing: UInt64?
         var clockOffsetMilliseconds: Int64?
-        /// Acknowledged writes, sending side: the timestamps (raw) of the first delta queued on
-        /// this link and of the first one dropped from it (queue full), and how many were
-        /// queued. Only the deltas between the first two are known to reach the peer in order,
-        /// so only they can count as acknowledged.
-        var firstDeltaQueued: UInt64?
-        var firstDeltaDropped: UInt64?
-        var deltasQueued: UInt64 = 0
+    }
+
+    /// Acknowledged writes: what each link carried (kept beside `Link`, a plain value, so the
+    /// per-delta counting touches no reference counts).
+    struct DeltaCounts {
+        /// Sending side: the timestamps (raw) of the first delta queued on the link and of the
+        /// first one dropped from it (queue full), and how many were queued. Only the deltas
+        /// between the first two are known to reach the peer in order, so only they can count
+        /// as acknowledged.
+        var firstQueued: UInt64?
+        var firstDropped: UInt64?
+        var queued: UInt64 = 0
         /// What the peer last said it applied (`applied`), raw.
         var peerApplied: UInt64 = 0
-        /// Receiving side: deltas this link brought that were applied here (a dropped or
+        /// Receiving side: deltas the link brought that were applied here (a dropped or
         /// refused one is not counted, so the peer's count and this one never match again).
-        var deltasApplied: UInt64 = 0
+        var applied: UInt64 = 0
+
+        /// A delta of timestamp `timestamp` (raw) is being queued on the link.
+        mutating func noteQueued(_ timestamp: UInt64) {
+            if firstQueued == nil { firstQueued = timestamp }
+            queued &+= 1
+        }
 
         /// Whether the peer holds this node's decision of timestamp `timestamp`, by what it
         /// acknowledged on this link.
         func acknowledges(_ timestamp: UInt64) -> Bool {
-            guard let first = firstDeltaQueued, first <= timestamp, peerApplied >= timestamp else { return false }
-            if let dropped = firstDeltaDropped, timestamp >= dropped { return false }
+            guard let first = firstQueued, first <= timestamp, peerApplied >= timestamp else { return false }
+            if let dropped = firstDropped, timestamp >= dropped { return false }
             return true
         }
+    }
+
+    /// By link: what it carried, for acknowledged writes. Entries go with their link.
+    var deltaCounts: [ConnectionID: DeltaCounts] = [:]
+
+    /// The ids of the peers on open links that acknowledged this node's decision of
+    /// `timestamp` (all of them for 0: nothing to hold), sorted.
+    func acknowledging(_ timestamp: UInt64) -> [String] {
+        peers.filter { connection, link in
+            !link.closing && (timestamp == 0 || deltaCounts[connection]?.acknowledges(timestamp) == true)
+        }.values.map(\.nodeID).sorted()
     }
 
     struct Member {
@@ -385,6 +407,7 @@ struct ReplicatorState {
     private static func isOpen(_ link: inout Link) -> Bool { !link.closing }
 
     mutating func disconnected(_ connection: ConnectionID, now: UInt64) -> (String?, Bool) {
+        deltaCounts[connection] = nil
         guard let link = peers.removeValue(forKey: connection) else { return (nil, true) }
         if var member = members[link.nodeID], member.connection == connection {
             member.connection = nil
@@ -454,7 +477,8 @@ struct ReplicatorState {
     /// episode (log it once).
     mutating func deltaDropped(on connection: ConnectionID, timestamp: UInt64?) -> Bool {
         guard var link = peers[connection] else { return false }
-        link.firstDeltaDropped = min(link.firstDeltaDropped ?? .max, timestamp ?? 0)
+        let firstDropped = min(deltaCounts[connection]?.firstDropped ?? .max, timestamp ?? 0)
+        deltaCounts[connection, default: DeltaCounts()].firstDropped = firstDropped
         members[link.nodeID]?.droppedDeltas += 1
         let first = !link.overflowing
         link.overflowing = true
