@@ -6,7 +6,7 @@ enum RESPCommand: Int, CaseIterable {
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case subscribe, unsubscribe, psubscribe, punsubscribe
-    case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget
+    case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget, decideLease, decideRelease
 
     struct Info {
         let name: String
@@ -88,6 +88,8 @@ enum RESPCommand: Int, CaseIterable {
         case .decideStatus: return Info(name: "decide.status", arity: 1, flags: ["readonly", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
         case .decideDump: return Info(name: "decide.dump", arity: 1, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         case .decideForget: return Info(name: "decide.forget", arity: 2, flags: ["admin"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideLease: return Info(name: "decide.lease", arity: -3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideRelease: return Info(name: "decide.release", arity: 3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
         }
     }
 

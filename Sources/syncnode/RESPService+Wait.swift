@@ -21,23 +21,10 @@ extension RESPService {
             return
         }
         let milliseconds = timeout == 0 ? Self.maxWaitMilliseconds : min(UInt64(timeout), Self.maxWaitMilliseconds)
-        session.busy = true
-        session.connection.pauseReading()
-        let bound = LoopBound(value: session)
-        let protocolVersion = session.protocolVersion
+        let answer = answerLater(session, server: server)
         replicator.waitForAcknowledgements(of: replicator.lastBroadcastTimestamp, required: required,
-                                           timeoutMilliseconds: milliseconds) { [self] acknowledged in
-            server.execute { [self] in
-                let session = bound.value
-                guard !session.finished else { return }
-                session.busy = false
-                var writer = RESPWriter(protocolVersion: protocolVersion)
-                writer.integer(acknowledged.acknowledgedBy.count)
-                session.connection.output += writer.bytes
-                session.connection.resumeReading()
-                server.flush(session.connection)
-                process(session, server: server)
-            }
+                                           timeoutMilliseconds: milliseconds) { acknowledged in
+            answer { writer in writer.integer(acknowledged.acknowledgedBy.count) }
         }
     }
 }

@@ -204,6 +204,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             write(command, arguments, into: &session.writer)
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .wait: wait(arguments, session: session, server: server)
+        case .decideLease: lease(arguments, session: session, server: server)
+        case .decideRelease: release(arguments, into: &session.writer)
         case .mget: mget(arguments, into: &session.writer)
         case .exists: exists(arguments, into: &session.writer)
         case .type: type(arguments, into: &session.writer)
@@ -238,13 +240,23 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// commands wait (its reading is paused), other clients go on.
     private func answerOffLoop(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], session: RESPSession,
                                server: UVStreamServer) {
+        let answer = answerLater(session, server: server)
+        DispatchQueue.global().async { [self] in
+            answer { writer in write(command, arguments, into: &writer) }
+        }
+    }
+
+    /// Holds `session` (its later commands wait, its reading paused) until the returned closure
+    /// is called, from any thread, with what writes the reply: the reply is then queued on the
+    /// loop thread and the session goes on. Call it once.
+    func answerLater(_ session: RESPSession, server: UVStreamServer) -> @Sendable (_ reply: (inout RESPWriter) -> Void) -> Void {
         session.busy = true
         session.connection.pauseReading()
         let bound = LoopBound(value: session)
         let protocolVersion = session.protocolVersion
-        DispatchQueue.global().async { [self] in
+        return { [self] makeReply in
             var writer = RESPWriter(protocolVersion: protocolVersion)
-            write(command, arguments, into: &writer)
+            makeReply(&writer)
             let reply = writer.bytes
             server.execute { [self] in
                 let session = bound.value
