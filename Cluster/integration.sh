@@ -31,7 +31,8 @@
 #       hides its presence on a and b (the shared key stays) within the failure-detection time;
 #       c restarted on its ports: its presence reads again everywhere
 #   (q) acknowledged writes: `put --wait 2` on a returns once b and c hold the value; a killed
-#       with -9 at once, b and c still answer it; `--wait` for more peers than exist exits 3
+#       with -9 at once, b and c still answer it; `--wait` for more peers than exist exits 3;
+#       `syncnode lease` on a (acknowledged by both), refused on b, released with its token
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -671,6 +672,17 @@ if [ $short_status -eq 3 ] && [[ "$short_out" == *"only 2 of 5 peers acknowledge
     pass "(q) put --wait 5 with two peers: exit 3 after the timeout, saying 2 of 5 acknowledged"
 else
     fail "(q) put --wait for more peers than exist exits 3" "exit $short_status: $short_out"
+fi
+lease_out=$("$BIN" lease --admin "$(peer_admin a)" nightly --for 60 --wait 2 2>&1); lease_status=$?
+lease_token=$(echo "$lease_out" | awk '/^held nightly token/ {print $4}')
+other_out=$("$BIN" lease --admin "$(peer_admin b)" nightly --for 60 2>&1); other_status=$?
+wrong_release=$("$BIN" release --admin "$(peer_admin b)" nightly "$lease_token" 2>&1); wrong_status=$?
+release_out=$("$BIN" release --admin "$(peer_admin a)" nightly "$lease_token" 2>&1); release_status=$?
+if [ $lease_status -eq 0 ] && [ -n "$lease_token" ] && [ $other_status -eq 1 ] && [[ "$other_out" == *"held by a"* ]] \
+    && [ $wrong_status -eq 1 ] && [ $release_status -eq 0 ] && [ "$release_out" = "released nightly" ]; then
+    pass "(q) syncnode lease on a (both peers acknowledged, token $lease_token); b is told a holds it; only a releases it"
+else
+    fail "(q) syncnode lease and release" "a: $lease_status $lease_out; b: $other_status $other_out; release on b: $wrong_status $wrong_release; on a: $release_status $release_out"
 fi
 a_pid=$(peer_pid a)
 wait_out=$("$BIN" put --admin "$(peer_admin a)" --wait 2 'acked[precious]' '"kept"' 2>&1); wait_status=$?

@@ -56,7 +56,12 @@ enum ClientExit {
 /// Sends one of syncnode's own commands (`DECIDE.*`) and returns its reply: the JSON of a bulk
 /// reply, or nil for a null reply. Exits 2 when the endpoint fails, 1 when it answers an error.
 func exchange(_ options: AdminOptions, _ arguments: [String]) throws -> JSONValue? {
-    let client = try options.connect()
+    try exchange(on: try options.connect(), arguments)
+}
+
+/// `exchange` on a connection the caller keeps (for a command after it, or a reply that may
+/// take long: connect with a longer `replyTimeoutSeconds`).
+func exchange(on client: RESPClient, _ arguments: [String]) throws -> JSONValue? {
     let reply: RESPValue
     do {
         reply = try client.call(arguments.map { Array($0.utf8) })
@@ -149,12 +154,7 @@ extension SyncNode {
             }
             // One connection for both: WAIT waits for every write the node committed before it.
             let client = try options.connect(replyTimeoutSeconds: 30 + waitTimeoutMilliseconds / 1000)
-            let reply: JSONValue?
-            do {
-                reply = try json(of: try client.call(request.map { Array($0.utf8) }), from: client.address)
-            } catch let error as RESPClient.Failure {
-                throw ClientExit.unreachable(error.description)
-            }
+            let reply = try exchange(on: client, request)
             print("ok \(reply?["key"]?.stringValue ?? key) \(versionText(reply?["version"]))")
             guard let waitForPeers else { return }
             let acknowledged: Int64
