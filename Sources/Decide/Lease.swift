@@ -126,9 +126,10 @@ extension Replicator {
             case .unchanged:
                 completion(.refused(reason: "the lease could not be encoded"))
             case .committed(let version):
-                let lifetimeMilliseconds = Transaction.milliseconds(of: lifetime) ?? 0
+                // The instant the commit stored: the same rule, from the same timestamp.
+                let expiry = WriteExpiry.after(milliseconds: Transaction.milliseconds(of: lifetime) ?? 0)
                 let lease = Lease(resource: resource, holder: node.id, fence: version,
-                                  expiresAtMilliseconds: version.timestamp.physicalMilliseconds &+ lifetimeMilliseconds)
+                                  expiresAtMilliseconds: expiry.instant(committedAt: version.timestamp) ?? 0)
                 completion(acknowledged.isComplete
                     ? .acquired(lease, acknowledgedBy: acknowledged.acknowledgedBy)
                     : .notAcknowledged(lease, acknowledgedBy: acknowledged.acknowledgedBy, required: acknowledged.required))

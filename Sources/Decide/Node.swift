@@ -945,9 +945,7 @@ public final class Node: Sendable {
             }
             let removed = core.removedOwners
             let collectable = core.table.entries.filter {
-                $0.entry.version.timestamp < horizon
-                    && ($0.entry.isTombstone || $0.entry.isExpired(atMilliseconds: now)
-                        || ($0.entry.ownedByWriter && removed.contains($0.entry.version.node)))
+                $0.entry.version.timestamp < horizon && $0.entry.isAbsentForGood(atMilliseconds: now, removedOwners: removed)
             }
             for item in collectable {
                 core.table.collect(item.key, version: item.entry.version, absentAtMilliseconds: now, removedOwners: removed)
@@ -960,7 +958,7 @@ public final class Node: Sendable {
 
     // MARK: expiry
 
-    /// Tells observers, the change log and commit listeners (origin `.expired`) of every value
+    /// Tells observers and commit listeners (origin `.expired`) of every value
     /// whose expiry instant this node's `nowMilliseconds` has reached since the last call: once
     /// per value, on this node only (nothing is written or replicated: every replica does the
     /// same on its own clock). Returns how many. The replication engine calls it on every tick;
@@ -979,14 +977,18 @@ public final class Node: Sendable {
     /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one
     /// `.expired` delta per key (version: the expired entry's).
     private func reportExpired(_ core: NodeCore, _ expired: [(key: StateKey, entry: Entry)]) {
-        for item in expired {
-            notifyObservers(core, key: item.key, entry: nil, decoded: nil, now: 0)
-            if !core.commitListeners.isEmpty {
-                let committed = CommittedDelta(
-                    delta: Delta(version: item.entry.version, writes: [Delta.Write(key: item.key, value: nil)]), origin: .expired)
-                for listener in core.commitListeners.values { listener(committed) }
-            }
-        }
+        for item in expired { announce(core, item.key, entry: item.entry, present: false, origin: .expired, now: 0) }
+    }
+
+    /// Call with the lock held: `key`'s stored `entry` started (`present`) or stopped reading
+    /// here without a write (it expired, its owner came or went). Observers hear the value or
+    /// its absence; listeners get one delta of `origin` with the entry's version.
+    private func announce(_ core: NodeCore, _ key: StateKey, entry: Entry, present: Bool, origin: CommittedDelta.Origin, now: UInt64) {
+        notifyObservers(core, key: key, entry: present ? entry : nil, decoded: nil, now: now)
+        guard !core.commitListeners.isEmpty else { return }
+        let write = present ? Delta.Write(key: key, entry: entry) : Delta.Write(key: key, value: nil)
+        let committed = CommittedDelta(delta: Delta(version: entry.version, writes: [write]), origin: origin)
+        for listener in core.commitListeners.values { listener(committed) }
     }
 
     /// The replication engine's view of the cluster: `present` are the members linked to this
@@ -1004,14 +1006,7 @@ public final class Node: Sendable {
                 guard !entries.isEmpty else { continue }
                 logger.info(origin == .ownerGone ? "owned keys of absent members read as absent" : "owned keys of returning members read again",
                             metadata: ["members": "\(owners.sorted())", "keys": "\(entries.count)"])
-                for item in entries {
-                    notifyObservers(core, key: item.key, entry: origin == .ownerGone ? nil : item.entry, decoded: nil, now: now)
-                    if !core.commitListeners.isEmpty {
-                        let write = origin == .ownerGone ? Delta.Write(key: item.key, value: nil) : Delta.Write(key: item.key, entry: item.entry)
-                        let committed = CommittedDelta(delta: Delta(version: item.entry.version, writes: [write]), origin: origin)
-                        for listener in core.commitListeners.values { listener(committed) }
-                    }
-                }
+                for item in entries { announce(core, item.key, entry: item.entry, present: origin == .ownerBack, origin: origin, now: now) }
             }
             return true
         }

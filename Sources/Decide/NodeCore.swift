@@ -71,7 +71,7 @@ final class NodeCore: @unchecked Sendable {
         withUnsafeMutablePointer(to: &table) { $0.pointee.setPresentOwners(present) }
         guard let before else {
             // Until now every owner was present: the ones not present now disappear.
-            let owners = Set(table.entries.lazy.filter { $0.entry.ownedByWriter }.map { $0.entry.version.node })
+            let owners = withUnsafeMutablePointer(to: &table) { $0.pointee.owners }
             return ([], owners.subtracting(present))
         }
         return (present.subtracting(before), before.subtracting(present))
@@ -81,9 +81,7 @@ final class NodeCore: @unchecked Sendable {
     /// value of a removed owner, of the kind this node already collected below
     /// `collectedBelow`, for an absent `key`.
     func isCollected(_ entry: Entry, for key: StateKey, now: UInt64) -> Bool {
-        guard entry.version.timestamp < collectedBelow,
-              entry.isTombstone || entry.isExpired(atMilliseconds: now)
-                || (entry.ownedByWriter && removedOwners.contains(entry.version.node)),
+        guard entry.version.timestamp < collectedBelow, entry.isAbsentForGood(atMilliseconds: now, removedOwners: removedOwners),
               self.entry(for: key) == nil else { return false }
         droppedCollectedTombstones += 1
         return true

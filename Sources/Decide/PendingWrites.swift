@@ -120,18 +120,19 @@ struct WriteOptions: Sendable, Equatable {
 
 /// When a pending write's value expires: never, a lifetime counted from the decision's
 /// timestamp, or an instant (hybrid-clock milliseconds).
-enum WriteExpiry: Sendable, Equatable {
+package enum WriteExpiry: Sendable, Equatable {
     case never
     case after(milliseconds: UInt64)
     case at(milliseconds: UInt64)
 
-    /// The entry's `expiresAtMilliseconds` for a decision at `timestamp`.
+    /// The entry's `expiresAtMilliseconds` for a decision at `timestamp` (within the clock's
+    /// range, as `Entry` keeps it).
     func instant(committedAt timestamp: HLCTimestamp) -> UInt64? {
         switch self {
         case .never: return nil
         case .after(let lifetime):
             let (sum, overflow) = timestamp.physicalMilliseconds.addingReportingOverflow(lifetime)
-            return overflow ? HLCTimestamp.maxPhysicalMilliseconds : sum
+            return overflow ? HLCTimestamp.maxPhysicalMilliseconds : min(sum, HLCTimestamp.maxPhysicalMilliseconds)
         case .at(let instant): return instant
         }
     }

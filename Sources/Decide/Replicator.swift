@@ -289,9 +289,10 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     package func waitForAcknowledgements(of timestamp: UInt64, commit: Commit = .unchanged, required: Int,
                                          timeoutMilliseconds: UInt64, completion: @escaping @Sendable (Acknowledged) -> Void) {
         let now = clock.nowMilliseconds()
-        let (held, connections) = state.withLock { state -> ([String], [ConnectionID]) in
-            (state.acknowledging(timestamp),
-             state.peers.filter { !$0.value.closing }.keys.sorted { $0.rawValue < $1.rawValue })
+        // Who holds it already, and what to ask each open link: how many deltas were queued on it.
+        let (held, requests) = state.withLock { state -> ([String], [(ConnectionID, UInt64)]) in
+            let open = state.peers.filter { !$0.value.closing }.keys.sorted { $0.rawValue < $1.rawValue }
+            return (state.acknowledging(timestamp), open.map { ($0, state.deltaCounts[$0]?.queued ?? 0) })
         }
         guard required > 0, held.count < required, timestamp > 0, !stopped.withLock({ $0 }) else {
             return completion(Acknowledged(commit: commit, acknowledgedBy: held, required: required))
@@ -302,8 +303,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             waiters.byID[waiters.next] = AcknowledgementWaiter(
                 timestamp: timestamp, required: required, deadline: overflow ? .max : deadline, commit: commit, complete: completion)
         }
-        let counts = state.withLock { state in connections.map { state.deltaCounts[$0]?.queued ?? 0 } }
-        for (connection, count) in zip(connections, counts) {
+        for (connection, count) in requests {
             send(frame: codec.encode(.ackRequest(timestamp: timestamp, deltas: count)), to: connection)
         }
     }
@@ -578,7 +578,6 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         deltas.reserveCapacity(items.count)
         // Deltas taken from each link, for acknowledged writes (usually one link per batch).
         var counts: [(connection: ConnectionID, deltas: UInt64)] = []
-        var connections: [ConnectionID] = []
         // Where each applied delta came from, kept only once one was skipped (for the log).
         var sources: [Items.Index]?
         for position in items.indices {
@@ -600,30 +599,26 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             } else {
                 counts.append((item.connection, 1))
             }
-            if !connections.isEmpty || counts.count > 1 {
-                // A second link in this batch: from now on, note each delta's link (refusals
-                // are found by position).
-                if connections.isEmpty { connections = Array(repeating: counts[0].connection, count: deltas.count - 1) }
-                connections.append(item.connection)
-            }
             sources?.append(position)
         }
         guard !deltas.isEmpty else { return }
         let outcome = node.apply(deltas: deltas)
         if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
+        // The item each refused delta came from.
+        let refused = outcome.refusals.map { refusal in
+            (refusal, sources.map { items[$0[refusal.index]] } ?? items[items.index(items.startIndex, offsetBy: refusal.index)])
+        }
         // Count what each link brought and was applied (acknowledged writes); a refused delta
         // is not counted.
-        for refusal in outcome.refusals {
-            let connection = connections.isEmpty ? counts[0].connection : connections[refusal.index]
-            if let slot = counts.firstIndex(where: { $0.connection == connection }) { counts[slot].deltas &-= 1 }
+        for (_, source) in refused {
+            if let slot = counts.firstIndex(where: { $0.connection == source.connection }) { counts[slot].deltas &-= 1 }
         }
         state.withLock { state in
             for count in counts where state.peers[count.connection] != nil {
                 state.deltaCounts[count.connection, default: .init()].applied &+= count.deltas
             }
         }
-        for refusal in outcome.refusals {
-            let source = sources.map { items[$0[refusal.index]] } ?? items[items.index(items.startIndex, offsetBy: refusal.index)]
+        for (refusal, source) in refused {
             logger.warning("refused delta", metadata: [
                 "peer": "\(source.peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
         }

@@ -83,11 +83,11 @@ public struct StorageWriter {
         transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
     }
 
-    /// Writes raw value bytes to an untyped key, expiring at hybrid-clock instant
-    /// `expiresAtMilliseconds` (Unix milliseconds; an instant already past stores a value that
-    /// reads as absent at once). For protocol front ends (Redis EXPIREAT, KEEPTTL).
-    package func raw(_ value: [UInt8], into key: StateKey, expiresAtMilliseconds instant: UInt64, ownedByThisNode: Bool = false) {
+    /// Writes raw value bytes to an untyped key with `expiry` as it is (an instant already past
+    /// stores a value that reads as absent at once), owned by this node when `ownedByThisNode`.
+    /// For protocol front ends (Redis EXPIREAT, KEEPTTL, SET PX).
+    package func raw(_ value: [UInt8], into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
         transaction.check(generation)
-        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: .at(milliseconds: instant), owned: ownedByThisNode))
+        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
     }
 }

@@ -1,4 +1,3 @@
-import DecideCore
 import Logging
 
 /// The working set of the decision (or snapshot read) that holds the node's lock. One instance

@@ -45,6 +45,13 @@ public struct Entry: Hashable, Sendable {
         isExpired(atMilliseconds: now) ? nil : value
     }
 
+    /// Whether this entry reads as absent for good at hybrid-clock instant `now`: a tombstone, an
+    /// expired value, or a value owned by a node of `removedOwners` (which never returns). Such
+    /// an entry is what collection removes once every member holds it (docs/consistency.md §6).
+    public func isAbsentForGood(atMilliseconds now: UInt64, removedOwners: Set<String>) -> Bool {
+        isTombstone || isExpired(atMilliseconds: now) || (ownedByWriter && removedOwners.contains(version.node))
+    }
+
     /// Last-writer-wins: the entry that survives when `self` and `other` meet.
     ///
     /// Guarantees: commutative (`a.merged(b) == b.merged(a)`), associative and idempotent, so

@@ -73,6 +73,24 @@ public struct EntryTable: Sendable {
         (entry.expiresAtMilliseconds ?? 0) | (entry.ownedByWriter ? ownedBit : 0)
     }
 
+    /// Adds (`by: 1`) or takes out (`by: -1`) a record's part of `tombstoneCount`,
+    /// `expiredCount`, `expiringCount` and `ownedCounts`: every record that enters, leaves or
+    /// changes state goes through here, so the counts cannot drift apart.
+    @inline(__always)
+    private mutating func tally(isTombstone: Bool, meta: UInt64, node: UInt32, by step: Int) {
+        if isTombstone {
+            tombstoneCount += step
+            return
+        }
+        let swept = meta & Self.sweptBit != 0
+        if swept {
+            expiredCount += step
+        } else if meta & Self.instantMask != 0 {
+            expiringCount += step
+        }
+        if meta & Self.ownedBit != 0 && !swept { ownedCounts[Int(node)] += step }
+    }
+
     /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
 
@@ -122,6 +140,11 @@ public struct EntryTable: Sendable {
     public var hiddenCount: Int {
         ownedCounts.indices.reduce(0) { $0 + (ownerHidden[$1] ? ownedCounts[$1] : 0) }
     }
+
+    /// The node ids that own at least one stored value not reported expired. O(node ids).
+    public var owners: Set<String> {
+        Set(ownedCounts.indices.lazy.filter { self.ownedCounts[$0] > 0 }.map { self.nodeIDs[$0].id })
+    }
     /// The highest version ever merged into this table (nil for none); removals do not lower it.
     public private(set) var highestVersion: Version?
 
@@ -151,10 +174,7 @@ public struct EntryTable: Sendable {
             let storedTimestamp = records[position].timestamp
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
-            let wasTombstone = records[position].value == nil
-            let oldExpiry = records[position].expiry
-            let wasSwept = records[position].swept
-            let oldOwner: UInt32? = records[position].owned && !wasSwept ? records[position].node : nil
+            tally(isTombstone: records[position].value == nil, meta: records[position].meta, node: records[position].node, by: -1)
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
@@ -166,9 +186,7 @@ public struct EntryTable: Sendable {
                 records[position].node = node
                 records[position].meta = meta
             }
-            if wasTombstone { tombstoneCount -= 1 }
-            if wasSwept { expiredCount -= 1 } else if oldExpiry != 0 { expiringCount -= 1 }
-            if let oldOwner { ownedCounts[Int(oldOwner)] -= 1 }
+            tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             digest.toggle(contribution: old ^ contribution, of: key)
             outcome = .replaced
         } else {
@@ -178,22 +196,20 @@ public struct EntryTable: Sendable {
             let keyBytes = atomic
                 ? key.name.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(key.name.utf8))
                 : PackedBytes(key.element)
+            let node = nodeNumber(of: entry.version)
+            let meta = Self.meta(of: entry)
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
                                   value: entry.value, keyBytes: keyBytes,
                                   name: atomic ? Self.inlineName : nameNumber(of: key.name),
-                                  node: nodeNumber(of: entry.version), meta: Self.meta(of: entry)))
+                                  node: node, meta: meta))
+            tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
             bucketMembers[digest.bucket(of: key)].append(number)
             outcome = .inserted
             if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
         }
-        if entry.isTombstone { tombstoneCount += 1 }
-        if entry.ownedByWriter { ownedCounts[Int(latestNode)] += 1 }
-        if let expiresAt = entry.expiresAtMilliseconds {
-            expiringCount += 1
-            expirySchedule.add(key, atMilliseconds: expiresAt)
-        }
+        if let expiresAt = entry.expiresAtMilliseconds { expirySchedule.add(key, atMilliseconds: expiresAt) }
         if let highest = highestVersion {
             // The writes of one decision share a version: compare node ids only on a tie of
             // timestamps between different nodes.
@@ -211,7 +227,8 @@ public struct EntryTable: Sendable {
     /// collection); returns whether it was removed. Live entries are never removed here.
     @discardableResult
     public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
-        collect(key, version: version) { record, _ in record.value == nil }
+        // At instant 0 nothing has expired, and with no removed owners only a tombstone qualifies.
+        collect(key, version: version, absentAtMilliseconds: 0)
     }
 
     /// Removes the entry of `key` if it is still the one at `version` and reads as absent for
@@ -221,17 +238,11 @@ public struct EntryTable: Sendable {
     @discardableResult
     public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64,
                                  removedOwners: Set<String> = []) -> Bool {
-        collect(key, version: version) { record, owner in
-            record.value == nil || Self.isExpired(record, now) || (record.owned && removedOwners.contains(owner))
-        }
-    }
-
-    private mutating func collect(_ key: StateKey, version: Version, when collectable: (Record, String) -> Bool) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
-        let record = records[position]
-        guard collectable(record, nodeIDs[Int(record.node)].id), self.version(of: record) == version else { return false }
+        let entry = self.entry(of: records[position])
+        guard entry.version == version, entry.isAbsentForGood(atMilliseconds: now, removedOwners: removedOwners) else { return false }
         remove(at: position, cell: cell)
         return true
     }
@@ -252,10 +263,10 @@ public struct EntryTable: Sendable {
                 expirySchedule.add(key, atMilliseconds: expiry)
                 continue
             }
-            records[position].meta |= Self.sweptBit
-            if records[position].owned { ownedCounts[Int(records[position].node)] -= 1 }
-            expiredCount += 1
-            expiringCount -= 1
+            let (meta, node) = (records[position].meta, records[position].node)
+            tally(isTombstone: false, meta: meta, node: node, by: -1)
+            records[position].meta = meta | Self.sweptBit
+            tally(isTombstone: false, meta: meta | Self.sweptBit, node: node, by: 1)
             expired.append((key, entry(of: records[position])))
         }
         return expired
@@ -283,8 +294,10 @@ public struct EntryTable: Sendable {
             .map { (key: self.key(of: $0), entry: self.entry(of: $0)) }
     }
 
-    private func isHidden(_ record: Record) -> Bool {
-        record.owned && ownerHidden[Int(record.node)]
+    /// Whether a reader at `now` sees `record`'s value: it has one, not expired, and not of a
+    /// hidden owner (`Entry.isExpired`, and the node's own visibility rule, on a record).
+    private func isReadable(_ record: Record, at now: UInt64) -> Bool {
+        record.value != nil && !Self.isExpired(record, now) && !(record.owned && ownerHidden[Int(record.node)])
     }
 
     /// Every stored (key, entry), in no particular order.
@@ -314,7 +327,7 @@ public struct EntryTable: Sendable {
         var next = max(0, bucket)
         let end = min(bucketMembers.count, next + max(1, maximumBuckets))
         while next < end && keys.count < minimumKeys {
-            for number in bucketMembers[next] where records[Int(number)].value != nil && !Self.isExpired(records[Int(number)], now) && !isHidden(records[Int(number)]) {
+            for number in bucketMembers[next] where isReadable(records[Int(number)], at: now) {
                 keys.append(key(of: records[Int(number)]))
             }
             next += 1
@@ -469,7 +482,7 @@ public struct EntryTable: Sendable {
         }]
         guard stored != 0 else { return .none }
         let record = records[Int(stored - 1)]
-        return .some(Self.isExpired(record, now) || isHidden(record) ? nil : record.value)
+        return .some(isReadable(record, at: now) ? record.value : nil)
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
@@ -498,13 +511,7 @@ public struct EntryTable: Sendable {
     /// its place, and the probe sequence after the emptied cell is closed up (backward shift).
     private mutating func remove(at position: Int, cell: Int) {
         let record = records[position]
-        tombstoneCount -= record.value == nil ? 1 : 0
-        if record.swept {
-            expiredCount -= 1
-        } else if record.expiry != 0 {
-            expiringCount -= 1
-        }
-        if record.owned && !record.swept { ownedCounts[Int(record.node)] -= 1 }
+        tally(isTombstone: record.value == nil, meta: record.meta, node: record.node, by: -1)
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)

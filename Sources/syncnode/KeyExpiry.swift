@@ -44,7 +44,7 @@ struct KeyExpiry: Decision {
         switch change {
         case .persist:
             guard current != nil else { return .none }
-            write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: entry.ownedByWriter)
+            write.raw(value, into: key, expiry: .never, ownedByThisNode: entry.ownedByWriter)
         case .at(let instant):
             switch condition {
             case .always: break
@@ -56,7 +56,7 @@ struct KeyExpiry: Decision {
             if instant <= read.nowMilliseconds {
                 write.raw(nil, into: key)
             } else {
-                write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: entry.ownedByWriter)
+                write.raw(value, into: key, expiry: .at(milliseconds: instant), ownedByThisNode: entry.ownedByWriter)
             }
         }
         outcome.changed = true

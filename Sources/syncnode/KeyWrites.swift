@@ -26,11 +26,12 @@ struct KeyWrites: Decision {
 
     /// When the written values expire (SET EX / PX / EXAT / PXAT / KEEPTTL, SETEX, PSETEX).
     enum Expiry: Sendable, Equatable {
-        case never
-        case afterMilliseconds(UInt64)
-        case atMilliseconds(UInt64)
+        /// This one (`WriteExpiry.never` for none).
+        case given(WriteExpiry)
         /// The expiry the key's live value had, if any (KEEPTTL).
         case keep
+
+        static let never = Expiry.given(.never)
     }
 
     /// (key, new value or nil to delete).
@@ -78,17 +79,12 @@ struct KeyWrites: Decision {
                 write.raw(nil, into: key)
                 continue
             }
+            let resolved: WriteExpiry
             switch expiry {
-            case .never: write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: owned)
-            case .afterMilliseconds(let lifetime): write.raw(value, into: key, expiringAfter: .milliseconds(lifetime), ownedByThisNode: owned)
-            case .atMilliseconds(let instant): write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: owned)
-            case .keep:
-                if let instant = previousExpiry[index] {
-                    write.raw(value, into: key, expiresAtMilliseconds: instant, ownedByThisNode: owned)
-                } else {
-                    write.raw(value, into: key, expiringAfter: nil, ownedByThisNode: owned)
-                }
+            case .given(let given): resolved = given
+            case .keep: resolved = previousExpiry[index].map { .at(milliseconds: $0) } ?? .never
             }
+            write.raw(value, into: key, expiry: resolved, ownedByThisNode: owned)
         }
         return .none
     }

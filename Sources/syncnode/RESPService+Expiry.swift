@@ -85,7 +85,7 @@ extension RESPService {
             return
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[3], into: &writer) else { return }
-        guard commit(KeyWrites(writes: [(key, value)], expiry: .afterMilliseconds(lifetime)), command.name.uppercased(), into: &writer) else { return }
+        guard commit(KeyWrites(writes: [(key, value)], expiry: .given(.after(milliseconds: lifetime))), command.name.uppercased(), into: &writer) else { return }
         writer.simpleString("OK")
     }
 

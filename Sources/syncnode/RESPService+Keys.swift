@@ -249,7 +249,7 @@ extension RESPService {
                     writer.error("ERR invalid expire time in 'set' command")
                     return
                 }
-                expiry = unit.absolute ? .atMilliseconds(milliseconds) : .afterMilliseconds(milliseconds)
+                expiry = .given(unit.absolute ? .at(milliseconds: milliseconds) : .after(milliseconds: milliseconds))
             } else {
                 writer.error("ERR syntax error")
                 return

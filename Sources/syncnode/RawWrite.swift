@@ -13,7 +13,7 @@ struct RawWrite: Decision {
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         if let value, lifetimeMilliseconds != nil || owned {
-            write.raw(value, into: key, expiringAfter: lifetimeMilliseconds.map { .milliseconds($0) }, ownedByThisNode: owned)
+            write.raw(value, into: key, expiry: lifetimeMilliseconds.map { .after(milliseconds: $0) } ?? .never, ownedByThisNode: owned)
         } else {
             write.raw(value, into: key)
         }
