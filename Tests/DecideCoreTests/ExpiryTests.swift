@@ -218,3 +218,42 @@ import Testing
         #expect(table.count == 0)
     }
 }
+
+/// Expiry at a user's size: many keys expiring over a long stretch, swept tick by tick.
+@Suite struct ExpiryAtSizeTests {
+    @Test func twoHundredThousandKeysExpireOnceEachInOrderAndAreCollected() {
+        let keys = 200_000
+        var table = EntryTable()
+        let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1, logical: 0), node: "a")
+        // Instants spread over a simulated day, in an order unrelated to the keys'.
+        var random = SplitMix64(seed: 7)
+        var instants: [UInt64] = []
+        instants.reserveCapacity(keys)
+        for index in 0..<keys {
+            let instant = 1_000 + random.next() % 86_400_000
+            instants.append(instant)
+            table.merge(Entry(version: version, value: [UInt8(index & 0xFF)], expiresAtMilliseconds: instant), for: StateKey(name: "k\(index)"))
+        }
+        #expect(table.expiringCount == keys)
+        var reported = 0
+        var last: UInt64 = 0
+        var inOrder = true
+        // Sweeps every simulated minute, as a replication tick would (far more often).
+        var now: UInt64 = 0
+        while now <= 86_401_000 {
+            now += 60_000
+            for item in table.expire(dueAtMilliseconds: now) {
+                let instant = item.entry.expiresAtMilliseconds ?? 0
+                if instant < last || instant > now { inOrder = false }
+                last = instant
+                reported += 1
+            }
+        }
+        #expect(reported == keys && inOrder)
+        #expect(table.expiredCount == keys && table.expiringCount == 0)
+        #expect(table.nextExpiryMilliseconds == nil)
+        for index in 0..<keys { table.collect(StateKey(name: "k\(index)"), version: version, absentAtMilliseconds: now) }
+        #expect(table.count == 0 && table.expiredCount == 0)
+        #expect(table.digest == EntryTable().digest)
+    }
+}
