@@ -70,7 +70,7 @@ bench-core: $(BENCH_BIN)
 # A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
 sim: deps
 	$(SWIFT) build --build-tests
-	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|LeaseTests)'
+	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|LeaseTests|IndexTests)'
 
 clean:
 	rm -rf .build .build-*

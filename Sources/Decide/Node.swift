@@ -199,7 +199,7 @@ public final class Node: Sendable {
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
             }
-            if !core.observers.isEmpty || !core.decoded.isEmpty {
+            if !core.observers.isEmpty || !core.decoded.isEmpty || !core.collectionObservers.isEmpty {
                 for index in 0..<writes.count {
                     let key = writes.keys[index]
                     let entry = writes.entry(at: index, version: version)
@@ -360,6 +360,17 @@ public final class Node: Sendable {
         }
     }
 
+    /// Every element of `collection` that holds a value now, in one snapshot (see
+    /// `CollectionSnapshot`). O(n log n) in the collection's size, not the store's.
+    public func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
+        read { $0.elements(collection) }
+    }
+
+    /// The ids of `index` now, in order.
+    public func read<I: IndexState>(_ index: I.Type) -> [I.ID] {
+        read { $0(index) }
+    }
+
     /// The stored entry of an untyped key (tombstones and expired values included: see
     /// `Entry.isExpired(atMilliseconds:)` and `nowMilliseconds`), nil when never written.
     public func entry(for key: StateKey) -> Entry? {
@@ -445,6 +456,68 @@ public final class Node: Sendable {
         return observation(of: stateKey, default: { C.defaultValue(at: id) })
     }
 
+    /// Snapshots of every element of `collection`: the current one first, then one after each
+    /// batch of changes to its elements (local, replicated, catch-up, expiry, owners coming and
+    /// going), skipping equal snapshots; built when the reader asks (see `CollectionObservation`).
+    public func observe<C: CollectionState>(_ collection: C.Type) -> CollectionObservation<CollectionSnapshot<C>> {
+        let name = core.withLock { $0.name(of: C.self, named: C.name) }
+        return collectionObservation(of: name) { node in node.elements(collection) }
+    }
+
+    /// The ids of `index` in order: the current list first, then the list after each batch of
+    /// changes, skipping equal lists (see `CollectionObservation`).
+    public func observe<I: IndexState>(_ index: I.Type) -> CollectionObservation<[I.ID]> {
+        let name = core.withLock { $0.name(of: I.self, named: I.name) }
+        return collectionObservation(of: name) { node in node.read(index) }
+    }
+
+    /// Calls `handler` with a snapshot of `collection`, then with a new one after each batch of
+    /// changes to its elements, one call at a time, outside the node's lock; equal snapshots
+    /// are skipped. Each call builds a snapshot: O(collection) per batch of changes delivered.
+    public func subscribe<C: CollectionState>(
+        _ collection: C.Type, handler: @escaping @Sendable (CollectionSnapshot<C>) -> Void
+    ) -> Subscription {
+        let name = core.withLock { $0.name(of: C.self, named: C.name) }
+        let last = Mutex<CollectionSnapshot<C>?>(nil)
+        return registerCollection(name: name, onFinish: nil) { [weak self] in
+            guard let snapshot = self?.elements(collection) else { return }
+            let changed = last.withLock { last -> Bool in
+                defer { last = snapshot }
+                return last != snapshot
+            }
+            if changed { handler(snapshot) }
+        }
+    }
+
+    private func collectionObservation<Snapshot: Sendable & Equatable>(
+        of name: String, snapshot: @escaping @Sendable (Node) -> Snapshot
+    ) -> CollectionObservation<Snapshot> {
+        let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let subscription = registerCollection(name: name, onFinish: { continuation.finish() }) { continuation.yield() }
+        continuation.onTermination = { _ in subscription.cancel() }
+        return CollectionObservation(signals: signals) { [weak self] in self.map(snapshot) }
+    }
+
+    /// Registers an observer of every element named `name`; `changed` runs once at once and then
+    /// after each delivery batch that touched one.
+    private func registerCollection(name: String, onFinish: (@Sendable () -> Void)?,
+                                    changed: @escaping @Sendable () -> Void) -> Subscription {
+        let observer = core.withLock { core -> Observer in
+            let observer = CollectionObserver(id: core.makeID(), name: name, onFinish: onFinish, changed: changed)
+            core.collectionObservers[name, default: [:]][observer.id] = observer
+            delivery.enqueue(.init(observer: observer, entry: nil, decoded: nil))
+            return observer
+        }
+        delivery.drain()
+        return Subscription { [weak self] in
+            observer.cancel()
+            self?.core.withLock { core in
+                core.collectionObservers[name]?[observer.id] = nil
+                if core.collectionObservers[name]?.isEmpty == true { core.collectionObservers[name] = nil }
+            }
+        }
+    }
+
     /// Calls `handler` with the current value of `key`, then with every change, one call at a
     /// time, outside the node's lock (it may make decisions). Equal values are skipped; a
     /// handler that falls behind gets the newest value, not every one.
@@ -512,6 +585,9 @@ public final class Node: Sendable {
     /// An entry a reader at `now` does not see (expired, or of an absent owner) is delivered as
     /// absent (nil).
     private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?, now: UInt64) {
+        if !core.collectionObservers.isEmpty, !key.element.isEmpty, let watchers = core.collectionObservers[key.name] {
+            for observer in watchers.values { delivery.enqueue(.init(observer: observer, entry: nil, decoded: nil)) }
+        }
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
         let entry = entry.flatMap { core.isVisible($0, now: now) ? $0 : nil }
         let decoded = entry == nil ? nil : decoded
@@ -543,7 +619,8 @@ public final class Node: Sendable {
     /// them. `close()` releases the store.
     public func shutdown() async {
         let (observers, channels) = core.withLock { core -> ([Observer], [DeltaStream.Channel]) in
-            let observers = core.observers.values.flatMap(\.values)
+            let observers = core.observers.values.flatMap(\.values) + core.collectionObservers.values.flatMap(\.values)
+            core.collectionObservers.removeAll()
             let channels = Array(core.deltaChannels.values)
             core.observers.removeAll()
             core.deltaChannels.removeAll()

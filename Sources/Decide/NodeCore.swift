@@ -17,6 +17,9 @@ final class NodeCore: @unchecked Sendable {
     }
     private var collectionNames = TypeTable<CollectionName>()
     var observers: [StateKey: [UInt64: Observer]] = [:]
+    /// Observers of whole collections and indexes, by state name: told of every change to any
+    /// element of that name.
+    var collectionObservers: [String: [UInt64: Observer]] = [:]
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
     /// Listeners of local commits that must hear of them only once they are on disk (the
     /// replication engine under strict durability); called in commit order.
@@ -143,14 +146,32 @@ final class NodeCore: @unchecked Sendable {
     }
 
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
-        let id = ObjectIdentifier(collection)
-        let name: CollectionName
-        if let known = collectionNames.value(for: id) {
-            name = known
-        } else {
-            name = CollectionName(name: C.name, hash: StateKey.nameHash(C.name))
-            collectionNames.insert(name, for: id)
-        }
+        let name = collectionName(of: collection, named: C.name)
         return StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
+    }
+
+    /// The key of element `element` (already encoded) of the collection or index `type` named `name`.
+    func key(of type: Any.Type, named name: @autoclosure () -> String, element: [UInt8]) -> StateKey {
+        let known = collectionName(of: type, named: name())
+        return StateKey(name: known.name, nameHash: known.hash, element: element)
+    }
+
+    /// The wire name of a collection or index type (`C.name`, computed once per type).
+    func name(of type: Any.Type, named name: @autoclosure () -> String) -> String {
+        collectionName(of: type, named: name()).name
+    }
+
+    /// The wire name of a collection or index type and its part of every key's hash, found once per type.
+    private func collectionName(of type: Any.Type, named name: @autoclosure () -> String) -> CollectionName {
+        let id = ObjectIdentifier(type)
+        if let known = collectionNames.value(for: id) { return known }
+        let made = CollectionName(name: name(), hash: StateKey.nameHash(name()))
+        collectionNames.insert(made, for: id)
+        return made
+    }
+
+    /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
+    func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
+        withUnsafeMutablePointer(to: &table) { $0.pointee.elements(ofCollectionNamed: name) }
     }
 }

@@ -19,6 +19,21 @@ public struct StorageReader {
         return transaction.read(collection, at: id)
     }
 
+    /// Every element of `collection` that holds a value, with this decision's writes applied, in
+    /// the order of their encoded ids (see `CollectionSnapshot`). Costs O(n log n) in the
+    /// collection's size, not the store's.
+    public func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
+        transaction.check(generation)
+        return transaction.elements(collection)
+    }
+
+    /// The ids of `index` in order, with this decision's writes applied. Costs O(n log n) in the
+    /// index's size.
+    public func callAsFunction<I: IndexState>(_ index: I.Type) -> [I.ID] {
+        transaction.check(generation)
+        return transaction.ids(index)
+    }
+
     /// The stored entry of an untyped key (nil when never written, or expired); includes
     /// tombstones. A live expiring value carries its `expiresAtMilliseconds`.
     public func entry(_ key: StateKey) -> Entry? {

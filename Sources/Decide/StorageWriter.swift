@@ -67,6 +67,27 @@ public struct StorageWriter {
         transaction.delete(collection, at: id)
     }
 
+    /// Deletes every element of `collection` that holds a value now (each gets a tombstone; an
+    /// element another node writes concurrently with a later version survives, as for any key).
+    public func deleteAll<C: CollectionState>(_ collection: C.Type) {
+        transaction.check(generation)
+        transaction.deleteAll(collection)
+    }
+
+    /// Puts `id` into `index` at `placement`; an id already in the index moves there. The seed's
+    /// `write(message.id, into: MessagesIndex.self, .append)`. Placing after or before an id that
+    /// is not in the index aborts the decision.
+    public func callAsFunction<I: IndexState>(_ id: I.ID, into index: I.Type, _ placement: IndexPlacement<I.ID> = .append) {
+        transaction.check(generation)
+        transaction.place(id, into: index, placement)
+    }
+
+    /// Takes `id` out of `index` (nothing happens when it is not there).
+    public func remove<I: IndexState>(_ id: I.ID, from index: I.Type) {
+        transaction.check(generation)
+        transaction.remove(id, from: index)
+    }
+
     /// Writes raw value bytes to an untyped key (`nil` deletes it). For tools such as syncnode;
     /// the bytes should be JSON so typed readers can decode them.
     public func raw(_ value: [UInt8]?, into key: StateKey) {

@@ -4,18 +4,21 @@ import Logging
 /// per node, reused: `generation` changes on every `begin`, so a reader or writer kept past
 /// its call is caught by a precondition instead of touching a later decision.
 final class Transaction: @unchecked Sendable {
-    private unowned(unsafe) let core: NodeCore
-    private let logger: Logger
+    unowned(unsafe) let core: NodeCore
+    let logger: Logger
     private(set) var generation: UInt64 = 0
     private(set) var isOpen = false
     private(set) var pending: PendingWrites
     /// Why the decision must abort (the first reason found), or nil.
-    private(set) var failure: String?
+    var failure: String?
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
     /// expired at it read as absent.
     private(set) var now: UInt64 = 0
 
     private let limits: WireCodec.Limits
+    /// The ordered elements of each index this decision placed into, kept current by its own
+    /// placements so a decision of many appends sorts once (any other write of the name drops it).
+    var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
 
     init(core: NodeCore, logger: Logger, limits: WireCodec.Limits) {
         self.core = core
@@ -31,6 +34,7 @@ final class Transaction: @unchecked Sendable {
         isOpen = true
         self.now = now
         pending.removeAll()
+        if !indexOrders.isEmpty { indexOrders.removeAll() }
         failure = nil
         return generation
     }
@@ -76,7 +80,7 @@ final class Transaction: @unchecked Sendable {
         return decoded
     }
 
-    private func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8], key: StateKey) -> Value? {
+    func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8], key: StateKey) -> Value? {
         do {
             return try ValueCoding.decode(type, from: bytes)
         } catch {
@@ -148,8 +152,9 @@ final class Transaction: @unchecked Sendable {
 
     /// One access to `pending` per write: each access to a class property is a dynamic
     /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
-    private func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, options: WriteOptions = .plain) {
+    func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
+        if !indexOrders.isEmpty, !key.element.isEmpty { indexOrders[key.name] = nil }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
         }

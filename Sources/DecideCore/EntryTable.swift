@@ -9,8 +9,9 @@
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
 /// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes, digest
 /// contribution, expiry: 72 bytes), an open-addressing index of 32-bit
-/// record numbers probed by the key's `stableHash`, and per digest leaf the record numbers of
-/// its keys. Decoded values are not kept here; the node layer caches the ones it reads.
+/// record numbers probed by the key's `stableHash`, per digest leaf the record numbers of
+/// its keys, and per collection name the record numbers of its elements (each record knows its
+/// slot there: 4 bytes more per record, so listing one collection never scans the table). Decoded values are not kept here; the node layer caches the ones it reads.
 ///
 /// Expiring values (docs/consistency.md, "Expiring keys"): the table has no clock; callers pass
 /// the hybrid-clock instant. An expired value stays stored (its digest contribution unchanged,
@@ -102,10 +103,14 @@ public struct EntryTable: Sendable {
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
     private var nodeNumbers: [String: UInt32] = [:]
-    /// The state names of the stored keys, each once, with how many records use it; records
-    /// name them by position. A name no record uses any more is forgotten and its number
-    /// reused, so names that come and go (deleted, collected) do not accumulate.
-    private var names: [(name: String, uses: Int)] = []
+    /// The state names of the stored collection keys, each once, with the record numbers of its
+    /// elements (so a collection is listed without a scan); records name them by position. A
+    /// name no record uses any more is forgotten and its number reused, so names that come and
+    /// go (deleted, collected) do not accumulate.
+    private var names: [(name: String, members: [UInt32])] = []
+    /// By record number: where a collection record sits in its name's `members` (0 for an
+    /// atomic record), so removing one is O(1) however large its collection.
+    private var memberSlots: ContiguousArray<UInt32> = []
     private var nameNumbers: [String: UInt32] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
@@ -198,10 +203,15 @@ public struct EntryTable: Sendable {
                 : PackedBytes(key.element)
             let node = nodeNumber(of: entry.version)
             let meta = Self.meta(of: entry)
+            let name = atomic ? Self.inlineName : nameNumber(of: key.name)
+            if atomic {
+                memberSlots.append(0)
+            } else {
+                memberSlots.append(UInt32(names[Int(name)].members.count))
+                names[Int(name)].members.append(number)
+            }
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  value: entry.value, keyBytes: keyBytes,
-                                  name: atomic ? Self.inlineName : nameNumber(of: key.name),
-                                  node: node, meta: meta))
+                                  value: entry.value, keyBytes: keyBytes, name: name, node: node, meta: meta))
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
@@ -369,35 +379,56 @@ public struct EntryTable: Sendable {
         return key.element.isEmpty && record.keyBytes.equals(utf8: key.name)
     }
 
-    /// The number of a state name for a new record (counted as one more use), interned on
-    /// first sight.
+    /// The number of a state name for a new record (the caller adds the record to its
+    /// `members`), interned on first sight.
     private mutating func nameNumber(of name: String) -> UInt32 {
         let number: UInt32
-        if Int(latestName) < names.count, names[Int(latestName)].uses > 0, names[Int(latestName)].name == name {
+        if Int(latestName) < names.count, !names[Int(latestName)].members.isEmpty, names[Int(latestName)].name == name {
             number = latestName
         } else if let known = nameNumbers[name] {
             number = known
         } else if let free = freeNames.popLast() {
             number = free
-            names[Int(free)] = (name, 0)
+            names[Int(free)] = (name, [])
             nameNumbers[name] = free
         } else {
             number = UInt32(names.count)
-            names.append((name, 0))
+            names.append((name, []))
             nameNumbers[name] = number
         }
-        names[Int(number)].uses += 1
         latestName = number
         return number
     }
 
-    /// One record of name `number` is gone; the name is forgotten with its last record.
-    private mutating func releaseName(_ number: UInt32) {
-        names[Int(number)].uses -= 1
-        guard names[Int(number)].uses == 0 else { return }
+    /// Record `position`, of name `number`, is gone: it leaves the name's members (the last
+    /// member takes its slot), and the name is forgotten with its last record.
+    private mutating func releaseName(_ number: UInt32, of position: Int) {
+        let slot = Int(memberSlots[position])
+        let lastMember = names[Int(number)].members.removeLast()
+        if slot < names[Int(number)].members.count {
+            names[Int(number)].members[slot] = lastMember
+            memberSlots[Int(lastMember)] = UInt32(slot)
+        }
+        guard names[Int(number)].members.isEmpty else { return }
         nameNumbers[names[Int(number)].name] = nil
         names[Int(number)].name = ""
         freeNames.append(number)
+    }
+
+    /// Every stored element (tombstones, expired values and those of hidden owners included) of
+    /// the collection named `name`, with its entry, in no particular order. O(elements of that
+    /// collection), not O(table).
+    public func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
+        guard let number = nameNumbers[name] else { return [] }
+        return names[Int(number)].members.map { member in
+            let record = records[Int(member)]
+            return (key: key(of: record), entry: entry(of: record))
+        }
+    }
+
+    /// The number of stored elements (tombstones included) of the collection named `name`. O(1).
+    public func elementCount(ofCollectionNamed name: String) -> Int {
+        nameNumbers[name].map { names[Int($0)].members.count } ?? 0
     }
 
     /// Distinct state names interned for the stored collection keys (atomic keys keep their
@@ -515,7 +546,7 @@ public struct EntryTable: Sendable {
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)
-        if record.name != Self.inlineName { releaseName(record.name) }
+        if record.name != Self.inlineName { releaseName(record.name, of: position) }
         if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
 
         // Close the gap in the index.
@@ -546,8 +577,13 @@ public struct EntryTable: Sendable {
             if let slot = bucketMembers[movedBucket].firstIndex(of: UInt32(last)) {
                 bucketMembers[movedBucket][slot] = UInt32(position)
             }
+            if moved.name != Self.inlineName {
+                names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
+            }
+            memberSlots[position] = memberSlots[last]
             records[position] = moved
         }
         records.removeLast()
+        memberSlots.removeLast()
     }
 }

@@ -38,6 +38,17 @@ import Testing
             }
             #expect(table.count == model.count, "seed \(seed)")
             #expect(table.nameCount == Set(model.keys.filter { !$0.element.isEmpty }.map(\.name)).count, "seed \(seed)")
+            // Each collection lists exactly its elements, each once, with their entries, though
+            // removals moved records and members around (the per-name lists and their slots).
+            let collectionNames = Set(keys.filter { !$0.element.isEmpty }.map(\.name))
+            for name in collectionNames {
+                let listed = table.elements(ofCollectionNamed: name)
+                let expected = model.filter { $0.key.name == name && !$0.key.element.isEmpty }
+                #expect(listed.count == expected.count && table.elementCount(ofCollectionNamed: name) == expected.count,
+                        "seed \(seed) name \(name)")
+                #expect(Set(listed.map(\.key)) == Set(expected.keys), "seed \(seed) name \(name)")
+                for item in listed { #expect(model[item.key] == item.entry, "seed \(seed) \(item.key)") }
+            }
             let heldKeys = Set(table.entries.map { $0.key })
             #expect(heldKeys == Set(model.keys), "seed \(seed)")
             #expect(table.tombstoneCount == model.values.filter(\.isTombstone).count, "seed \(seed)")

@@ -1,0 +1,164 @@
+import DecideCore
+
+/// Whole collections and ordered indexes inside a decision or snapshot read: the stored
+/// elements of one name (O(that collection), from the table's per-name list) with the
+/// decision's own writes applied.
+extension Transaction {
+    /// The elements of the collection or index named `name` that hold a value for a reader at
+    /// `now`, with this decision's writes applied, each once: its key, its value bytes and the
+    /// version it was decoded at (nil for this decision's own write, whose typed value is
+    /// `decoded` when the write had one). In no particular order.
+    func presentElements(named name: String) -> [(key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)] {
+        var present: [(key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)] = []
+        for (key, entry) in core.elements(ofCollectionNamed: name) where pending.position(of: key) == nil {
+            guard let bytes = entry.value, core.isVisible(entry, now: now) else { continue }
+            present.append((key, bytes, entry.version, nil))
+        }
+        for index in pending.keys.indices {
+            let key = pending.keys[index]
+            guard !key.element.isEmpty, key.name == name, let bytes = pending.values[index] else { continue }
+            present.append((key, bytes, nil, pending.decoded[index]))
+        }
+        return present
+    }
+
+    func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
+        var present = presentElements(named: core.name(of: C.self, named: C.name))
+        present.sort { $0.key.element.lexicographicallyPrecedes($1.key.element) }
+        var ids: [C.ID] = []
+        var values: [C.Value] = []
+        ids.reserveCapacity(present.count)
+        values.reserveCapacity(present.count)
+        for item in present {
+            guard let id = decode(C.ID.self, item.key.element, key: item.key) else { continue }
+            ids.append(id)
+            values.append(typedValue(C.Value.self, of: item) ?? C.defaultValue(at: id))
+        }
+        return CollectionSnapshot(ids: ids, values: values)
+    }
+
+    /// Deletes every element of `collection` that holds a value now.
+    func deleteAll<C: CollectionState>(_ collection: C.Type) {
+        for item in presentElements(named: core.name(of: C.self, named: C.name)) { store(item.key, nil, decoded: nil) }
+    }
+
+    private func typedValue<Value: Decodable & Sendable>(
+        _ type: Value.Type, of item: (key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)
+    ) -> Value? {
+        if let decoded = item.decoded as? Value { return decoded }
+        if let version = item.version, let kept = core.decoded.value(of: item.key, at: version) as? Value { return kept }
+        guard let value = decode(type, item.bytes, key: item.key) else { return nil }
+        if let version = item.version { core.decoded.keep(value, of: item.key, at: version) }
+        return value
+    }
+
+    // MARK: ordered indexes
+
+    /// The elements of index `I` in order: by position, then by element bytes. A stored value
+    /// that is not a position (a peer's or a tool's bad write) sorts first, as the empty
+    /// position, on every replica alike.
+    private func orderedIndex<I: IndexState>(_ index: I.Type) -> [(key: StateKey, position: IndexPosition)] {
+        let name = core.name(of: I.self, named: I.name)
+        if let kept = indexOrders[name] { return kept }
+        var invalid = 0
+        var items = presentElements(named: name).map { item -> (key: StateKey, position: IndexPosition) in
+            if let position = item.decoded as? IndexPosition { return (item.key, position) }
+            if let version = item.version, let kept = core.decoded.value(of: item.key, at: version) as? IndexPosition {
+                return (item.key, kept)
+            }
+            guard let text = try? ValueCoding.decode(String.self, from: item.bytes), let position = IndexPosition(encoded: text) else {
+                invalid += 1
+                return (item.key, IndexPosition(digits: []))
+            }
+            // Positions are parsed once per entry version, as typed values are.
+            if let version = item.version { core.decoded.keep(position, of: item.key, at: version) }
+            return (item.key, position)
+        }
+        if invalid > 0 {
+            logger.warning("index \(I.name): \(invalid) element(s) hold no valid position; they sort first")
+        }
+        items.sort(by: Self.ordered)
+        return items
+    }
+
+    func ids<I: IndexState>(_ index: I.Type) -> [I.ID] {
+        orderedIndex(index).compactMap { decode(I.ID.self, $0.key.element, key: $0.key) }
+    }
+
+    /// Puts `id` at `placement` in index `I` (moving it if it is there already).
+    func place<I: IndexState>(_ id: I.ID, into index: I.Type, _ placement: IndexPlacement<I.ID>) {
+        let element: [UInt8]
+        do {
+            element = try ValueCoding.encode(id)
+        } catch {
+            failure = failure ?? "\(error)"
+            return
+        }
+        let key = core.key(of: I.self, named: I.name, element: element)
+        var others = orderedIndex(index)
+        if let at = others.firstIndex(where: { $0.key == key }) { others.remove(at: at) }
+        let tag = IndexPosition.tag(ofNodeHash: Version(timestamp: .zero, node: core.nodeID).nodeHash)
+        func slot(of anchor: I.ID) -> Int? {
+            guard let bytes = try? ValueCoding.encode(anchor) else { return nil }
+            return others.firstIndex { $0.key.element == bytes }
+        }
+        let position: IndexPosition
+        switch placement {
+        case .append:
+            position = others.last.map { IndexPosition.appending(after: $0.position, writer: tag) } ?? .first(writer: tag)
+        case .prepend:
+            position = others.first.map { IndexPosition.between(nil, $0.position, writer: tag) } ?? .first(writer: tag)
+        case .after(let anchor):
+            guard let at = slot(of: anchor) else {
+                failure = failure ?? "cannot place \(id) after \(anchor) in \(I.name): \(anchor) is not in the index"
+                return
+            }
+            position = at + 1 < others.count
+                ? IndexPosition.between(others[at].position, others[at + 1].position, writer: tag)
+                : IndexPosition.appending(after: others[at].position, writer: tag)
+        case .before(let anchor):
+            guard let at = slot(of: anchor) else {
+                failure = failure ?? "cannot place \(id) before \(anchor) in \(I.name): \(anchor) is not in the index"
+                return
+            }
+            position = IndexPosition.between(at > 0 ? others[at - 1].position : nil, others[at].position, writer: tag)
+        }
+        guard position.digits.count <= IndexPosition.maxDigits else {
+            failure = failure ?? "cannot place \(id) in \(I.name): its position would need more than \(IndexPosition.maxDigits) digits (too many inserts at one place); move the neighbours apart first"
+            return
+        }
+        do {
+            store(key, try ValueCoding.encode(position.encoded), decoded: position)
+        } catch {
+            failure = failure ?? "\(error)"
+            return
+        }
+        // Keep this decision's order current: the new position goes where it sorts.
+        let item = (key: key, position: position)
+        var low = 0, high = others.count
+        while low < high {
+            let middle = (low + high) / 2
+            if Self.ordered(item, before: others[middle]) { high = middle } else { low = middle + 1 }
+        }
+        others.insert(item, at: low)
+        indexOrders[key.name] = others
+    }
+
+    private static func ordered(_ lhs: (key: StateKey, position: IndexPosition), before rhs: (key: StateKey, position: IndexPosition)) -> Bool {
+        lhs.position != rhs.position ? lhs.position < rhs.position : lhs.key.element.lexicographicallyPrecedes(rhs.key.element)
+    }
+
+    /// Removes `id` from index `I` (nothing when it is not there).
+    func remove<I: IndexState>(_ id: I.ID, from index: I.Type) {
+        guard let element = try? ValueCoding.encode(id) else { return }  // an id that cannot be encoded is in no index
+        let key = core.key(of: I.self, named: I.name, element: element)
+        let present = pending.position(of: key).map { pending.values[$0] != nil } ?? (entry(for: key)?.value != nil)
+        guard present else { return }
+        var order = indexOrders[key.name]
+        store(key, nil, decoded: nil)
+        if let at = order?.firstIndex(where: { $0.key == key }) {
+            order!.remove(at: at)
+            indexOrders[key.name] = order
+        }
+    }
+}
