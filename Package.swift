@@ -9,12 +9,15 @@ let package = Package(
         .library(name: "Decide", targets: ["Decide"]),
         .library(name: "DecideUV", targets: ["DecideUV"]),
         .library(name: "DecideSimulation", targets: ["DecideSimulation"]),
+        .library(name: "DecideTesting", targets: ["DecideTesting"]),
         .executable(name: "syncnode", targets: ["syncnode"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.7.3"),
+        .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
@@ -55,6 +58,22 @@ let package = Package(
         .target(name: "DecideRESP"),
         // A deterministic, seeded Transport and clock for tests: one thread, virtual time.
         .target(name: "DecideSimulation", dependencies: ["Decide", "DecideCore"]),
+        // For users' tests: TestNode (exhaustive state assertions, effects awaited without
+        // sleeping) and TestCluster (real nodes and engines on the simulator).
+        .target(
+            name: "DecideTesting",
+            dependencies: [
+                "Decide",
+                "DecideCore",
+                "DecideSimulation",
+                .product(name: "CustomDump", package: "swift-custom-dump"),
+                .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
+                // Lets failures reach Swift Testing and XCTest on Linux, where they are found by
+                // linking, not by looking up symbols at run time.
+                .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The peer executable: `syncnode run` and its admin client commands (DESIGN.md §5).
         .executableTarget(
             name: "syncnode",
@@ -73,10 +92,10 @@ let package = Package(
             dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]
         ),
         .testTarget(name: "DecideCoreTests", dependencies: ["DecideCore"]),
-        .testTarget(name: "DecideTests", dependencies: ["Decide", "DecideCore"]),
+        .testTarget(name: "DecideTests", dependencies: ["Decide", "DecideCore", "DecideTesting"]),
         .testTarget(name: "DecideUVTests", dependencies: ["DecideUV", "Decide", "DecideCore"]),
         // Multi-node behaviour: the seeded simulator and real loopback links.
-        .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation"]),
+        .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation", "DecideTesting"]),
         .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
         // syncnode's Redis-protocol endpoint, in-process against real sockets.

@@ -44,3 +44,11 @@ public struct CommittedDelta: Sendable {
     public let delta: Delta
     public let origin: Origin
 }
+
+/// One decision a node ran, as `Node.tapDecisions` reports it.
+package struct TappedDecision: Sendable {
+    package let decision: any Decision
+    package let commit: Commit
+    /// Its writes, each with the decision's version (empty unless it committed).
+    package let writes: [Delta.Write]
+}

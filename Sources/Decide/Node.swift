@@ -34,6 +34,9 @@ public final class Node: Sendable {
     private let writeRefusal = Mutex<String?>(nil)
     /// Whether `writeRefusal` holds a reason: one load per decision instead of a lock.
     private let refusingWrites = Atomic<Bool>(false)
+    /// DecideTesting's view of every decision (`tapDecisions`), and whether one is set.
+    private let decisionTap = Mutex<(@Sendable (TappedDecision) -> Void)?>(nil)
+    private let tappingDecisions = Atomic<Bool>(false)
 
     /// Creates a node. Without a data directory its state starts empty. With one, it loads the
     /// store into memory and moves its clock past every stored version before any decision.
@@ -153,15 +156,19 @@ public final class Node: Sendable {
 
     @discardableResult
     private func runOne<D: Decision>(_ decision: D, followUps: inout [any Decision]) -> Commit {
+        let tapping = tappingDecisions.load(ordering: .acquiring)
         if refusingWrites.load(ordering: .acquiring), let reason = writeRefusal.withLock({ $0 }) {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(reason)")
+            if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: reason), writes: [])) }
             return .aborted(reason: reason)
         }
         // Back-pressure from the store's writer waits here, before the lock.
         if persists, let error = storage.admit() {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
+            if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: "\(error)"), writes: [])) }
             return .aborted(reason: "\(error)")
         }
+        var tappedWrites: [Delta.Write] = []
         let (commit, effect, ticket, afterDisk) = core.withLock {
             core -> (Commit, Effect, UInt64, (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?) in
             let transaction = core.transaction!
@@ -215,6 +222,9 @@ public final class Node: Sendable {
             }
             core.recordChanges(writes.keys)
             core.committedDecisions += 1
+            if tapping {
+                tappedWrites = writes.keys.indices.map { Delta.Write(key: writes.keys[$0], entry: writes.entry(at: $0, version: version)) }
+            }
             var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
             if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
                 let delta = CommittedDelta(
@@ -245,6 +255,7 @@ public final class Node: Sendable {
                 // and a restart (without it) is how this node recovers.
                 logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped and it is not replicated: \(error)")
                 delivery.drain()
+                if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: "committed in memory but not on disk: \(error)"), writes: [])) }
                 return .aborted(reason: "committed in memory but not on disk: \(error)")
             }
             if let version = commit.version {
@@ -256,8 +267,31 @@ public final class Node: Sendable {
             for listener in listeners { listener(delta) }
         }
         delivery.drain()
+        // Before the effect: a decision an effect makes is tapped after the one that made it.
+        if tapping { tap(TappedDecision(decision: decision, commit: commit, writes: tappedWrites)) }
         perform(effect, handlers: [], followUps: &followUps)
         return commit
+    }
+
+    private func tap(_ record: TappedDecision) {
+        guard let tap = decisionTap.withLock({ $0 }) else { return }
+        // A decision a handler made reaches `decide` wrapped: report the one the code wrote.
+        if let wrapped = record.decision as? AnyDecision {
+            tap(TappedDecision(decision: wrapped.base, commit: record.commit, writes: record.writes))
+        } else {
+            tap(record)
+        }
+    }
+
+    /// Calls `tap` with every decision this node runs from now on (nil stops it): the decision,
+    /// what became of it, and its writes with their version. Called on the deciding thread after
+    /// the commit and before its effect is performed, so a decision an effect makes is tapped after
+    /// the one that returned the effect. DecideTesting's `TestNode` is built on it.
+    package func tapDecisions(_ tap: (@Sendable (TappedDecision) -> Void)?) {
+        decisionTap.withLock { current in
+            current = tap
+            tappingDecisions.store(tap != nil, ordering: .releasing)
+        }
     }
 
     /// Why a decision of `bytes` (its `decisionBytes`) must not commit now, or nil: it is larger than one

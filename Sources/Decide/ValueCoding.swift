@@ -3,11 +3,11 @@ import Foundation
 /// Encodes values and element ids as JSON (UTF-8), the one encoding every node and every tool
 /// (`syncnode put KEY JSON-VALUE`) agrees on. Bool, integers and plain strings take a fast path
 /// that writes the same text JSONEncoder would.
-enum ValueCoding {
-    enum Failure: Error, CustomStringConvertible {
+package enum ValueCoding {
+    package enum Failure: Error, CustomStringConvertible {
         case encoding(type: String, underlying: String)
         case decoding(type: String, underlying: String)
-        var description: String {
+        package var description: String {
             switch self {
             case let .encoding(type, underlying): return "cannot encode \(type) as JSON: \(underlying)"
             case let .decoding(type, underlying): return "cannot decode \(type) from the stored JSON: \(underlying)"
@@ -15,7 +15,7 @@ enum ValueCoding {
         }
     }
 
-    static func encode<Value: Encodable>(_ value: Value) throws(Failure) -> [UInt8] {
+    package static func encode<Value: Encodable>(_ value: Value) throws(Failure) -> [UInt8] {
         // Metadata comparisons, not dynamic casts: this runs on every write.
         if Value.self == Int.self { return encodeInteger(Int64(unsafeBitCast(value, to: Int.self))) }
         if Value.self == Bool.self {
@@ -33,7 +33,7 @@ enum ValueCoding {
         }
     }
 
-    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
+    package static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
         if Value.self == Bool.self {
             if bytes.elementsEqual("true".utf8) { return true as! Value }
             if bytes.elementsEqual("false".utf8) { return false as! Value }

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Synchronization
 import Testing
 
@@ -56,9 +57,12 @@ struct Append: Decision {
         #expect(node.stateSummary.committedDecisions == 4)
     }
 
+    // The effect tests below use DecideTesting's TestNode: each state change is stated, and each
+    // decision an effect makes is awaited as it commits, without waiting for the pool to drain.
+
     @Test func runEffectsUseTheEnvironmentAndCanDecide() async {
         let pager = RecordingPaging()
-        let node = Fixture.node { $0.environment.paging = pager }
+        let store = TestNode { $0.paging = pager }
         struct Page: Decision {
             func execute(read: StorageReader, write: StorageWriter) -> Effect {
                 write(1, into: Fixture.Counter.self)
@@ -68,32 +72,31 @@ struct Append: Decision {
                 }
             }
         }
-        node.decide(Page())
-        await node.effectsIdle()
+        store.decide(Page()) { $0[Fixture.Counter.self] = 1 }
+        await store.receive(Append.self) { $0[Fixture.Label.self] = "paged" }
         #expect(pager.sent.all == ["deploy"])
-        #expect(node.read(Fixture.Label.self) == "paged")
+        await store.finish()
     }
 
     @Test func swappingTheEnvironmentChangesLaterEffectsOnly() async {
-        let node = Fixture.node()
+        let store = TestNode()
         struct Page: Decision {
             func execute(read: StorageReader, write: StorageWriter) -> Effect {
                 .run { context in try await context.environment.paging.notify("x") }
                     .mapError { error in .decide(Append(name: "\(type(of: error))")) }
             }
         }
-        node.decide(Page())
-        await node.effectsIdle()
+        store.decide(Page())
+        await store.receive(Append.self) { $0[Fixture.Label.self] = "NotConfigured" }
         let replacement = RecordingPaging()
-        node.environment.paging = replacement
-        node.decide(Page())
-        await node.effectsIdle()
-        #expect(node.read(Fixture.Label.self) == "NotConfigured")
+        store.environment.paging = replacement
+        store.decide(Page())
+        await store.finish()
         #expect(replacement.sent.all == ["x"])
     }
 
     @Test func thrownErrorsGoToTheNearestMapErrorThenOutward() async {
-        let node = Fixture.node { $0.environment.paging = FailingPaging() }
+        let store = TestNode { $0.paging = FailingPaging() }
         struct Nested: Decision {
             func execute(read: StorageReader, write: StorageWriter) -> Effect {
                 Effect.run { context in try await context.environment.paging.notify("inner") }
@@ -104,14 +107,13 @@ struct Append: Decision {
                     .mapError { error in .decide(Append(name: error is FailingPaging.Down ? "outer-saw-down" : "other")) }
             }
         }
-        node.decide(Nested())
-        await node.effectsIdle()
-        #expect(node.read(Fixture.Label.self) == "outer-saw-down")
+        store.decide(Nested())
+        await store.receive(Append.self) { $0[Fixture.Label.self] = "outer-saw-down" }
+        await store.finish()
     }
 
     @Test func unhandledErrorsGoToTheConfiguredMapError() async {
-        let node = Fixture.node {
-            $0.environment.paging = FailingPaging()
+        let store = TestNode(environment: { $0.paging = FailingPaging() }) {
             $0.mapError = { error in .decide(Append(name: "node-level:\(error is FailingPaging.Down)")) }
         }
         struct Page: Decision {
@@ -119,9 +121,9 @@ struct Append: Decision {
                 .run { context in try await context.environment.paging.notify("x") }
             }
         }
-        node.decide(Page())
-        await node.effectsIdle()
-        #expect(node.read(Fixture.Label.self) == "node-level:true")
+        store.decide(Page())
+        await store.receive(Append.self) { $0[Fixture.Label.self] = "node-level:true" }
+        await store.finish()
     }
 
     @Test func thePoolBoundsConcurrencyAndRefusesPastItsBacklog() async {

@@ -1,0 +1,117 @@
+import CustomDump
+import Decide
+import DecideCore
+
+/// Every value a node holds, as a test states it: each key that holds a value with its JSON
+/// text, and each ordered index as its ids in order. `TestNode` compares the state a decision
+/// left with the one the test expects, and shows the difference line by line.
+///
+/// Guarantees: two states are equal exactly when the same keys hold the same JSON values and the
+/// same indexes list the same ids in the same order; keys that hold no value (never written,
+/// deleted, expired) are absent, so "unchanged" and "deleted" can be told apart. The typed
+/// subscripts encode and decode as the node does, so `state[Counter.self] = 2` is what a
+/// decision writing 2 leaves.
+public struct TestState: Equatable, Sendable, CustomDumpReflectable {
+    /// Keys holding a value (`name`, or `name[element]` for a collection element) and the value's
+    /// JSON text. Index elements are not here; they are in `indexes`.
+    public var values: [String: String]
+    /// Ordered indexes by name: the JSON text of each id, in order.
+    public var indexes: [String: [String]]
+
+    public init(values: [String: String] = [:], indexes: [String: [String]] = [:]) {
+        self.values = values
+        self.indexes = indexes
+    }
+
+    /// The state of `entries` as a reader at `nowMilliseconds` sees it. A collection whose every
+    /// element holds an index position is shown as an index.
+    init(entries: [StateKey: Entry], nowMilliseconds now: UInt64) {
+        var values: [String: String] = [:]
+        var byName: [String: [(element: [UInt8], text: String, position: IndexPosition?)]] = [:]
+        for (key, entry) in entries {
+            guard let bytes = entry.value, !entry.isExpired(atMilliseconds: now) else { continue }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if key.element.isEmpty {
+                values[key.description] = text
+            } else {
+                let position = (try? ValueCoding.decode(String.self, from: bytes)).flatMap { IndexPosition(encoded: $0) }
+                byName[key.name, default: []].append((key.element, text, position))
+            }
+        }
+        var indexes: [String: [String]] = [:]
+        for (name, elements) in byName {
+            if elements.allSatisfy({ $0.position != nil }) {
+                let ordered = elements.sorted { lhs, rhs in
+                    lhs.position! != rhs.position! ? lhs.position! < rhs.position! : lhs.element.lexicographicallyPrecedes(rhs.element)
+                }
+                indexes[name] = ordered.map { String(decoding: $0.element, as: UTF8.self) }
+            } else {
+                for element in elements {
+                    values[StateKey(name: name, element: element.element).description] = element.text
+                }
+            }
+        }
+        self.values = values
+        self.indexes = indexes
+    }
+
+    /// The value of `key` (its default when it holds none).
+    public subscript<K: AtomicState>(key: K.Type) -> K.Value {
+        get {
+            values[K.name].flatMap { try? ValueCoding.decode(K.Value.self, from: Array($0.utf8)) } ?? K.defaultValue()
+        }
+        set { values[K.name] = Self.text(of: newValue) }
+    }
+
+    /// The value of element `id` of `collection`, nil when it holds none; setting nil states that
+    /// it holds none (deleted, or never written).
+    public subscript<C: CollectionState>(collection: C.Type, at id: C.ID) -> C.Value? {
+        get {
+            values[Self.name(of: C.name, id)].flatMap { try? ValueCoding.decode(C.Value.self, from: Array($0.utf8)) }
+        }
+        set { values[Self.name(of: C.name, id)] = newValue.map(Self.text) }
+    }
+
+    /// The ids of `index` in order (empty when it holds none).
+    public subscript<I: IndexState>(index: I.Type) -> [I.ID] {
+        get {
+            (indexes[I.name] ?? []).compactMap { try? ValueCoding.decode(I.ID.self, from: Array($0.utf8)) }
+        }
+        set { indexes[I.name] = newValue.isEmpty ? nil : newValue.map(Self.text) }
+    }
+
+    /// States that `key` holds no value (deleted, or never written).
+    public mutating func delete<K: AtomicState>(_ key: K.Type) {
+        values[K.name] = nil
+    }
+
+    /// States that no element of `collection` holds a value.
+    public mutating func deleteAll<C: CollectionState>(_ collection: C.Type) {
+        let prefix = C.name + "["
+        values = values.filter { !$0.key.hasPrefix(prefix) }
+    }
+
+    private static func text<Value: Encodable>(of value: Value) -> String {
+        guard let bytes = try? ValueCoding.encode(value) else { return "<not encodable as JSON: \(value)>" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func name<ID: Encodable>(of collection: String, _ id: ID) -> String {
+        guard let bytes = try? ValueCoding.encode(id) else { return "\(collection)[<not encodable: \(id)>]" }
+        return StateKey(name: collection, element: bytes).description
+    }
+
+    /// One line per key (sorted), JSON shown as it is stored, and each index as its list.
+    public var customDumpMirror: Mirror {
+        var children: [(label: String?, value: Any)] = []
+        for (key, text) in values.sorted(by: { $0.key < $1.key }) { children.append((key, JSONText(text: text))) }
+        for (name, ids) in indexes.sorted(by: { $0.key < $1.key }) { children.append((name, ids.map(JSONText.init(text:)))) }
+        return Mirror(self, children: children, displayStyle: .struct)
+    }
+}
+
+/// JSON text as a diff shows it: as it is, not as a quoted Swift string.
+struct JSONText: CustomDumpStringConvertible, Equatable {
+    let text: String
+    var customDumpDescription: String { text }
+}
