@@ -3,7 +3,7 @@
 /// Guarantees: the key's identity on the wire is `name`, so renaming the Swift type keeps the
 /// data as long as `name` is overridden with the old value. A key never written (or deleted)
 /// reads as `defaultValue()`.
-public protocol AtomicState {
+public protocol AtomicState: SendableMetatype {
     associatedtype Value: Codable & Sendable & Equatable
     /// The value of the key before any write, and after a delete.
     static func defaultValue() -> Value
@@ -30,7 +30,7 @@ extension AtomicState {
 ///
 /// Guarantees: element `id` is addressed on the wire by (`name`, JSON encoding of `id`); an
 /// element never written (or deleted) reads as `defaultValue(at: id)`.
-public protocol CollectionState {
+public protocol CollectionState: SendableMetatype {
     associatedtype ID: Codable & Sendable & Hashable
     associatedtype Value: Codable & Sendable & Equatable
     /// The value of element `id` before any write, and after a delete.

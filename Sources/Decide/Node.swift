@@ -523,6 +523,21 @@ public final class Node: Sendable {
         }
     }
 
+    /// Calls `handler` with the ids of `index` in order, then with the new list after each batch
+    /// of changes, as `subscribe(_:handler:)` does for a collection.
+    public func subscribe<I: IndexState>(_ index: I.Type, handler: @escaping @Sendable ([I.ID]) -> Void) -> Subscription {
+        let name = core.withLock { $0.name(of: I.self, named: I.name) }
+        let last = Mutex<[I.ID]?>(nil)
+        return registerCollection(name: name, onFinish: nil) { [weak self] in
+            guard let ids = self?.read(index) else { return }
+            let changed = last.withLock { last -> Bool in
+                defer { last = ids }
+                return last != ids
+            }
+            if changed { handler(ids) }
+        }
+    }
+
     private func collectionObservation<Snapshot: Sendable & Equatable>(
         of name: String, snapshot: @escaping @Sendable (Node) -> Snapshot
     ) -> CollectionObservation<Snapshot> {

@@ -104,7 +104,7 @@ import Testing
 
     @Test func aWrongOrMissingStatementFailsWithADiff() async {
         let store = TestNode { $0[FetcherKey.self] = Fixed(number: 1) }
-        await withKnownIssue {
+        withKnownIssue {
             store.decide(Load(id: 3)) { $0[Status.self] = "done" }
         } matching: { issue in
             let text = "\(issue)"
@@ -141,7 +141,7 @@ import Testing
         let store = TestNode { $0[FetcherKey.self] = Fixed(number: 1) }
         store.decide(Load(id: 1)) { $0[Status.self] = "loading" }
         await store.node.effectsIdle()
-        await withKnownIssue {
+        withKnownIssue {
             store.decide(Reset()) { $0.delete(Status.self) }
         } matching: { "\($0)".contains("not received: Loaded") }
         // The skipped decision's writes were still taken into account.
@@ -156,7 +156,7 @@ import Testing
         await store.receive(Loaded.self) { $0[Numbers.self, at: 4] = 9 }
         store.decide(Reset())
         await store.finish()
-        await withKnownIssue {
+        withKnownIssue {
             store.decide(Load(id: 5)) { $0[Status.self] = "wrong" }
         }
     }
