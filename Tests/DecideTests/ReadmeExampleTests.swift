@@ -2,6 +2,7 @@
 // `make test`) fails when the README block and the region below differ, ignoring indentation
 // and the lines marked `// test-only`.
 import Decide
+import DecideTesting
 import Testing
 
 // README-EXAMPLE-BEGIN
@@ -14,6 +15,9 @@ enum Flags {
     struct Quota: CollectionState {                  // one property per element id
         static func defaultValue(at id: String) -> Int { 100 }
     }
+    struct Incidents: IndexState {                   // ordered ids: concurrent appends all kept
+        typealias ID = String
+    }
 }
 
 struct EnterMaintenance: Decision {                  // the only way state changes
@@ -22,6 +26,7 @@ struct EnterMaintenance: Decision {                  // the only way state chang
         guard !read(Flags.Maintenance.self) else { return .none }
         write(true, into: Flags.Maintenance.self)
         write(0, into: Flags.Quota.self, at: "batch-jobs")
+        write(reason, into: Flags.Incidents.self, .append)
         return .run { context in                     // runs on this node's task pool
             try await context.environment.pager.notify(reason)
         }
@@ -40,9 +45,39 @@ func readmeExample(started: @Sendable (Node) -> Void) async throws { // test-onl
 let node = try Node(configuration: .init(id: "a"))
 started(node) // test-only
 node.decide(EnterMaintenance(reason: "deploy"))
+print(node.elements(Flags.Quota.self).ids, node.read(Flags.Incidents.self))  // ["batch-jobs"] ["deploy"]
 for await on in node.observe(Flags.Maintenance.self) { print("maintenance:", on) }
 } // test-only
 // README-EXAMPLE-END
+
+// README-TESTING-BEGIN
+import DecideTesting
+import Testing
+
+struct QuietPager: Pager { func notify(_ reason: String) async throws {} }
+
+@Test func maintenanceStopsBatchJobsOnce() async {
+    let store = TestNode { $0.pager = QuietPager() }   // swap the service
+    store.decide(EnterMaintenance(reason: "deploy")) {
+        $0[Flags.Maintenance.self] = true              // every change, or the test fails with a diff
+        $0[Flags.Quota.self, at: "batch-jobs"] = 0
+        $0[Flags.Incidents.self] = ["deploy"]
+    }
+    store.decide(EnterMaintenance(reason: "again"))    // already on: nothing may change
+    await store.finish()                               // effects done, none left unaccounted
+}
+// README-TESTING-END
+
+// README-MODEL-BEGIN
+final class MaintenanceBanner: NodeModel {
+    let node: Node
+    @Observe(Flags.Maintenance.self) var on           // read-only, follows the key on every node
+    @ObserveCollection(Flags.Quota.self) var quotas   // quotas["web"], quotas.ids
+    @ObserveIndex(Flags.Incidents.self) var incidents
+    @MakeDecision var makeDecision                    // makeDecision(EnterMaintenance(reason: "x"))
+    init(node: Node) { self.node = node }
+}
+// README-MODEL-END
 
 @Suite struct ReadmeExampleTests {
     @Test(.timeLimit(.minutes(1))) func theReadmeExampleRuns() async throws {
@@ -54,6 +89,10 @@ for await on in node.observe(Flags.Maintenance.self) { print("maintenance:", on)
         #expect(node.read(Flags.Maintenance.self))
         #expect(node.read(Flags.Quota.self, at: "batch-jobs") == 0)
         #expect(node.read(Flags.Quota.self, at: "web") == 100)
+        #expect(node.read(Flags.Incidents.self) == ["deploy"])
+        let banner = MaintenanceBanner(node: node)
+        #expect(banner.on && banner.quotas["batch-jobs"] == 0 && banner.incidents == ["deploy"])
+        #expect(banner.makeDecision(EnterMaintenance(reason: "again")) == .unchanged)
         // Ends the example's observation loop.
         await node.shutdown()
         try await example.value
