@@ -149,6 +149,12 @@ public final class Node: Sendable {
         decide(SetValue<K>(value: value))
     }
 
+    /// Writes `value` into element `id` of `collection` as a decision of its own.
+    @discardableResult
+    public func set<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) -> Commit {
+        decide(SetElement<C>(id: id, value: value))
+    }
+
     /// Waits until no effect runs or waits on this node's task pool.
     public func effectsIdle() async {
         await pool.waitUntilIdle()
@@ -206,7 +212,7 @@ public final class Node: Sendable {
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
             }
-            if !core.observers.isEmpty || !core.decoded.isEmpty || !core.collectionObservers.isEmpty {
+            if core.observing || !core.decoded.isEmpty {
                 for index in 0..<writes.count {
                     let key = writes.keys[index]
                     let entry = writes.entry(at: index, version: version)
@@ -579,6 +585,20 @@ public final class Node: Sendable {
         }
     }
 
+    /// Calls `handler` with the value of element `id` of `collection`, then with every change,
+    /// as `subscribe(_:handler:)` does for an atomic key.
+    public func subscribe<C: CollectionState>(
+        _ collection: C.Type, at id: C.ID, handler: @escaping @Sendable (C.Value) -> Void
+    ) -> Subscription {
+        guard let stateKey = try? core.withLock({ core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }) else {
+            logger.error("cannot subscribe to \(C.name): its element id does not encode as JSON")
+            return Subscription {}
+        }
+        return register(key: stateKey) { observerID in
+            self.typedObserver(id: observerID, key: stateKey, default: { C.defaultValue(at: id) }, handler: handler)
+        }
+    }
+
     /// Calls `handler` with the entry of an untyped key (nil when never written), then with
     /// every new entry of it, tombstones included. For tools.
     public func subscribe(entryOf key: StateKey, handler: @escaping @Sendable (Entry?) -> Void) -> Subscription {
@@ -634,7 +654,8 @@ public final class Node: Sendable {
     /// An entry a reader at `now` does not see (expired, or of an absent owner) is delivered as
     /// absent (nil).
     private func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?, now: UInt64) {
-        if !core.collectionObservers.isEmpty, !key.element.isEmpty, let watchers = core.collectionObservers[key.name] {
+        guard core.observing else { return }
+        if !key.element.isEmpty, !core.collectionObservers.isEmpty, let watchers = core.collectionObservers[key.name] {
             for observer in watchers.values { delivery.enqueue(.init(observer: observer, entry: nil, decoded: nil)) }
         }
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }
@@ -1214,6 +1235,15 @@ struct SetValue<K: AtomicState>: Decision {
     let value: K.Value
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         write(value, into: K.self)
+        return .none
+    }
+}
+
+struct SetElement<C: CollectionState>: Decision {
+    let id: C.ID
+    let value: C.Value
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        write(value, into: C.self, at: id)
         return .none
     }
 }

@@ -16,10 +16,16 @@ final class NodeCore: @unchecked Sendable {
         let hash: StableHash
     }
     private var collectionNames = TypeTable<CollectionName>()
-    var observers: [StateKey: [UInt64: Observer]] = [:]
+    var observers: [StateKey: [UInt64: Observer]] = [:] {
+        didSet { observing = !observers.isEmpty || !collectionObservers.isEmpty }
+    }
     /// Observers of whole collections and indexes, by state name: told of every change to any
     /// element of that name.
-    var collectionObservers: [String: [UInt64: Observer]] = [:]
+    var collectionObservers: [String: [UInt64: Observer]] = [:] {
+        didSet { observing = !observers.isEmpty || !collectionObservers.isEmpty }
+    }
+    /// Whether any observer of either kind is registered: one test on a decision's path.
+    private(set) var observing = false
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:]
     /// Listeners of local commits that must hear of them only once they are on disk (the
     /// replication engine under strict durability); called in commit order.

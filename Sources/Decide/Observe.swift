@@ -51,6 +51,37 @@ public struct Bind<K: AtomicState>: Sendable {
     }
 }
 
+/// A read-write property of a `NodeModel` bound to element `id` of collection `C` on the
+/// model's node: reading it is the element's value (or its default), tracked by Observation;
+/// setting it writes the element as a decision of its own.
+@propertyWrapper
+public struct BindElement<C: CollectionState>: Sendable {
+    let link = ModelLink<C.Value>()
+    let id: C.ID
+
+    public init(_ collection: C.Type, at id: C.ID) { self.id = id }
+
+    @available(*, unavailable, message: "@BindElement works in a class that conforms to NodeModel")
+    public var wrappedValue: C.Value {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    public static subscript<Model: NodeModel>(
+        _enclosingInstance model: Model, wrapped wrapped: ReferenceWritableKeyPath<Model, C.Value>,
+        storage storage: ReferenceWritableKeyPath<Model, Self>
+    ) -> C.Value {
+        get {
+            let node = model.node
+            let this = model[keyPath: storage]
+            let id = this.id
+            _ = this.link.access(model, keyPath: wrapped) { changed in node.subscribe(C.self, at: id, handler: changed) }
+            return node.read(C.self, at: id)
+        }
+        set { model.node.set(newValue, into: C.self, at: model[keyPath: storage].id) }
+    }
+}
+
 /// A read-only property of a `NodeModel` that is every element of `C` on the model's node (the
 /// seed's `@ObserveCollection`: `quotas["web"]`, `quotas.ids`), tracked by Observation.
 ///

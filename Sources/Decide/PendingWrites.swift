@@ -18,6 +18,11 @@ struct PendingWrites {
     /// size check at commit is one addition.
     private(set) var entryBytes = 0
     private let nodeBytes: Int
+    /// The ordered elements of each index this decision placed into, kept current by its own
+    /// placements so a decision of many appends sorts once. Any other write of an element of
+    /// that name drops it. Kept here, not on the transaction, so the check costs a write nothing
+    /// beyond a field test.
+    var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
 
     private static let linearSearchLimit = 16
 
@@ -33,6 +38,7 @@ struct PendingWrites {
     var decisionBytes: Int { 16 + nodeBytes + entryBytes }
 
     mutating func removeAll() {
+        if !indexOrders.isEmpty { indexOrders.removeAll() }
         guard !keys.isEmpty else { return }
         keys.removeAll(keepingCapacity: true)
         values.removeAll(keepingCapacity: true)
@@ -57,6 +63,7 @@ struct PendingWrites {
                       options writeOptions: WriteOptions = .plain, maxKeys: Int) -> Bool {
         let existing = position(of: key)
         guard existing != nil || keys.count < maxKeys else { return false }
+        if !indexOrders.isEmpty, !key.element.isEmpty { indexOrders[key.name] = nil }
         set(key, value: value, decoded: typed, at: existing)
         setOptions(value == nil ? .plain : writeOptions, at: existing ?? keys.count - 1)
         return true

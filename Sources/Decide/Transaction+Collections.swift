@@ -59,7 +59,7 @@ extension Transaction {
     /// position, on every replica alike.
     private func orderedIndex<I: IndexState>(_ index: I.Type) -> [(key: StateKey, position: IndexPosition)] {
         let name = core.name(of: I.self, named: I.name)
-        if let kept = indexOrders[name] { return kept }
+        if let kept = pending.indexOrders[name] { return kept }
         var invalid = 0
         var items = presentElements(named: name).map { item -> (key: StateKey, position: IndexPosition) in
             if let position = item.decoded as? IndexPosition { return (item.key, position) }
@@ -141,7 +141,7 @@ extension Transaction {
             if Self.ordered(item, before: others[middle]) { high = middle } else { low = middle + 1 }
         }
         others.insert(item, at: low)
-        indexOrders[key.name] = others
+        pending.indexOrders[key.name] = others
     }
 
     private static func ordered(_ lhs: (key: StateKey, position: IndexPosition), before rhs: (key: StateKey, position: IndexPosition)) -> Bool {
@@ -154,11 +154,11 @@ extension Transaction {
         let key = core.key(of: I.self, named: I.name, element: element)
         let present = pending.position(of: key).map { pending.values[$0] != nil } ?? (entry(for: key)?.value != nil)
         guard present else { return }
-        var order = indexOrders[key.name]
+        var order = pending.indexOrders[key.name]
         store(key, nil, decoded: nil)
         if let at = order?.firstIndex(where: { $0.key == key }) {
             order!.remove(at: at)
-            indexOrders[key.name] = order
+            pending.indexOrders[key.name] = order
         }
     }
 }

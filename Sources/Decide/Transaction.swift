@@ -8,7 +8,7 @@ final class Transaction: @unchecked Sendable {
     let logger: Logger
     private(set) var generation: UInt64 = 0
     private(set) var isOpen = false
-    private(set) var pending: PendingWrites
+    var pending: PendingWrites
     /// Why the decision must abort (the first reason found), or nil.
     var failure: String?
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
@@ -16,9 +16,6 @@ final class Transaction: @unchecked Sendable {
     private(set) var now: UInt64 = 0
 
     private let limits: WireCodec.Limits
-    /// The ordered elements of each index this decision placed into, kept current by its own
-    /// placements so a decision of many appends sorts once (any other write of the name drops it).
-    var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
 
     init(core: NodeCore, logger: Logger, limits: WireCodec.Limits) {
         self.core = core
@@ -34,7 +31,6 @@ final class Transaction: @unchecked Sendable {
         isOpen = true
         self.now = now
         pending.removeAll()
-        if !indexOrders.isEmpty { indexOrders.removeAll() }
         failure = nil
         return generation
     }
@@ -154,7 +150,6 @@ final class Transaction: @unchecked Sendable {
     /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
     func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
-        if !indexOrders.isEmpty, !key.element.isEmpty { indexOrders[key.name] = nil }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
         }

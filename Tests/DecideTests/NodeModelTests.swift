@@ -25,6 +25,7 @@ import Testing
         let node: Node
         @Observe(Fixture.Counter.self) var counter
         @Bind(Banner.self) var banner
+        @BindElement(Fixture.Quota.self, at: "web") var webQuota
         @ObserveCollection(Fixture.Quota.self) var quotas
         @ObserveIndex(Feed.self) var feed
         @MakeDecision var makeDecision
@@ -67,6 +68,10 @@ import Testing
         #expect(Self.fires({ _ = model.banner }, when: { model.banner = "deploy at 5" }))
         #expect(node.read(Banner.self) == "deploy at 5" && model.banner == "deploy at 5")
         #expect(writes.all.count == 1, "a set is one decision, replicated as any other")
+        #expect(model.webQuota == 100)
+        #expect(Self.fires({ _ = model.webQuota }, when: { model.webQuota = 7 }))
+        #expect(node.read(Fixture.Quota.self, at: "web") == 7 && model.webQuota == 7)
+        #expect(!Self.fires({ _ = model.webQuota }, when: { node.set(1, into: Fixture.Quota.self, at: "other") }))
     }
 
     @Test func collectionsIndexesAndDecisionsFollowTheNode() {

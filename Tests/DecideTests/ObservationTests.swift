@@ -107,7 +107,7 @@ import Testing
             seen.append(counter)
         }
         await withTaskGroup(of: Void.self) { group in
-            for writer in 0..<4 {
+            for _ in 0..<4 {
                 group.addTask {
                     for _ in 0..<500 { node.decide(IncrementPair()) }
                 }
