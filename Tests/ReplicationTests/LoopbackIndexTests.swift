@@ -8,17 +8,9 @@ import Testing
 /// all 2,010 in the same order, each run whole. The simulator covers the same case over many
 /// seeds (ReplicationTests.IndexTests); this one runs the real transport and the SQLite store.
 extension LoopbackReplicationTests {
-    struct Feed: IndexState {
-        typealias ID = String
-        static var name: String { "test.feed" }
-    }
-    struct AppendAll: Decision {
-        let ids: [String]
-        func execute(read: StorageReader, write: StorageWriter) -> Effect {
-            for id in ids { write(id, into: Feed.self, .append) }
-            return .none
-        }
-    }
+    // The index and the appending decision of the simulated case (IndexTests).
+    typealias Feed = IndexTests.Feed
+    typealias AppendAll = IndexTests.Append
 
     @Test(.timeLimit(.minutes(2))) func appendsMadeApartOnRealLinksEndInOneOrder() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-index-\(UInt64.random(in: 0...UInt64.max))")
