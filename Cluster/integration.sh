@@ -33,6 +33,9 @@
 #   (q) acknowledged writes: `put --wait 2` on a returns once b and c hold the value; a killed
 #       with -9 at once, b and c still answer it; `--wait` for more peers than exist exits 3;
 #       `syncnode lease` on a (acknowledged by both), refused on b, released with its token
+#   (r) rotating the cluster secret on running a, b, c: the new one accepted, then proved, then
+#       the old retired (reload-secrets and SIGHUP); every link ends sealed under the new one,
+#       writes keep flowing; a secrets file that cannot be used changes nothing
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -73,8 +76,9 @@ fail() {
 # The cluster's secret (mode 600), and a wrong one for (e).
 head -c 32 /dev/urandom | base64 > "$RUN_DIR/secret"
 head -c 32 /dev/urandom | base64 > "$RUN_DIR/wrong-secret"
-chmod 600 "$RUN_DIR/secret" "$RUN_DIR/wrong-secret"
-COMMON=(--cluster integration --cluster-secret-file "$RUN_DIR/secret")
+: > "$RUN_DIR/accepted"   # secrets accepted beside it: none until the rotation in (r)
+chmod 600 "$RUN_DIR/secret" "$RUN_DIR/wrong-secret" "$RUN_DIR/accepted"
+COMMON=(--cluster integration --cluster-secret-file "$RUN_DIR/secret" --accepted-secrets-file "$RUN_DIR/accepted")
 
 status_json() { "$BIN" status --admin "$(peer_admin "$1")" --json; }
 # link_of OBSERVER MEMBER: MEMBER's link state in OBSERVER's status ("" when unknown).
@@ -664,6 +668,59 @@ if [ "$(rcli c SET 'presence[api@c]' up OWNED)" = OK ] && [ "$(rcli c SET 'confi
     fi
 else
     fail "(p) c's owned key reaches a, b and c" "a: $(rcli a GET 'presence[api@c]'); b: $(rcli b GET 'presence[api@c]')"
+fi
+
+# --- (r) -----------------------------------------------------------------------------------
+# Rotating the cluster secret on the running a, b, c: accept the new one, prove it, retire the
+# old. Fingerprints are the first 8 bytes of SHA-256 of the secret, as INFO shows them.
+fingerprint() { printf '%s' "$(cat "$1")" | sha256sum | cut -c1-16; }
+reload_all() {   # reload_all: a and b through the CLI, c by SIGHUP; prints the CLI's answers
+    "$BIN" reload-secrets --admin "$(peer_admin a)" && "$BIN" reload-secrets --admin "$(peer_admin b)" || return 1
+    local before
+    before=$(grep -c 'cluster secrets reloaded.*SIGHUP' "$RUN_DIR/c/log")
+    kill -HUP "$(peer_pid c)" || return 1
+    c_reloaded() { [ "$(grep -c 'cluster secrets reloaded.*SIGHUP' "$RUN_DIR/c/log")" -gt "$before" ]; }
+    wait_until 10 "c to reload its secrets on SIGHUP" c_reloaded
+}
+sealed_everywhere_under() {   # sealed_everywhere_under FP: every link of a, b and c sealed FP/FP
+    local name
+    for name in a b c; do
+        [ "$(rcli "$name" INFO replication | grep -c "sealed=$1/$1")" -eq 2 ] || return 1
+    done
+}
+cp "$RUN_DIR/secret" "$RUN_DIR/old-secret"
+head -c 32 /dev/urandom | base64 > "$RUN_DIR/new-secret"
+chmod 600 "$RUN_DIR/old-secret" "$RUN_DIR/new-secret"
+old_fp=$(fingerprint "$RUN_DIR/old-secret")
+new_fp=$(fingerprint "$RUN_DIR/new-secret")
+if sealed_everywhere_under "$old_fp"; then
+    cp "$RUN_DIR/new-secret" "$RUN_DIR/accepted"
+    step1=$(reload_all)
+    cp "$RUN_DIR/new-secret" "$RUN_DIR/secret"
+    cp "$RUN_DIR/old-secret" "$RUN_DIR/accepted"
+    step2=$(reload_all)
+    : > "$RUN_DIR/accepted"
+    retire_start=$(now_ms)
+    step3=$(reload_all)
+    new_sealed() { sealed_everywhere_under "$new_fp"; }
+    if [[ "$step1" == *"sealing with $old_fp, accepting $old_fp,$new_fp"* ]] \
+        && [[ "$step2" == *"sealing with $new_fp, accepting $new_fp,$old_fp"* ]] \
+        && [[ "$step3" == *"sealing with $new_fp, accepting $new_fp" ]] \
+        && wait_until 15 "every link sealed under the new secret" new_sealed \
+        && [ "$(rcli a SET 'rotated[after]' yes)" = OK ] && wait_until 10 "c to read a's write" value_is c 'rotated[after]' '"yes"'; then
+        pass "(r) secret rotated on running a, b, c (reload-secrets on a and b, SIGHUP on c): every link sealed under the new one $(( $(now_ms) - retire_start )) ms after the old retired; a's write reads on c"
+    else
+        fail "(r) secret rotation on a running cluster" "step 1: $step1; step 2: $step2; step 3: $step3; a: $(rcli a INFO replication | grep -o 'sealed=[^ ]*' | tr '\n' ' ')"
+    fi
+    bad_out=$(printf 'short\n' > "$RUN_DIR/accepted"; "$BIN" reload-secrets --admin "$(peer_admin a)" 2>&1); bad_status=$?
+    : > "$RUN_DIR/accepted"
+    if [ $bad_status -eq 1 ] && [[ "$bad_out" == *"the old ones stay"* ]] && sealed_everywhere_under "$new_fp"; then
+        pass "(r) a secrets file that cannot be used: reload-secrets exits 1 saying why, nothing changes"
+    else
+        fail "(r) a bad secrets file changes nothing" "exit $bad_status: $bad_out"
+    fi
+else
+    fail "(r) links of a, b, c sealed under the cluster secret before the rotation" "$(rcli a INFO replication)"
 fi
 
 # --- (q) -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// libFuzzer entry for the transport's pure decoders: FrameDecoder and HandshakeMessage.parse.
+// libFuzzer entry for the transport's pure decoders: FrameDecoder, HandshakeMessage.parse and parseIdentity.
 // Built by `make fuzz` / `make fuzz-smoke` (mk/transport.mk) with swiftc -sanitize=fuzzer,address
 // together with Sources/DecideUV/{WireProtocol,FrameDecoder,HandshakeMessage}.swift.
 //
@@ -33,6 +33,12 @@ public func fuzzTransport(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var candidates = (try? wholeResult.get()) ?? []
     candidates.append(bytes)
     for payload in candidates {
+        // A sealed identity, once opened, goes through this parser: any bytes, no trap, and
+        // what parses encodes back to the same bytes.
+        if let identity = try? HandshakeMessage.parseIdentity(payload) {
+            precondition(HandshakeMessage.encodeIdentity(clusterName: identity.0, nodeID: identity.1, listenAddress: identity.2) == payload,
+                         "identity parse/encode round trip changed the bytes")
+        }
         guard let message = try? HandshakeMessage.parse(payload) else { continue }
         if case .refusal(let refusal) = message, refusal.code == .other { continue }
         precondition(message.encoded() == payload, "parse/encode round trip changed the bytes")

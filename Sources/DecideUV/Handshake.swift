@@ -2,23 +2,28 @@ import Crypto
 
 /// One side of the handshake of one link (docs/protocol.md §3). Pure apart from Crypto: no I/O.
 ///
-/// Both sides send a hello at once. On the peer's hello a side checks version, cluster and
-/// secret presence, then sends its proof. A side is established when it accepted the peer's
-/// hello and the peer's proof verified. A refusal is decided here and sent by the connection.
+/// Both sides send a hello at once. On the peer's hello a side checks versions and secret
+/// presence, then sends its proof: without a secret an empty one (the names were in the hello);
+/// with one, an HMAC over both hellos and its identity sealed, both under keys derived from its
+/// secret and both nonces. A side is established when the peer's proof verified under a secret
+/// of its keyring and the peer's identity opened and names this cluster; from then on the link
+/// is sealed (`LinkSealer`). A refusal is decided here and sent by the connection.
 struct Handshake {
     /// What the connection must do after a frame.
-    enum Step: Equatable {
+    enum Step {
         /// Send these payloads (in order) and keep waiting.
         case send([[UInt8]])
-        /// Send these payloads, then the link is up with `peer`.
-        case established(send: [[UInt8]], peer: Hello, version: UInt16)
+        /// Send these payloads, then the link is up with `peer`; with a cluster secret, every
+        /// frame from now on goes through `sealer`.
+        case established(send: [[UInt8]], peer: Hello, version: UInt16, sealer: LinkSealer?)
         /// Send a refusal with this code and reason, then close; `log` is the local log text.
         case refuse(Refusal, log: String)
         /// The peer refused us: close and log its reason.
         case refusedByPeer(Refusal)
     }
 
-    private let secret: SymmetricKey?
+    /// The secrets this side accepts, the first being the one it proves and seals with.
+    private let keyring: [[UInt8]]
     private let outbound: Bool
     private let localHello: Hello
     private let localHelloBytes: [UInt8]
@@ -26,17 +31,19 @@ struct Handshake {
     private var peerHelloBytes: [UInt8] = []
     private var version: UInt16 = 0
 
-    /// Starts a handshake. `nonce` must be 32 fresh random bytes.
-    init(clusterName: String, nodeID: String, listenAddress: String, secret: [UInt8]?, outbound: Bool,
+    /// Starts a handshake. `nonce` must be 32 fresh random bytes. `secrets` is the keyring: empty
+    /// for a cluster without a secret; else the first is proved and sealed with, and a peer that
+    /// proves any of them is accepted (so a secret can be rotated without downtime).
+    init(clusterName: String, nodeID: String, listenAddress: String, secrets: [[UInt8]], outbound: Bool,
          nonce: [UInt8], versions: ClosedRange<UInt16>) {
-        self.secret = secret.map { SymmetricKey(data: $0) }
+        self.keyring = secrets
         self.outbound = outbound
-        localHello = Hello(minVersion: versions.lowerBound, maxVersion: versions.upperBound, hasSecret: secret != nil,
+        localHello = Hello(minVersion: versions.lowerBound, maxVersion: versions.upperBound, hasSecret: !secrets.isEmpty,
                            nonce: nonce, clusterName: clusterName, nodeID: nodeID, listenAddress: listenAddress)
         localHelloBytes = HandshakeMessage.hello(localHello).encoded()
     }
 
-    /// The first payload to send: this side's hello.
+    /// The first payload to send: this side's hello (with a secret: versions, flags and nonce only).
     var helloPayload: [UInt8] { localHelloBytes }
 
     /// Feeds one payload received before the link was established.
@@ -64,18 +71,14 @@ struct Handshake {
             guard let peer = peerHello else {
                 return .refuse(Refusal(code: .protocolViolation, reason: "proof before hello"), log: "peer sent a proof before its hello")
             }
-            if let secret {
-                guard proof.count == WireProtocol.proofBytes,
-                      HMAC<SHA256>.isValidAuthenticationCode(proof, authenticating: transcript(senderIsDialer: !outbound),
-                                                            using: secret) else {
-                    return .refuse(Refusal(code: .badProof, reason: "wrong cluster secret (proof did not verify)"),
-                                   log: "wrong cluster secret: the proof of node \(peer.nodeID) did not verify")
+            guard !keyring.isEmpty else {
+                guard proof.isEmpty else {
+                    return .refuse(Refusal(code: .malformed, reason: "proof sent without a secret"),
+                                   log: "peer \(peer.nodeID) sent a proof though neither side has a secret")
                 }
-            } else if !proof.isEmpty {
-                return .refuse(Refusal(code: .malformed, reason: "proof sent without a secret"),
-                               log: "peer \(peer.nodeID) sent a proof though neither side has a secret")
+                return .established(send: [], peer: peer, version: version, sealer: nil)
             }
-            return .established(send: [], peer: peer, version: version)
+            return verify(proof, peer: peer)
         }
     }
 
@@ -87,33 +90,87 @@ struct Handshake {
                 + "this node \(localHello.minVersion)...\(localHello.maxVersion)"
             return .refuse(Refusal(code: .unsupportedVersion, reason: text), log: text)
         }
-        guard hello.clusterName == localHello.clusterName else {
-            let text = "cluster name mismatch: peer is in '\(hello.clusterName)', this node in '\(localHello.clusterName)'"
-            return .refuse(Refusal(code: .clusterMismatch, reason: text), log: text)
-        }
-        if secret != nil && !hello.hasSecret {
+        if !keyring.isEmpty && !hello.hasSecret {
             let text = "peer \(hello.nodeID) has no cluster secret; this node requires one"
             return .refuse(Refusal(code: .secretRequired, reason: "this node requires a cluster secret"), log: text)
         }
-        if secret == nil && hello.hasSecret {
-            let text = "peer \(hello.nodeID) uses a cluster secret; this node has none"
+        if keyring.isEmpty && hello.hasSecret {
+            let text = "a peer uses a cluster secret; this node has none"
             return .refuse(Refusal(code: .secretNotConfigured, reason: "this node has no cluster secret"), log: text)
+        }
+        // Without a secret the names are in the hello; with one they are checked once the peer
+        // proved the secret (a stranger learns nothing, not even whether the names match).
+        if keyring.isEmpty, hello.clusterName != localHello.clusterName {
+            let text = "cluster name mismatch: peer is in '\(hello.clusterName)', this node in '\(localHello.clusterName)'"
+            return .refuse(Refusal(code: .clusterMismatch, reason: text), log: text)
         }
         peerHello = hello
         peerHelloBytes = bytes
         version = high
-        var proof: [UInt8] = []
-        if let secret {
-            proof = Array(HMAC<SHA256>.authenticationCode(for: transcript(senderIsDialer: outbound), using: secret))
+        guard let secret = keyring.first else { return .send([HandshakeMessage.proof([]).encoded()]) }
+        let mac = HMAC<SHA256>.authenticationCode(for: transcript(senderIsDialer: outbound),
+                                                  using: key(.proof, secret: secret, senderIsDialer: outbound))
+        let identity = HandshakeMessage.encodeIdentity(clusterName: localHello.clusterName, nodeID: localHello.nodeID,
+                                                       listenAddress: localHello.listenAddress)
+        // A fresh key per link and direction: the zero nonce is used once under it.
+        let sealed = try! ChaChaPoly.seal(identity, using: key(.identity, secret: secret, senderIsDialer: outbound),
+                                          nonce: ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12)),
+                                          authenticating: transcript(senderIsDialer: outbound))
+        return .send([HandshakeMessage.proof(Array(mac) + Array(sealed.ciphertext) + Array(sealed.tag)).encoded()])
+    }
+
+    /// The peer's proof under any secret of the keyring, then its sealed identity.
+    private func verify(_ proof: [UInt8], peer: Hello) -> Step {
+        let senderIsDialer = !outbound
+        let transcript = transcript(senderIsDialer: senderIsDialer)
+        guard proof.count > WireProtocol.proofBytes + LinkSealer.overheadBytes,
+              let secret = keyring.first(where: { secret in
+                  HMAC<SHA256>.isValidAuthenticationCode(proof[..<WireProtocol.proofBytes], authenticating: transcript,
+                                                        using: key(.proof, secret: secret, senderIsDialer: senderIsDialer))
+              }) else {
+            return .refuse(Refusal(code: .badProof, reason: "wrong cluster secret (proof did not verify)"),
+                           log: "wrong cluster secret: a peer's proof did not verify under any secret of the keyring")
         }
-        return .send([HandshakeMessage.proof(proof).encoded()])
+        let sealed = proof[WireProtocol.proofBytes...]
+        let split = sealed.endIndex - LinkSealer.overheadBytes
+        guard let box = try? ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12)),
+                                                  ciphertext: sealed[..<split], tag: sealed[split...]),
+              let plain = try? ChaChaPoly.open(box, using: key(.identity, secret: secret, senderIsDialer: senderIsDialer),
+                                               authenticating: transcript) else {
+            return .refuse(Refusal(code: .malformed, reason: "sealed identity did not open"),
+                           log: "a peer proved the secret but its sealed identity did not open")
+        }
+        let identity: (String, String, String)
+        do {
+            identity = try HandshakeMessage.parseIdentity(Array(plain))
+        } catch {
+            return .refuse(Refusal(code: .malformed, reason: "malformed identity: \(error)"), log: "malformed sealed identity: \(error)")
+        }
+        guard identity.0 == localHello.clusterName else {
+            let text = "cluster name mismatch: peer \(identity.1) is in '\(identity.0)', this node in '\(localHello.clusterName)'"
+            return .refuse(Refusal(code: .clusterMismatch, reason: text), log: text)
+        }
+        var known = peer
+        (known.clusterName, known.nodeID, known.listenAddress) = identity
+        let mine = keyring[0]
+        let sealer = LinkSealer(
+            sendKey: key(.traffic, secret: mine, senderIsDialer: outbound),
+            receiveKey: key(.traffic, secret: secret, senderIsDialer: senderIsDialer),
+            sendSecret: SecretFingerprint(mine), receiveSecret: SecretFingerprint(secret))
+        return .established(send: [], peer: known, version: version, sealer: sealer)
+    }
+
+    private func key(_ purpose: LinkKeySchedule.Purpose, secret: [UInt8], senderIsDialer: Bool) -> SymmetricKey {
+        LinkKeySchedule.key(purpose, secret: secret, senderIsDialer: senderIsDialer,
+                            dialerNonce: outbound ? localHello.nonce : peerHello?.nonce ?? [],
+                            listenerNonce: outbound ? peerHello?.nonce ?? [] : localHello.nonce)
     }
 
     /// What a proof authenticates: a label, the sender's role, and both hellos (with both nonces).
     private func transcript(senderIsDialer: Bool) -> [UInt8] {
         let dialerHello = outbound ? localHelloBytes : peerHelloBytes
         let listenerHello = outbound ? peerHelloBytes : localHelloBytes
-        var bytes = Array("decide-proof-v1".utf8)
+        var bytes = Array("decide-proof-v2".utf8)
         bytes.append(senderIsDialer ? 1 : 2)
         for hello in [dialerHello, listenerHello] {
             bytes.append(UInt8(truncatingIfNeeded: hello.count))

@@ -99,7 +99,7 @@ package enum HandshakeParseError: Error, Equatable, Sendable, CustomStringConver
         case .invalidVersionRange(let min, let max): return "invalid version range \(min)...\(max)"
         case .emptyField(let field): return "empty \(field)"
         case .invalidUTF8(let field): return "\(field) is not UTF-8"
-        case .badProofLength(let count): return "proof of \(count) bytes (expected 0 or 32)"
+        case .badProofLength(let count): return "proof of \(count) bytes (expected 0, or 32 and a sealed identity)"
         }
     }
 }
@@ -123,16 +123,18 @@ extension HandshakeMessage {
             guard let flags = reader.byte() else { throw .truncated(field: "flags") }
             guard flags & ~1 == 0 else { throw .reservedFlags(flags) }
             guard let nonce = reader.bytes(WireProtocol.nonceBytes) else { throw .truncated(field: "nonce") }
-            let cluster = try reader.text("cluster name")
-            let node = try reader.text("node id")
-            let address = try reader.text("listen address")
-            guard !cluster.isEmpty else { throw .emptyField("cluster name") }
-            guard !node.isEmpty else { throw .emptyField("node id") }
-            message = .hello(Hello(minVersion: minVersion, maxVersion: maxVersion, hasSecret: flags & 1 == 1,
-                                   nonce: nonce, clusterName: cluster, nodeID: node, listenAddress: address))
+            let sealed = flags & 1 == 1
+            // A side with a cluster secret says nothing about itself here: its identity travels
+            // sealed in its proof, readable only by a peer holding the secret.
+            let identity = sealed ? ("", "", "") : try Self.identity(&reader)
+            message = .hello(Hello(minVersion: minVersion, maxVersion: maxVersion, hasSecret: sealed,
+                                   nonce: nonce, clusterName: identity.0, nodeID: identity.1, listenAddress: identity.2))
         case .proof:
             let rest = reader.remaining
-            guard rest == 0 || rest == WireProtocol.proofBytes else { throw .badProofLength(rest) }
+            guard rest == 0 || (rest >= WireProtocol.proofBytes + WireProtocol.minSealedIdentityBytes
+                                && rest <= WireProtocol.proofBytes + WireProtocol.maxSealedIdentityBytes) else {
+                throw .badProofLength(rest)
+            }
             message = .proof(reader.bytes(rest) ?? [])
         case .refusal:
             guard let code = reader.byte() else { throw .truncated(field: "refusal code") }
@@ -141,6 +143,35 @@ extension HandshakeMessage {
         }
         guard reader.remaining == 0 else { throw .trailingBytes(count: reader.remaining) }
         return message
+    }
+
+    /// A side's identity as its sealed proof carries it (the plaintext): cluster name, node id and
+    /// listen address, each a u8 length and UTF-8 bytes.
+    package static func encodeIdentity(clusterName: String, nodeID: String, listenAddress: String) -> [UInt8] {
+        var out: [UInt8] = []
+        for text in [clusterName, nodeID, listenAddress] {
+            precondition(text.utf8.count <= WireProtocol.maxTextFieldBytes, "identity text field longer than 255 bytes")
+            out.append(UInt8(text.utf8.count))
+            out.append(contentsOf: text.utf8)
+        }
+        return out
+    }
+
+    /// The (cluster name, node id, listen address) `encodeIdentity` wrote. Never traps.
+    package static func parseIdentity(_ bytes: [UInt8]) throws(HandshakeParseError) -> (String, String, String) {
+        var reader = Reader(bytes: bytes)
+        let identity = try identity(&reader)
+        guard reader.remaining == 0 else { throw .trailingBytes(count: reader.remaining) }
+        return identity
+    }
+
+    private static func identity(_ reader: inout Reader) throws(HandshakeParseError) -> (String, String, String) {
+        let cluster = try reader.text("cluster name")
+        let node = try reader.text("node id")
+        let address = try reader.text("listen address")
+        guard !cluster.isEmpty else { throw .emptyField("cluster name") }
+        guard !node.isEmpty else { throw .emptyField("node id") }
+        return (cluster, node, address)
     }
 
     /// The payload bytes of this message (without the length prefix). Text fields longer than 255
@@ -157,13 +188,11 @@ extension HandshakeMessage {
             Self.appendU16(hello.maxVersion, to: &out)
             out.append(hello.hasSecret ? 1 : 0)
             out.append(contentsOf: hello.nonce)
-            for text in [hello.clusterName, hello.nodeID, hello.listenAddress] {
-                precondition(text.utf8.count <= WireProtocol.maxTextFieldBytes, "hello text field longer than 255 bytes")
-                out.append(UInt8(text.utf8.count))
-                out.append(contentsOf: text.utf8)
+            if !hello.hasSecret {
+                out.append(contentsOf: Self.encodeIdentity(clusterName: hello.clusterName, nodeID: hello.nodeID,
+                                                           listenAddress: hello.listenAddress))
             }
         case .proof(let proof):
-            precondition(proof.isEmpty || proof.count == WireProtocol.proofBytes, "proof must be 0 or 32 bytes")
             out.append(WireProtocol.FrameType.proof.rawValue)
             out.append(contentsOf: proof)
         case .refusal(let refusal):

@@ -10,6 +10,8 @@ final class OutboundQueues: Sendable {
         var committedBytes = 0      // bytes in `frames` plus bytes handed to uv_write, not yet done
         var dirty = false
         var limitNoticePending = false
+        /// Bytes sealing adds to each frame of this link (0 when it is not sealed).
+        var frameOverheadBytes = 0
     }
     private struct State {
         var outboxes: [UInt64: Outbox] = [:]
@@ -25,11 +27,14 @@ final class OutboundQueues: Sendable {
         self.maxOutboundBytes = maxOutboundBytes
     }
 
-    /// Opens the queue of a link that just became established.
-    func open(_ id: UInt64) {
+    /// Opens the queue of a link that just became established; each of its frames will be
+    /// `frameOverheadBytes` longer on the wire (sealing), and counts so.
+    func open(_ id: UInt64, frameOverheadBytes: Int = 0) {
         state.withLock { state in
             precondition(state.outboxes[id] == nil, "outbox opened twice")
-            state.outboxes[id] = Outbox()
+            let box = Outbox()
+            box.frameOverheadBytes = frameOverheadBytes
+            state.outboxes[id] = box
         }
     }
 
@@ -40,9 +45,9 @@ final class OutboundQueues: Sendable {
 
     /// Queues one frame unless that passes the limit. `wakeLoop` is true when the loop must be woken.
     func enqueue(_ frame: [UInt8], to id: UInt64) -> EnqueueResult {
-        let bytes = frame.count + WireProtocol.frameHeaderBytes
-        return state.withLock { state in
+        state.withLock { state in
             guard let box = state.outboxes[id] else { return .notConnected }
+            let bytes = frame.count + WireProtocol.frameHeaderBytes + box.frameOverheadBytes
             guard box.committedBytes + bytes <= maxOutboundBytes else {
                 let notify = !box.limitNoticePending
                 box.limitNoticePending = true

@@ -28,6 +28,9 @@ final class UVConnection {
     var phase: Phase
     var decoder = FrameDecoder(maxFrameBytes: WireProtocol.maxHandshakeFrameBytes)
     var handshake: Handshake
+    /// Seals and opens every frame once a link with a cluster secret is established (nil before,
+    /// and on links without a secret).
+    var sealer: LinkSealer?
     var peer: PeerInfo?
     /// `close` was called from a delegate callback: deliver nothing more; the close runs next turn.
     var closeRequested = false

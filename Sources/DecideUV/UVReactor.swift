@@ -28,6 +28,8 @@ final class UVReactor: @unchecked Sendable {
     private var stopping = false
     /// The address this node advertises in its hellos (its first listener's), or "".
     private var advertisedAddress = ""
+    /// The cluster secrets new handshakes accept, the one they prove first (`updateKeyring`).
+    private var keyring: [[UInt8]]
     /// One read buffer for every connection: libuv reads into it and `onRead` consumes it at once.
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferBytes, alignment: 16)
 
@@ -38,6 +40,7 @@ final class UVReactor: @unchecked Sendable {
     init(configuration: UVTransport.Configuration) throws(UVTransportError) {
         self.configuration = configuration
         queues = OutboundQueues(maxOutboundBytes: configuration.maxOutboundBytes)
+        keyring = configuration.keyring
         logger = configuration.logger
         logger[metadataKey: "node"] = "\(configuration.nodeID)"
         eventLoop = try UVEventLoop(afterTasks: { [unowned self] in flush() })
@@ -193,7 +196,7 @@ final class UVReactor: @unchecked Sendable {
         var random = SystemRandomNumberGenerator()
         let nonce = (0 ..< WireProtocol.nonceBytes).map { _ in UInt8.random(in: 0 ... 255, using: &random) }
         let handshake = Handshake(clusterName: configuration.clusterName, nodeID: configuration.nodeID,
-                                  listenAddress: advertisedAddress, secret: configuration.clusterSecret,
+                                  listenAddress: advertisedAddress, secrets: keyring,
                                   outbound: outbound, nonce: nonce, versions: configuration.protocolVersions)
         let connection = UVConnection(id: id, outbound: outbound, remoteAddress: remoteAddress, loop: loop,
                                       handshake: handshake, liveCounter: liveConnections)
@@ -290,7 +293,16 @@ final class UVReactor: @unchecked Sendable {
                 return
             }
             if connection.phase == .established {
-                deliver(frame, on: connection)
+                guard let payload = connection.sealer == nil ? frame : connection.sealer!.open(frame) else {
+                    let text = "a sealed frame did not open: replayed, reordered, cut, changed or not sealed by the peer"
+                    close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
+                    return
+                }
+                guard !payload.isEmpty else {
+                    close(connection, reason: .protocolViolation("empty frame"), refusal: Refusal(code: .protocolViolation, reason: "empty frame"))
+                    return
+                }
+                deliver(payload, on: connection)
                 delivered = true
             } else {
                 handshakeFrame(frame, on: connection)
@@ -318,8 +330,9 @@ final class UVReactor: @unchecked Sendable {
         switch connection.handshake.receive(frame) {
         case .send(let payloads):
             writeDirect(connection, payloads)
-        case .established(let payloads, let hello, let version):
+        case .established(let payloads, let hello, let version, let sealer):
             if !payloads.isEmpty { writeDirect(connection, payloads) }
+            connection.sealer = sealer
             establish(connection, hello: hello, version: version)
         case .refuse(let refusal, let text):
             let reason: DisconnectReason
@@ -337,16 +350,22 @@ final class UVReactor: @unchecked Sendable {
     private func establish(_ connection: UVConnection, hello: Hello, version: UInt16) {
         uv_timer_stop(connection.timer)
         connection.phase = .established
-        connection.decoder.maxFrameBytes = configuration.maxFrameBytes
+        let overhead = connection.sealer == nil ? 0 : LinkSealer.overheadBytes
+        connection.decoder.maxFrameBytes = configuration.maxFrameBytes + overhead
         let peer = PeerInfo(nodeID: hello.nodeID, listenAddress: hello.listenAddress, outbound: connection.outbound,
                             dialedAddress: connection.outbound ? connection.remoteAddress : nil)
         connection.peer = peer
-        queues.open(connection.id)
-        logger.info("link up", metadata: [
+        queues.open(connection.id, frameOverheadBytes: overhead)
+        var metadata: Logger.Metadata = [
             "conn": "\(connection.id)", "peer": "\(hello.nodeID)", "address": "\(connection.remoteAddress)",
             "direction": "\(connection.outbound ? "out" : "in")", "version": "\(version)",
-            "auth": "\(configuration.clusterSecret == nil ? "none" : "hmac-sha256")",
-        ])
+            "seal": "\(connection.sealer == nil ? "none" : "chacha20-poly1305")",
+        ]
+        if let sealer = connection.sealer {
+            metadata["secret-in"] = "\(sealer.receiveSecret)"
+            metadata["secret-out"] = "\(sealer.sendSecret)"
+        }
+        logger.info("link up", metadata: metadata)
         if let transport, let delegate {
             delegate.transport(transport, didConnect: ConnectionID(rawValue: connection.id), peer: peer)
         }
@@ -417,6 +436,8 @@ final class UVReactor: @unchecked Sendable {
 
     /// Writes handshake frames (outside the outbound queues: they are few and small).
     private func writeDirect(_ connection: UVConnection, _ payloads: [[UInt8]]) {
+        // After a sealed handshake every frame is sealed, a refusal included.
+        let payloads = connection.sealer == nil ? payloads : payloads.map { connection.sealer!.seal($0) }
         let bytes = payloads.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
         let batch = WriteBatch(connectionID: connection.id, frames: payloads, totalBytes: bytes, liveCounter: liveBatches)
         let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
@@ -429,6 +450,9 @@ final class UVReactor: @unchecked Sendable {
     private func flush() {
         queues.takeDirty { id, frames, bytes in
             guard let connection = connections[id], connection.phase == .established else { return }
+            // Sealed here, on the loop thread, in the order the frames are written: the frame
+            // numbers both sides count follow the bytes on the wire.
+            let frames = connection.sealer == nil ? frames : frames.map { connection.sealer!.seal($0) }
             let batch = WriteBatch(connectionID: id, frames: frames, totalBytes: bytes, liveCounter: liveBatches)
             let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
                 writeFinished(batch, status: status, queued: true)
@@ -448,6 +472,30 @@ final class UVReactor: @unchecked Sendable {
     }
 
     // MARK: Requests from other threads
+
+    func sealedLinks() -> [UVTransport.SealedLink] {
+        connections.values.filter { $0.phase == .established }.sorted { $0.id < $1.id }.compactMap { connection in
+            guard let sealer = connection.sealer, let peer = connection.peer else { return nil }
+            return UVTransport.SealedLink(connection: ConnectionID(rawValue: connection.id), peerNodeID: peer.nodeID,
+                                          sendsUnder: sealer.sendSecret.description, receivesUnder: sealer.receiveSecret.description)
+        }
+    }
+
+    /// New handshakes accept `secrets` (the first is proved and sealed with); established links
+    /// whose either direction was derived from a secret no longer accepted are closed, so they
+    /// redial and seal under one that is.
+    func updateKeyring(_ secrets: [[UInt8]]) {
+        keyring = secrets
+        let accepted = Set(secrets.map(SecretFingerprint.init))
+        logger.info("cluster secrets changed", metadata: [
+            "accepted": "\(secrets.map { SecretFingerprint($0).description }.joined(separator: ","))",
+        ])
+        for connection in connections.values where connection.phase == .established {
+            guard let sealer = connection.sealer,
+                  !accepted.contains(sealer.sendSecret) || !accepted.contains(sealer.receiveSecret) else { continue }
+            close(connection, reason: .closedLocally, refusal: nil)
+        }
+    }
 
     /// `send` was refused for `id`: tell the delegate (once per refusal streak).
     func notifyOverLimit(_ id: UInt64) {

@@ -78,7 +78,7 @@ public final class UVTransport: Transport, @unchecked Sendable {
         if configuration.clusterSecret == nil {
             logger.warning("listening WITHOUT authentication (no cluster secret)", metadata: ["listen": "\(result)"])
         } else {
-            logger.info("listening", metadata: ["listen": "\(result)", "auth": "hmac-sha256"])
+            logger.info("listening", metadata: ["listen": "\(result)", "seal": "chacha20-poly1305"])
         }
         return result
     }
@@ -118,6 +118,40 @@ public final class UVTransport: Transport, @unchecked Sendable {
     /// Closes `connection`; `didDisconnect(.closedLocally)` follows on a later loop turn (never
     /// nested in the caller's delegate callback; no frame of that link is delivered after a
     /// `close` made inside a callback). Unknown or already closed links are ignored.
+    /// Replaces the cluster secrets: `secrets[0]` is proved and sealed with from now on, and a
+    /// peer proving any of them is accepted (at most 8, each at least 16 bytes). Links still
+    /// sealed under a secret that is no longer accepted close and redial. Throws for an invalid
+    /// keyring, or to add or remove the secret of a transport started with (without) one.
+    public func updateClusterSecrets(_ secrets: [[UInt8]]) throws(UVTransportError) {
+        try Configuration.validateKeyring(secrets)
+        guard secrets.isEmpty == configuration.keyring.isEmpty else {
+            throw .invalidConfiguration("a transport started \(configuration.keyring.isEmpty ? "without" : "with") a cluster secret keeps it that way; restart to change")
+        }
+        let reactor = self.reactor
+        try onLoop { () throws(UVTransportError) in reactor.updateKeyring(secrets) }
+    }
+
+    /// One established link and the secrets its two directions are sealed under, as local
+    /// fingerprints (the first 8 bytes of the secret's SHA-256, hex; never sent). Before retiring
+    /// a secret, check that no link of any node still uses it.
+    public struct SealedLink: Sendable, Equatable {
+        public let connection: ConnectionID
+        public let peerNodeID: String
+        /// The secret this node seals its frames on the link with.
+        public let sendsUnder: String
+        /// The secret the peer seals its frames with.
+        public let receivesUnder: String
+    }
+
+    /// The established links and the secrets sealing them (empty without a cluster secret).
+    public func sealedLinks() -> [SealedLink] {
+        let reactor = self.reactor
+        return (try? onLoop { () throws(UVTransportError) -> [SealedLink] in reactor.sealedLinks() }) ?? []
+    }
+
+    /// The local fingerprint of `secret`, as `sealedLinks` names secrets.
+    public static func fingerprint(ofSecret secret: [UInt8]) -> String { SecretFingerprint(secret).description }
+
     public func close(_ connection: ConnectionID) {
         let reactor = self.reactor
         if reactor.eventLoop.isLoopThread {

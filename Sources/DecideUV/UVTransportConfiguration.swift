@@ -7,9 +7,16 @@ extension UVTransport {
         public var nodeID: String
         /// Peers of another cluster name are refused (1...255 UTF-8 bytes).
         public var clusterName: String
-        /// With a secret, both sides prove it (HMAC-SHA256 challenge-response) before any message;
-        /// a peer without it is refused. Without one, `listen` accepts loopback addresses only.
+        /// With a secret, both sides prove it before any message, and every frame after that is
+        /// sealed (ChaCha20-Poly1305, keys per link and direction; docs/protocol.md §3–4); the
+        /// hello names nothing before the peer proved it. A peer without it is refused. Without
+        /// one, `listen` accepts loopback addresses only. It is the secret this node proves and
+        /// seals with; `acceptedClusterSecrets` are accepted from peers as well (rotation).
         public var clusterSecret: [UInt8]?
+        /// More secrets a peer may prove (beside `clusterSecret`), for rotating the secret without
+        /// downtime: docs/operations.md, "Rotating the cluster secret". Change them on a running
+        /// transport with `UVTransport.updateClusterSecrets`.
+        public var acceptedClusterSecrets: [[UInt8]] = []
         /// Allows `listen` on a non-loopback address without a secret (unauthenticated, logged).
         public var insecure: Bool
         /// Largest frame payload accepted from a peer; a longer length closes the link. Frames
@@ -45,6 +52,19 @@ extension UVTransport {
             self.logger = logger
         }
 
+        /// The secrets this node accepts, the one it proves first (empty without a secret).
+        var keyring: [[UInt8]] {
+            guard let clusterSecret else { return [] }
+            return [clusterSecret] + acceptedClusterSecrets.filter { $0 != clusterSecret }
+        }
+
+        static func validateKeyring(_ keyring: [[UInt8]]) throws(UVTransportError) {
+            guard keyring.allSatisfy({ $0.count >= 16 }) else {
+                throw .invalidConfiguration("every cluster secret must be at least 16 bytes")
+            }
+            guard keyring.count <= 8 else { throw .invalidConfiguration("at most 8 cluster secrets may be accepted at once") }
+        }
+
         /// Protocol versions offered in the hello; tests narrow it to provoke a version refusal.
         package var protocolVersions: ClosedRange<UInt16> = WireProtocol.minSupportedVersion ... WireProtocol.maxSupportedVersion
 
@@ -56,9 +76,10 @@ extension UVTransport {
             }
             try text(nodeID, "nodeID")
             try text(clusterName, "clusterName")
-            if let secret = clusterSecret, secret.count < 16 {
-                throw .invalidConfiguration("clusterSecret must be at least 16 bytes")
+            if clusterSecret == nil, !acceptedClusterSecrets.isEmpty {
+                throw .invalidConfiguration("acceptedClusterSecrets need a clusterSecret to prove and seal with")
             }
+            try Self.validateKeyring(keyring)
             guard maxFrameBytes >= 1, maxFrameBytes <= Int(UInt32.max) else {
                 throw .invalidConfiguration("maxFrameBytes must be 1...4294967295")
             }

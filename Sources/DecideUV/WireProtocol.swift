@@ -10,10 +10,12 @@ package enum WireProtocol {
     package static let frameHeaderBytes = 4
     /// The four bytes right after a hello's type byte: ASCII "DCDE".
     package static let magic: [UInt8] = [0x44, 0x43, 0x44, 0x45]
-    /// The lowest protocol version this build speaks.
-    package static let minSupportedVersion: UInt16 = 1
+    /// The lowest protocol version this build speaks. Version 2 seals links that have a cluster
+    /// secret (and hides the hello's identity); version 1, which only authenticated them, is no
+    /// longer spoken, so no peer can talk a link down to it.
+    package static let minSupportedVersion: UInt16 = 2
     /// The highest protocol version this build speaks.
-    package static let maxSupportedVersion: UInt16 = 1
+    package static let maxSupportedVersion: UInt16 = 2
     /// Before the handshake completes, no frame may be larger than this: a peer that has not
     /// proven anything cannot make the node buffer more.
     package static let maxHandshakeFrameBytes = 1024
@@ -21,6 +23,10 @@ package enum WireProtocol {
     package static let nonceBytes = 32
     /// Bytes of an HMAC-SHA256 proof.
     package static let proofBytes = 32
+    /// Bytes a sealed identity may take in a proof: its three length bytes at least, three full
+    /// text fields at most, plus the 16-byte tag.
+    package static let minSealedIdentityBytes = 3 + 16
+    package static let maxSealedIdentityBytes = 3 * (1 + 255) + 16
     /// Largest cluster name, node id, listen address or refusal reason, in UTF-8 bytes.
     package static let maxTextFieldBytes = 255
     /// The first type byte reserved for the transport; lower types pass through to the engine.

@@ -300,6 +300,38 @@ extension SyncNode {
         }
     }
 
+    struct ReloadSecrets: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reload-secrets",
+            abstract: "Re-read the cluster secret and accepted secrets files of a running peer (as SIGHUP does).",
+            discussion: """
+                New links prove and seal with the cluster secret and accept any accepted secret; links \
+                still sealed under a secret no longer accepted close and redial at once. If a file \
+                cannot be used, nothing changes and the reason is printed (exit 1). Rotating the \
+                secret without downtime (docs/operations.md, "Rotating the cluster secret"):
+                  1. add the new secret to every peer's accepted secrets file, reload every peer;
+                  2. swap: the new secret into the cluster secret file, the old into the accepted \
+                     file, reload every peer;
+                  3. when INFO replication shows every link sealed=NEW/NEW, remove the old secret \
+                     from the accepted file, reload every peer.
+                Example:
+                  syncnode reload-secrets --admin 127.0.0.1:7501
+                """)
+        @OptionGroup var options: AdminOptions
+
+        mutating func run() async throws {
+            let client = try options.connect()
+            let reply: RESPValue
+            do {
+                reply = try client.call([Array("DECIDE.REKEY".utf8)])
+            } catch {
+                throw ClientExit.unreachable(error.description)
+            }
+            if case .error = reply { _ = try json(of: reply, from: client.address) }
+            print(reply.text.map { $0.hasPrefix("OK ") ? String($0.dropFirst(3)) : $0 } ?? "")
+        }
+    }
+
     struct Dump: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print every entry (tombstones included) with its version, one JSON line each, sorted by key.",

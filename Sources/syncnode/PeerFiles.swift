@@ -11,6 +11,16 @@ enum PeerFiles {
     /// file must not be readable by group or others (like an ssh key): `chmod 600 FILE`.
     /// `what` names the secret in the errors ("cluster secret", "admin password").
     static func readSecret(_ path: String, what: String = "cluster secret") throws(Invalid) -> [UInt8] {
+        var bytes = try readPrivateFile(path, what: what)
+        while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { bytes.removeLast() }
+        guard bytes.count >= 16 else {
+            throw Invalid(description: "\(what) in \(path) is \(bytes.count) bytes; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > \(path))")
+        }
+        return bytes
+    }
+
+    /// The bytes of a file only its owner may read (mode 600 or stricter), or why not.
+    private static func readPrivateFile(_ path: String, what: String) throws(Invalid) -> [UInt8] {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -23,12 +33,45 @@ enum PeerFiles {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Invalid(description: "cannot read the \(what) file \(path)")
         }
-        var bytes = Array(data)
-        while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { bytes.removeLast() }
-        guard bytes.count >= 16 else {
-            throw Invalid(description: "\(what) in \(path) is \(bytes.count) bytes; use at least 16 (e.g. head -c 32 /dev/urandom | base64 > \(path))")
+        return Array(data)
+    }
+
+    /// The secrets a peer with `settings` accepts, the cluster secret first (it proves and seals
+    /// with it): empty without a cluster secret file. Accepted secrets need one.
+    static func readKeyring(_ settings: RunSettings) throws(Invalid) -> [[UInt8]] {
+        guard let path = settings.clusterSecretFile else {
+            if settings.acceptedSecretsFile != nil {
+                throw Invalid(description: "an accepted secrets file needs a cluster secret file (--cluster-secret-file)")
+            }
+            return []
         }
-        return bytes
+        let primary = try readSecret(path)
+        var keyring = [primary]
+        if let list = settings.acceptedSecretsFile {
+            for secret in try readSecretList(list) where !keyring.contains(secret) { keyring.append(secret) }
+        }
+        guard keyring.count <= 8 else {
+            throw Invalid(description: "\(keyring.count) cluster secrets: accept at most 8 at once (retire old ones)")
+        }
+        return keyring
+    }
+
+    /// The secrets in a file of one per line (mode 600; blank lines and surrounding spaces
+    /// ignored; each at least 16 bytes). An empty file accepts nothing more.
+    static func readSecretList(_ path: String) throws(Invalid) -> [[UInt8]] {
+        let bytes = try readPrivateFile(path, what: "accepted secrets")
+        var secrets: [[UInt8]] = []
+        for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            var secret = Array(line)
+            while let last = secret.last, last == 0x0D || last == 0x20 || last == 0x09 { secret.removeLast() }
+            while let first = secret.first, first == 0x20 || first == 0x09 { secret.removeFirst() }
+            if secret.isEmpty { continue }
+            guard secret.count >= 16 else {
+                throw Invalid(description: "accepted secret on line \(number + 1) of \(path) is \(secret.count) bytes; use at least 16")
+            }
+            secrets.append(secret)
+        }
+        return secrets
     }
 
     /// Makes `directory` (mode 700) if needed and settles the node id: the `node-id` file in it

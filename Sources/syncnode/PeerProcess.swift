@@ -4,6 +4,7 @@ import DecideUV
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 /// One running peer: a node, its libuv transport, its replicator and its client endpoint (the
 /// Redis protocol, on TCP and/or a Unix socket).
@@ -24,10 +25,26 @@ final class PeerProcess: Sendable {
     /// The bound addresses (real ports; `unix:PATH` for a socket).
     let listenAddress: String
     let adminAddresses: [String]
+    /// Where the secrets come from, for `reloadSecrets`.
+    private let settings: RunSettings
+    /// The secrets in use, the sealing one first (empty without a cluster secret).
+    private let keyring: Keyring
+
+    /// The secrets in use, shared with the client endpoint's INFO.
+    final class Keyring: Sendable {
+        private let secrets: Mutex<[[UInt8]]>
+        init(_ secrets: [[UInt8]]) { self.secrets = Mutex(secrets) }
+        var current: [[UInt8]] {
+            get { secrets.withLock { $0 } }
+            set { secrets.withLock { $0 = newValue } }
+        }
+    }
 
     /// Starts a peer with `settings`; `id` is already settled (flag, env, config or data dir).
-    init(settings: RunSettings, id: String, secret: [UInt8]?, adminPassword: [UInt8]?,
+    init(settings: RunSettings, id: String, secrets: [[UInt8]], adminPassword: [UInt8]?,
          makeLogger: (String) -> Logger) throws {
+        self.settings = settings
+        keyring = Keyring(secrets)
         var logger = makeLogger("syncnode")
         logger[metadataKey: "node"] = "\(id)"
         self.logger = logger
@@ -36,9 +53,12 @@ final class PeerProcess: Sendable {
         nodeConfiguration.dataDirectory = settings.dataDirectory
         nodeConfiguration.durability = settings.durability
         node = try Node(configuration: nodeConfiguration)
-        transport = try UVTransport(configuration: .init(
-            nodeID: id, clusterName: settings.cluster, clusterSecret: secret, insecure: settings.insecure,
-            logger: makeLogger("decide.uv")))
+        var transportConfiguration = UVTransport.Configuration(
+            nodeID: id, clusterName: settings.cluster, clusterSecret: secrets.first, insecure: settings.insecure,
+            logger: makeLogger("decide.uv"))
+        transportConfiguration.acceptedClusterSecrets = Array(secrets.dropFirst())
+        let transport = try UVTransport(configuration: transportConfiguration)
+        self.transport = transport
         var replication = Replicator.Configuration()
         replication.seeds = settings.peers
         // The member list (removed members included) survives restarts: a tombstone is collected
@@ -71,6 +91,15 @@ final class PeerProcess: Sendable {
         var serviceConfiguration = RESPService.Configuration()
         serviceConfiguration.password = adminPassword
         serviceConfiguration.maxClients = settings.adminMaxClients
+        let keyring = self.keyring
+        serviceConfiguration.secrets = RESPService.SecretsControl(
+            reload: { [weak transport, settings, logger] in
+                guard let transport else { throw PeerFiles.Invalid(description: "the peer is stopping") }
+                return try Self.applySecrets(settings: settings, transport: transport, keyring: keyring, logger: logger,
+                                             reason: "DECIDE.REKEY")
+            },
+            fingerprints: { keyring.current.map { UVTransport.fingerprint(ofSecret: $0) } },
+            links: { [weak transport] in transport?.sealedLinks() ?? [] })
         let service = RESPService(
             node: node, replicator: replicator, configuration: serviceConfiguration,
             identity: .init(cluster: settings.cluster, listen: listen, admin: settings.admin ?? "",
@@ -105,6 +134,35 @@ final class PeerProcess: Sendable {
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
             "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
         ])
+    }
+
+    /// Re-reads the cluster secret and accepted secrets files and hands them to the transport:
+    /// new links prove and seal with the cluster secret and accept any of them; links still
+    /// sealed under a secret no longer accepted close and redial. Nothing changes when a file
+    /// cannot be used; the log says why either way.
+    @discardableResult
+    func reloadSecrets(reason: String) -> Result<String, any Error> {
+        Result { try Self.applySecrets(settings: settings, transport: transport, keyring: keyring, logger: logger, reason: reason) }
+    }
+
+    private static func applySecrets(settings: RunSettings, transport: UVTransport, keyring: Keyring,
+                                      logger: Logger, reason: String) throws -> String {
+        do {
+            guard settings.clusterSecretFile != nil else {
+                throw PeerFiles.Invalid(description: "this peer runs without a cluster secret; start it with --cluster-secret-file to seal links")
+            }
+            let secrets = try PeerFiles.readKeyring(settings)
+            try transport.updateClusterSecrets(secrets)
+            keyring.current = secrets
+            let names = secrets.map { UVTransport.fingerprint(ofSecret: $0) }
+            let summary = "sealing with \(names[0]), accepting \(names.joined(separator: ","))"
+            logger.notice("cluster secrets reloaded", metadata: ["reason": "\(reason)", "sealing": "\(names[0])",
+                                                                 "accepted": "\(names.joined(separator: ","))"])
+            return summary
+        } catch {
+            logger.error("cluster secrets not reloaded, the old ones stay: \(error)", metadata: ["reason": "\(reason)"])
+            throw error
+        }
     }
 
     /// Leaves gracefully: tells every peer, flushes queued frames (bounded wait), closes the

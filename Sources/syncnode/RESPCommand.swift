@@ -6,7 +6,7 @@ enum RESPCommand: Int, CaseIterable {
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case subscribe, unsubscribe, psubscribe, punsubscribe
-    case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget, decideLease, decideRelease
+    case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget, decideLease, decideRelease, decideRekey
 
     struct Info {
         let name: String
@@ -90,6 +90,7 @@ enum RESPCommand: Int, CaseIterable {
         case .decideForget: return Info(name: "decide.forget", arity: 2, flags: ["admin"], firstKey: 0, lastKey: 0, step: 0)
         case .decideLease: return Info(name: "decide.lease", arity: -3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
         case .decideRelease: return Info(name: "decide.release", arity: 3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideRekey: return Info(name: "decide.rekey", arity: 1, flags: ["admin"], firstKey: 0, lastKey: 0, step: 0)
         }
     }
 

@@ -334,6 +334,7 @@ extension RESPService {
                      "total_commands_processed:\(totalCommands)"]
         case "replication":
             let status = replicator.status
+            let links = configuration.secrets?.links() ?? []
             let connected = status.members.filter { $0.link == .connected }.count
             lines = ["# Replication",
                      "role:master",
@@ -346,7 +347,8 @@ extension RESPService {
                 let lag = member.lastHeardMillisecondsAgo.map { String($0 / 1000) } ?? "-1"
                 lines.append("peer\(index):id=\(member.nodeID),addr=\(member.address),link=\(member.link.rawValue),lag=\(lag),"
                              + "last_heard_ms=\(heard),queued_bytes=\(member.outboundBytesQueued),catch_up=\(member.catchUp.rawValue),"
-                             + "dropped_deltas=\(member.droppedDeltas),protocol_violations=\(member.protocolViolations)")
+                             + "dropped_deltas=\(member.droppedDeltas),protocol_violations=\(member.protocolViolations)"
+                             + sealDescription(of: member.nodeID, links: links))
             }
         case "keyspace":
             let summary = node.stateSummary
@@ -369,7 +371,7 @@ extension RESPService {
                      "owned_hidden:\(summary.hiddenOwnedCount)",
                      "digest:\(ReplyJSON.hex(summary.digest))",
                      "committed_decisions:\(summary.committedDecisions)",
-                     "applied_remote_deltas:\(summary.appliedRemoteDeltas)"]
+                     "applied_remote_deltas:\(summary.appliedRemoteDeltas)"] + secretInfoLines()
         }
         return lines.joined(separator: "\r\n") + "\r\n"
     }

@@ -40,6 +40,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var dumpChunkBytes = 256 << 10
         /// The server's connection bound, for CONFIG GET maxclients.
         var maxClients = 1024
+        /// The cluster secrets: reload them, and show which seal each link (nil: no secret).
+        var secrets: SecretsControl?
     }
 
     /// What `INFO` and `DECIDE.STATUS` tell beside the node's own numbers.
@@ -206,6 +208,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         case .wait: wait(arguments, session: session, server: server)
         case .decideLease: lease(arguments, session: session, server: server)
         case .decideRelease: release(arguments, into: &session.writer)
+        case .decideRekey: rekey(into: &session.writer)
         case .mget: mget(arguments, into: &session.writer)
         case .exists: exists(arguments, into: &session.writer)
         case .type: type(arguments, into: &session.writer)

@@ -13,11 +13,13 @@ extension SyncNode {
                 Settings come from, in order of precedence: flags, environment variables \
                 (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_ADMIN_SOCKET, \
                 SYNCNODE_ADMIN_PASSWORD_FILE, SYNCNODE_ADMIN_MAX_CLIENTS, SYNCNODE_PEERS (comma-separated), \
-                SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, SYNCNODE_CLUSTER, \
+                SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, \
+                SYNCNODE_ACCEPTED_SECRETS_FILE, SYNCNODE_CLUSTER, \
                 SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_DEAD_MEMBER_TIMEOUT_MS, \
                 SYNCNODE_TOMBSTONE_COLLECTION_INTERVAL_MS, SYNCNODE_ANTI_ENTROPY_INTERVAL_MS, \
                 SYNCNODE_CONFIG), the --config file, \
-                defaults. Logs go to stderr, one line per event.
+                defaults. Logs go to stderr, one line per event. SIGHUP re-reads the cluster secret \
+                and accepted secrets files (as `syncnode reload-secrets` does).
 
                 Examples:
                   syncnode run --id a --listen 127.0.0.1:7401 --admin 127.0.0.1:7501
@@ -53,8 +55,10 @@ extension SyncNode {
         var dataDir: String?
         @Option(help: "memory, batched, batched:MS or strict (default: batched with --data-dir, else memory).")
         var durability: String?
-        @Option(help: "File with the cluster secret (mode 600, at least 16 bytes). Without it, loopback only.")
+        @Option(help: "File with the cluster secret (mode 600, at least 16 bytes): proved to peers and sealing every link. Without it, loopback only.")
         var clusterSecretFile: String?
+        @Option(help: "File of secrets accepted from peers beside the cluster secret, one per line (mode 600), for rotating it without downtime.")
+        var acceptedSecretsFile: String?
         @Option(help: "Cluster name; peers of another name are refused (default \(RunSettings.defaultCluster)).")
         var cluster: String?
         @Option(help: "trace, debug, info, notice, warning, error or critical (default info).")
@@ -83,13 +87,14 @@ extension SyncNode {
         mutating func run() async throws {
             let settings: RunSettings
             let nodeID: String
-            let secret: [UInt8]?
+            let secrets: [[UInt8]]
             let adminPassword: [UInt8]?
             do {
                 settings = try RunSettings.resolve(
                     flags: .init(id: id, listen: listen, admin: admin, adminSocket: adminSocket,
                                  adminPasswordFile: adminPasswordFile, adminMaxClients: adminMaxClients, peers: peers, dataDirectory: dataDir, durability: durability,
-                                 clusterSecretFile: clusterSecretFile, cluster: cluster, logLevel: logLevel,
+                                 clusterSecretFile: clusterSecretFile, acceptedSecretsFile: acceptedSecretsFile,
+                                 cluster: cluster, logLevel: logLevel,
                                  insecure: insecure, config: config,
                                  deadMemberTimeoutMilliseconds: deadMemberTimeoutMilliseconds,
                                  tombstoneCollectionIntervalMilliseconds: tombstoneCollectionIntervalMilliseconds,
@@ -103,7 +108,7 @@ extension SyncNode {
                 } else {
                     throw RunSettings.Invalid(description: "no node id: pass --id, set SYNCNODE_ID, or give a --data-dir holding a node-id file")
                 }
-                secret = try settings.clusterSecretFile.map { path throws(PeerFiles.Invalid) in try PeerFiles.readSecret(path) }
+                secrets = try PeerFiles.readKeyring(settings)
                 adminPassword = try settings.adminPasswordFile.map { path throws(PeerFiles.Invalid) in
                     try PeerFiles.readSecret(path, what: "admin password")
                 }
@@ -118,7 +123,7 @@ extension SyncNode {
 
             let peer: PeerProcess
             do {
-                peer = try PeerProcess(settings: settings, id: nodeID, secret: secret, adminPassword: adminPassword) { label in
+                peer = try PeerProcess(settings: settings, id: nodeID, secrets: secrets, adminPassword: adminPassword) { label in
                     var logger = Logger(label: label)
                     logger.logLevel = level
                     return logger
@@ -129,6 +134,12 @@ extension SyncNode {
                 logger.critical("cannot start: \(error)")
                 throw ExitCode(1)
             }
+            // SIGHUP re-reads the secrets files (the operator's half of a rotation).
+            signal(SIGHUP, SIG_IGN)
+            let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+            hangUp.setEventHandler { _ = peer.reloadSecrets(reason: "SIGHUP") }
+            hangUp.resume()
+            defer { hangUp.cancel() }
             let received = await stopSignal.wait()
             peer.logger.info("signal received", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
             await peer.stop()

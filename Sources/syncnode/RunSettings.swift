@@ -26,6 +26,8 @@ struct RunSettings: Sendable, Equatable {
     /// `.memory` without a data directory; with one, `--durability` or `.batched()`.
     var durability: Durability
     var clusterSecretFile: String?
+    /// Secrets accepted from peers beside the cluster secret, one per line (rotation).
+    var acceptedSecretsFile: String?
     var cluster: String
     var logLevel: Logger.Level
     var insecure: Bool
@@ -58,6 +60,7 @@ struct RunSettings: Sendable, Equatable {
         var dataDirectory: String?
         var durability: String?
         var clusterSecretFile: String?
+        var acceptedSecretsFile: String?
         var cluster: String?
         var logLevel: String?
         var insecure = false
@@ -141,6 +144,7 @@ struct RunSettings: Sendable, Equatable {
             dataDirectory: dataDirectory,
             durability: durability,
             clusterSecretFile: pick(flags.clusterSecretFile, "CLUSTER_SECRET_FILE", "cluster-secret-file"),
+            acceptedSecretsFile: pick(flags.acceptedSecretsFile, "ACCEPTED_SECRETS_FILE", "accepted-secrets-file"),
             cluster: pick(flags.cluster, "CLUSTER", "cluster") ?? defaultCluster,
             logLevel: level,
             insecure: insecure,

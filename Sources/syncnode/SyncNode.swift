@@ -26,5 +26,5 @@ struct SyncNode: AsyncParsableCommand {
             redis-cli and every Redis client work too. Keys, values, the protocol and the log \
             lines are described in docs/operations.md.
             """,
-        subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self, Forget.self, Lease.self, Release.self])
+        subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self, Forget.self, ReloadSecrets.self, Lease.self, Release.self])
 }

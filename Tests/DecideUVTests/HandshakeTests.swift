@@ -17,7 +17,7 @@ struct HandshakeTests {
         #expect(pair.a.transport.send([7, 9], to: pair.aLink) == .queued)
         #expect(pair.a.delegate.waitForFrames(on: pair.aLink, count: 1) == [[1, 2, 3]])
         #expect(pair.b.delegate.waitForFrames(on: pair.bLink, count: 1) == [[7, 9]])
-        #expect(pair.a.logs.lines.contains { $0.message == "link up" && $0.metadata["auth"] == "hmac-sha256" })
+        #expect(pair.a.logs.lines.contains { $0.message == "link up" && $0.metadata["seal"] == "chacha20-poly1305" })
     }
 
     @Test("IPv6 loopback without a secret")
@@ -100,7 +100,7 @@ struct HandshakeTests {
 
     @Test("unsupported protocol version: refused")
     func unsupportedVersion() throws {
-        let result = try refused(a: { _ in }, b: { $0.protocolVersions = 2 ... 3 }, aSecret: nil, bSecret: nil)
+        let result = try refused(a: { _ in }, b: { $0.protocolVersions = (WireProtocol.maxSupportedVersion + 1) ... (WireProtocol.maxSupportedVersion + 2) }, aSecret: nil, bSecret: nil)
         #expect(isRefused(result.reason, containing: "unsupported protocol version"))
         #expect(result.a.linkEndLines.first?.text.contains("unsupported protocol version") == true)
     }

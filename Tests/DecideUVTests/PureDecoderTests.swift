@@ -28,11 +28,17 @@ struct PureDecoderTests {
 
     @Test("hello, proof and refusal round-trip; damaged ones are typed errors")
     func handshakeMessages() throws {
-        let hello = HandshakeMessage.hello(Hello(minVersion: 1, maxVersion: 2, hasSecret: true,
+        let hello = HandshakeMessage.hello(Hello(minVersion: 1, maxVersion: 2, hasSecret: false,
                                                  nonce: Array(0 ..< 32), clusterName: "c", nodeID: "n", listenAddress: "[::1]:1"))
-        for message in [hello, .proof([]), .proof(Array(repeating: 3, count: 32)), .refusal(Refusal(code: .badProof, reason: "why"))] {
+        // With a secret the hello carries no names: they travel sealed in the proof.
+        let sealedHello = HandshakeMessage.hello(Hello(minVersion: 2, maxVersion: 2, hasSecret: true,
+                                                       nonce: Array(0 ..< 32), clusterName: "", nodeID: "", listenAddress: ""))
+        let sealedProof = HandshakeMessage.proof(Array(repeating: 3, count: WireProtocol.proofBytes + WireProtocol.minSealedIdentityBytes))
+        for message in [hello, sealedHello, .proof([]), sealedProof, .refusal(Refusal(code: .badProof, reason: "why"))] {
             #expect(try HandshakeMessage.parse(message.encoded()) == message)
         }
+        #expect(throws: HandshakeParseError.badProofLength(32)) { try HandshakeMessage.parse([WireProtocol.FrameType.proof.rawValue] + Array(repeating: 1, count: 32)) }
+        #expect(throws: HandshakeParseError.trailingBytes(count: 3)) { try HandshakeMessage.parse(sealedHello.encoded() + [1, 65, 0]) }
         let bytes = hello.encoded()
         for cut in 0 ..< bytes.count {
             #expect(throws: HandshakeParseError.self) { try HandshakeMessage.parse(Array(bytes[..<cut])) }

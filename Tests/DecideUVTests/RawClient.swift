@@ -84,18 +84,34 @@ final class RawClient {
         return true
     }
 
+    /// Seals and opens frames after a handshake with a secret.
+    var sealer: LinkSealer?
+
+    /// Writes one frame of `payload`, sealed when the handshake set up a sealer.
+    func writePayload(_ payload: [UInt8]) {
+        writeFrame(sealer == nil ? payload : sealer!.seal(payload))
+    }
+
+    /// Reads one frame and opens it when sealed; nil when none came or it did not open.
+    func readPayload(timeoutSeconds: Double = 5) -> [UInt8]? {
+        guard let frame = readFrame(timeoutSeconds: timeoutSeconds) else { return nil }
+        return sealer == nil ? frame : sealer!.open(frame)
+    }
+
     /// Runs the handshake as a dialling peer; true when this side considers the link up.
     func handshake(cluster: String = "test", nodeID: String = "raw", secret: [UInt8]? = nil,
                    byteByByte: Bool = false) -> Bool {
-        var handshake = Handshake(clusterName: cluster, nodeID: nodeID, listenAddress: "", secret: secret, outbound: true,
-                                  nonce: (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) }, versions: 1 ... 1)
+        var handshake = Handshake(clusterName: cluster, nodeID: nodeID, listenAddress: "", secrets: secret.map { [$0] } ?? [],
+                                  outbound: true, nonce: (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) },
+                                  versions: WireProtocol.minSupportedVersion ... WireProtocol.maxSupportedVersion)
         send(WireProtocol.frame(handshake.helloPayload), byteByByte: byteByByte)
         while let frame = readFrame() {
             switch handshake.receive(frame) {
             case .send(let payloads):
                 for payload in payloads { send(WireProtocol.frame(payload), byteByByte: byteByByte) }
-            case .established(let payloads, _, _):
+            case .established(let payloads, _, _, let sealer):
                 for payload in payloads { send(WireProtocol.frame(payload), byteByByte: byteByByte) }
+                self.sealer = sealer
                 return true
             case .refuse, .refusedByPeer:
                 return false

@@ -29,7 +29,7 @@ import Testing
         let replicator: Replicator
         let address: String
 
-        init(_ id: String, seeds: [String],
+        init(_ id: String, seeds: [String], secrets: [[UInt8]] = [],
              configure: (inout Node.Configuration, inout Replicator.Configuration) -> Void = { _, _ in }) throws {
             var logger = Logger(label: "test.\(id)")
             logger.logLevel = .warning
@@ -38,7 +38,10 @@ import Testing
             var configuration = Replicator.Configuration()
             configure(&nodeConfiguration, &configuration)
             node = try Node(configuration: nodeConfiguration)
-            transport = try UVTransport(configuration: .init(nodeID: id, clusterName: "loopback-test", logger: logger))
+            var transportConfiguration = UVTransport.Configuration(nodeID: id, clusterName: "loopback-test", clusterSecret: secrets.first,
+                                                                   logger: logger)
+            transportConfiguration.acceptedClusterSecrets = Array(secrets.dropFirst())
+            transport = try UVTransport(configuration: transportConfiguration)
             configuration.seeds = seeds
             configuration.logger = logger
             configuration.heartbeatIntervalMilliseconds = 100

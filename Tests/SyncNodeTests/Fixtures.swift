@@ -101,7 +101,7 @@ final class TestPeer: @unchecked Sendable {
         let settings = try RunSettings.resolve(flags: flags, environment: [:])
         if let directory = settings.dataDirectory { _ = try PeerFiles.prepareDataDirectory(directory, id: id) }
         self.logs = logs
-        process = try PeerProcess(settings: settings, id: id, secret: nil, adminPassword: adminPassword) { label in
+        process = try PeerProcess(settings: settings, id: id, secrets: try PeerFiles.readKeyring(settings), adminPassword: adminPassword) { label in
             logs.logger(label)
         }
     }
