@@ -15,13 +15,17 @@ func runTransportBench() {
     print("transport: \(roundTrips) round trips of 64 bytes, \(frames) one-way frames of 100 bytes, loopback 127.0.0.1")
     let socketRTT = TransportBench.socketPingPong(count: roundTrips)
     let uvRTT = TransportBench.uvPingPong(count: roundTrips)
+    let sealedRTT = TransportBench.uvPingPong(count: roundTrips, sealed: true)
     let socketStream = TransportBench.socketStream(frames: frames)
     let uvStream = TransportBench.uvStream(frames: frames)
+    let sealedStream = TransportBench.uvStream(frames: frames, sealed: true)
     func us(_ seconds: Double) -> String { String(format: "%.1f us", seconds * 1e6) }
     BenchTable.print(rows: [
         ["blocking socket", us(socketRTT.p50), us(socketRTT.p99), "1.00", "1.00"],
         ["UVTransport", us(uvRTT.p50), us(uvRTT.p99),
          String(format: "%.2f", uvRTT.p50 / socketRTT.p50), String(format: "%.2f", uvRTT.p99 / socketRTT.p99)],
+        ["UVTransport, sealed", us(sealedRTT.p50), us(sealedRTT.p99),
+         String(format: "%.2f", sealedRTT.p50 / socketRTT.p50), String(format: "%.2f", sealedRTT.p99 / socketRTT.p99)],
     ], header: ["round trip (64 B)", "p50", "p99", "p50 ratio", "p99 ratio"])
     func rate(_ seconds: Double) -> (String, String) {
         let perSecond = Double(frames) / seconds
@@ -32,10 +36,15 @@ func runTransportBench() {
     BenchTable.print(rows: [
         ["blocking socket stream", socketFrames, socketMB, "1.00"],
         ["UVTransport", uvFrames, uvMB, String(format: "%.2f", socketStream / uvStream)],
+        ["UVTransport, sealed", rate(sealedStream).0, rate(sealedStream).1, String(format: "%.2f", socketStream / sealedStream)],
     ], header: ["one way (100 B frames)", "frames/s", "MB/s (payload)", "ratio"])
     let rttOK = uvRTT.p99 <= 2 * socketRTT.p99
     let rateOK = Double(frames) / uvStream >= 1_000_000
     print("target p99 RTT <= 2x socket: \(BenchTable.verdict(rttOK)); target >= 1,000,000 frames/s: \(BenchTable.verdict(rateOK))")
+    // Sealing (ChaCha20-Poly1305 per frame, on the loop threads) beside plain links, same run.
+    let sealedShare = uvStream / sealedStream
+    print(String(format: "sealed links: %.0f%% of plain frames/s (goal >= 70%%: %@); p99 round trip %.2fx plain",
+                 sealedShare * 100, BenchTable.verdict(sealedShare >= 0.7), sealedRTT.p99 / uvRTT.p99))
 }
 
 enum TransportBench {
@@ -221,9 +230,11 @@ enum TransportBench {
     }
 
     /// Two started transports, b dialled into a.
-    static func uvPair(a aDelegate: BenchDelegate, b bDelegate: BenchDelegate) -> (UVTransport, UVTransport, ConnectionID) {
-        let a = try! UVTransport(configuration: .init(nodeID: "a", clusterName: "bench"))
-        let b = try! UVTransport(configuration: .init(nodeID: "b", clusterName: "bench"))
+    /// With `sealed`, both share a cluster secret, so every frame is sealed and opened.
+    static func uvPair(a aDelegate: BenchDelegate, b bDelegate: BenchDelegate, sealed: Bool = false) -> (UVTransport, UVTransport, ConnectionID) {
+        let secret: [UInt8]? = sealed ? Array("a cluster secret for the benchmark".utf8) : nil
+        let a = try! UVTransport(configuration: .init(nodeID: "a", clusterName: "bench", clusterSecret: secret))
+        let b = try! UVTransport(configuration: .init(nodeID: "b", clusterName: "bench", clusterSecret: secret))
         try! a.start(delegate: aDelegate)
         try! b.start(delegate: bDelegate)
         let address = try! a.listen(on: "127.0.0.1:0")
@@ -234,10 +245,10 @@ enum TransportBench {
     }
 
     /// Ping-pong driven from b's delegate (on b's loop thread), as the engine would.
-    static func uvPingPong(count: Int) -> Latency {
+    static func uvPingPong(count: Int, sealed: Bool = false) -> Latency {
         let echo = BenchDelegate(role: .echo)
         let pinger = BenchDelegate(role: .pinger(count: count))
-        let (a, b, link) = uvPair(a: echo, b: pinger)
+        let (a, b, link) = uvPair(a: echo, b: pinger, sealed: sealed)
         pinger.samples.reserveCapacity(count)
         pinger.sentAt = now()
         _ = b.send([1] + Array(repeating: 0, count: 59), to: link)  // 60 + 4-byte prefix = 64 bytes
@@ -249,10 +260,10 @@ enum TransportBench {
 
     /// b's caller thread sends `frames` 100-byte frames as fast as `send` takes them (yielding
     /// on `.overLimit`); seconds until a's delegate counted them all.
-    static func uvStream(frames: Int) -> Double {
+    static func uvStream(frames: Int, sealed: Bool = false) -> Double {
         let sink = BenchDelegate(role: .sink(count: frames))
         let idle = BenchDelegate(role: .echo)
-        let (a, b, link) = uvPair(a: sink, b: idle)
+        let (a, b, link) = uvPair(a: sink, b: idle, sealed: sealed)
         let frame: [UInt8] = [1] + Array(repeating: 2, count: 99)
         let start = now()
         var sent = 0

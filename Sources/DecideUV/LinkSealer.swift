@@ -1,18 +1,24 @@
 import Crypto
 
-/// The keys of one sealed link and the frame counters of both directions (docs/protocol.md §4):
-/// every frame after the handshake is sealed with ChaCha20-Poly1305 under the sending side's
-/// traffic key, with the frame's number in its direction as the nonce.
+/// The keys of one sealed link and the record counters of both directions (docs/protocol.md §4):
+/// after the handshake, frames travel in sealed records. A record is the frames written together
+/// (each as on a plain link: a u32 length and the payload), at most `maxRecordPlaintextBytes`
+/// unless one frame alone is longer, sealed with ChaCha20-Poly1305 under the sending side's
+/// traffic key with the record's number as the nonce. Sealing a batch of frames at once costs
+/// one AEAD call per record, not per frame.
 ///
 /// Guarantees:
 /// - each direction of each link has its own key, derived (HKDF-SHA256) from the sender's cluster
 ///   secret and both sides' fresh handshake nonces, so no key is ever used on two links;
-/// - a nonce is never used twice under one key: it is the frame's number, which only grows;
-/// - the receiver opens frame n only with nonce n, so a frame that is replayed, reordered,
-///   dropped before another, cut or changed fails to open, and the link closes.
+/// - a nonce is never used twice under one key: it is the record's number, which only grows;
+/// - the receiver opens record n only with nonce n, so a record that is replayed, reordered,
+///   dropped before another, cut or changed fails to open, and the link closes; so does a record
+///   whose frames inside are malformed (it can only come from a peer holding the secret).
 struct LinkSealer {
-    /// Bytes a sealed frame adds to its payload: the Poly1305 tag.
+    /// Bytes sealing adds to each record: the Poly1305 tag.
     static let overheadBytes = 16
+    /// Frames are packed into one record up to this many plaintext bytes.
+    static let maxRecordPlaintextBytes = 64 * 1024
 
     private let sendKey: SymmetricKey
     private let receiveKey: SymmetricKey
@@ -30,31 +36,64 @@ struct LinkSealer {
         self.receiveSecret = receiveSecret
     }
 
-    /// `payload` sealed as the next frame of this direction: ciphertext then tag.
-    mutating func seal(_ payload: [UInt8]) -> [UInt8] {
+    /// The largest sealed record a peer may send on a link of `maxFrameBytes` frames.
+    static func maxRecordBytes(maxFrameBytes: Int) -> Int {
+        max(maxRecordPlaintextBytes, maxFrameBytes + WireProtocol.frameHeaderBytes) + overheadBytes
+    }
+
+    /// `frames` (payloads) sealed as the next records of this direction, in order.
+    mutating func seal(_ frames: [[UInt8]]) -> [[UInt8]] {
+        var records: [[UInt8]] = []
+        var plain: [UInt8] = []
+        for frame in frames {
+            if !plain.isEmpty && plain.count + WireProtocol.frameHeaderBytes + frame.count > Self.maxRecordPlaintextBytes {
+                records.append(sealRecord(plain))
+                plain.removeAll(keepingCapacity: true)
+            }
+            WireProtocol.appendHeader(payloadBytes: frame.count, to: &plain)
+            plain.append(contentsOf: frame)
+        }
+        if !plain.isEmpty { records.append(sealRecord(plain)) }
+        return records
+    }
+
+    private mutating func sealRecord(_ plain: [UInt8]) -> [UInt8] {
         let nonce = Self.nonce(sent)
         sent += 1
         // Sealing with a valid key and a 12-byte nonce cannot fail.
-        let box = try! ChaChaPoly.seal(payload, using: sendKey, nonce: nonce)
+        let box = try! ChaChaPoly.seal(plain, using: sendKey, nonce: nonce)
         var out = [UInt8]()
-        out.reserveCapacity(payload.count + Self.overheadBytes)
+        out.reserveCapacity(plain.count + Self.overheadBytes)
         out.append(contentsOf: box.ciphertext)
         out.append(contentsOf: box.tag)
         return out
     }
 
-    /// The payload of the next frame received, or nil when it does not open (not the next frame,
-    /// or not sealed by the peer's key).
-    mutating func open(_ frame: [UInt8]) -> [UInt8]? {
-        guard frame.count >= Self.overheadBytes else { return nil }
-        let split = frame.count - Self.overheadBytes
-        guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(received), ciphertext: frame[..<split], tag: frame[split...]),
+    /// The frames of the next record received, or nil when it does not open (not the next
+    /// record, or not sealed by the peer's key) or its frames are malformed (an empty frame, or
+    /// one longer than `maxFrameBytes`).
+    mutating func open(_ record: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
+        guard record.count > Self.overheadBytes else { return nil }
+        let split = record.count - Self.overheadBytes
+        guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(received), ciphertext: record[..<split], tag: record[split...]),
               let plain = try? ChaChaPoly.open(box, using: receiveKey) else { return nil }
         received += 1
-        return Array(plain)
+        var frames: [[UInt8]] = []
+        var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
+        let complete: Bool? = plain.withUnsafeBytes { bytes in
+            var offset = 0
+            do {
+                while let frame = try decoder.next(from: bytes, offset: &offset) { frames.append(frame) }
+            } catch {
+                return nil
+            }
+            return !decoder.hasPartialFrame
+        }
+        guard complete == true, !frames.isEmpty else { return nil }
+        return frames
     }
 
-    /// 4 zero bytes, then the frame number little-endian.
+    /// 4 zero bytes, then the record number little-endian.
     private static func nonce(_ number: UInt64) -> ChaChaPoly.Nonce {
         var bytes = [UInt8](repeating: 0, count: 12)
         for index in 0..<8 { bytes[4 + index] = UInt8(truncatingIfNeeded: number >> (8 * index)) }

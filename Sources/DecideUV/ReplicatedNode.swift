@@ -20,8 +20,12 @@ public final class ReplicatedNode: Sendable {
         public var peers: [String]
         /// Nodes of different clusters refuse each other in the handshake.
         public var clusterName = "decide"
-        /// With a secret, peers prove it (HMAC-SHA256) before any message (docs/protocol.md).
+        /// With a secret, peers prove it before any message and every link is sealed
+        /// (docs/protocol.md §4, §6).
         public var clusterSecret: [UInt8]?
+        /// Secrets accepted from peers beside `clusterSecret` (rotation; see
+        /// `UVTransport.Configuration.acceptedClusterSecrets`).
+        public var acceptedClusterSecrets: [[UInt8]] = []
         /// Allows listening beyond loopback without a secret. Logged as a warning.
         public var insecure = false
         public var replication = Replicator.Configuration()
@@ -43,10 +47,12 @@ public final class ReplicatedNode: Sendable {
 
     public init(configuration: Configuration) throws {
         node = try Node(configuration: configuration.node)
-        transport = try UVTransport(configuration: .init(
+        var transportConfiguration = UVTransport.Configuration(
             nodeID: configuration.node.id, clusterName: configuration.clusterName,
             clusterSecret: configuration.clusterSecret, insecure: configuration.insecure,
-            logger: configuration.node.logger))
+            logger: configuration.node.logger)
+        transportConfiguration.acceptedClusterSecrets = configuration.acceptedClusterSecrets
+        transport = try UVTransport(configuration: transportConfiguration)
         var replication = configuration.replication
         replication.seeds = configuration.peers
         if replication.membershipPath == nil, let directory = configuration.node.dataDirectory {

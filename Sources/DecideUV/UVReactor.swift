@@ -293,17 +293,20 @@ final class UVReactor: @unchecked Sendable {
                 return
             }
             if connection.phase == .established {
-                guard let payload = connection.sealer == nil ? frame : connection.sealer!.open(frame) else {
-                    let text = "a sealed frame did not open: replayed, reordered, cut, changed or not sealed by the peer"
+                guard connection.sealer != nil else {
+                    deliver(frame, on: connection)
+                    delivered = true
+                    continue
+                }
+                guard let frames = connection.sealer!.open(frame, maxFrameBytes: configuration.maxFrameBytes) else {
+                    let text = "a sealed record did not open: replayed, reordered, cut, changed, not sealed by the peer, or malformed inside"
                     close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
                     return
                 }
-                guard !payload.isEmpty else {
-                    close(connection, reason: .protocolViolation("empty frame"), refusal: Refusal(code: .protocolViolation, reason: "empty frame"))
-                    return
+                for payload in frames where connection.phase == .established && !connection.closeRequested {
+                    deliver(payload, on: connection)
+                    delivered = true
                 }
-                deliver(payload, on: connection)
-                delivered = true
             } else {
                 handshakeFrame(frame, on: connection)
             }
@@ -351,7 +354,8 @@ final class UVReactor: @unchecked Sendable {
         uv_timer_stop(connection.timer)
         connection.phase = .established
         let overhead = connection.sealer == nil ? 0 : LinkSealer.overheadBytes
-        connection.decoder.maxFrameBytes = configuration.maxFrameBytes + overhead
+        connection.decoder.maxFrameBytes = connection.sealer == nil
+            ? configuration.maxFrameBytes : LinkSealer.maxRecordBytes(maxFrameBytes: configuration.maxFrameBytes)
         let peer = PeerInfo(nodeID: hello.nodeID, listenAddress: hello.listenAddress, outbound: connection.outbound,
                             dialedAddress: connection.outbound ? connection.remoteAddress : nil)
         connection.peer = peer
@@ -437,7 +441,7 @@ final class UVReactor: @unchecked Sendable {
     /// Writes handshake frames (outside the outbound queues: they are few and small).
     private func writeDirect(_ connection: UVConnection, _ payloads: [[UInt8]]) {
         // After a sealed handshake every frame is sealed, a refusal included.
-        let payloads = connection.sealer == nil ? payloads : payloads.map { connection.sealer!.seal($0) }
+        let payloads = connection.sealer == nil ? payloads : connection.sealer!.seal(payloads)
         let bytes = payloads.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
         let batch = WriteBatch(connectionID: connection.id, frames: payloads, totalBytes: bytes, liveCounter: liveBatches)
         let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
@@ -452,8 +456,9 @@ final class UVReactor: @unchecked Sendable {
             guard let connection = connections[id], connection.phase == .established else { return }
             // Sealed here, on the loop thread, in the order the frames are written: the frame
             // numbers both sides count follow the bytes on the wire.
-            let frames = connection.sealer == nil ? frames : frames.map { connection.sealer!.seal($0) }
-            let batch = WriteBatch(connectionID: id, frames: frames, totalBytes: bytes, liveCounter: liveBatches)
+            let frames = connection.sealer == nil ? frames : connection.sealer!.seal(frames)
+            let wireBytes = connection.sealer == nil ? bytes : frames.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
+            let batch = WriteBatch(connectionID: id, frames: frames, totalBytes: wireBytes, queuedBytes: bytes, liveCounter: liveBatches)
             let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
                 writeFinished(batch, status: status, queued: true)
             }
@@ -462,7 +467,7 @@ final class UVReactor: @unchecked Sendable {
     }
 
     private func writeFinished(_ batch: WriteBatch, status: Int32, queued: Bool) {
-        if queued { queues.release(batch.totalBytes, of: batch.connectionID) }
+        if queued { queues.release(batch.queuedBytes, of: batch.connectionID) }
         guard status != 0, status != UV_ECANCELED.rawValue, let connection = connections[batch.connectionID] else { return }
         if connection.phase == .lingering {
             closeHandles(connection)

@@ -7,11 +7,14 @@ import Logging
 import Synchronization
 
 /// The libuv `Transport`: one event-loop thread, TCP links over IPv4/IPv6, length-prefixed
-/// frames (docs/protocol.md), an authenticated handshake, and bounded memory per link.
+/// frames (docs/protocol.md), an authenticated handshake, sealed links, and bounded memory per link.
 ///
 /// Guarantees, beyond those of `Transport`:
 /// - every delegate call comes from the transport's own loop thread, never concurrently;
-/// - with `clusterSecret`, no link is reported before both sides proved the secret;
+/// - with `clusterSecret`, no link is reported before both sides proved a secret of the other's
+///   keyring, the hello names neither cluster nor node, and every frame after the handshake is
+///   sealed (ChaCha20-Poly1305, keys per link and direction): a replayed, reordered or changed
+///   record closes the link;
 /// - without it, `listen` accepts loopback addresses only unless `insecure` is set;
 /// - a peer sending bad bytes loses its own link only (one log line says why);
 /// - a link never buffers more than `maxOutboundBytes` outbound or `maxFrameBytes` (+4) inbound;

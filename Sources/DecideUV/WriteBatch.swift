@@ -10,8 +10,12 @@ import Synchronization
 final class WriteBatch {
     static let chunkBytes = 64 * 1024
     let connectionID: UInt64
-    /// Bytes in the buffers (prefixes included): what `OutboundQueues.release` gets back.
+    /// Bytes in the buffers (prefixes included).
     let totalBytes: Int
+    /// What `OutboundQueues.release` gets back when the write is done: the bytes the queue counted
+    /// for these frames (more than `totalBytes` on a sealed link, whose queue counts a tag per
+    /// frame while records share one).
+    let queuedBytes: Int
     private let request: UnsafeMutablePointer<uv_write_t>
     private let buffers: UnsafeMutablePointer<uv_buf_t>
     private let bufferCapacity: Int
@@ -19,10 +23,11 @@ final class WriteBatch {
     /// Counts live batches per transport (tests check it returns to zero).
     private let liveCounter: LiveCounter
 
-    init(connectionID: UInt64, frames: [[UInt8]], totalBytes: Int, liveCounter: LiveCounter) {
+    init(connectionID: UInt64, frames: [[UInt8]], totalBytes: Int, queuedBytes: Int? = nil, liveCounter: LiveCounter) {
         precondition(!frames.isEmpty && totalBytes > 0, "empty write batch")
         self.connectionID = connectionID
         self.totalBytes = totalBytes
+        self.queuedBytes = queuedBytes ?? totalBytes
         self.liveCounter = liveCounter
         request = .allocate(capacity: 1)
         // Every buffer holds at least one frame, so there are never more buffers than frames.

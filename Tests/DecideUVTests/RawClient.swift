@@ -87,15 +87,16 @@ final class RawClient {
     /// Seals and opens frames after a handshake with a secret.
     var sealer: LinkSealer?
 
-    /// Writes one frame of `payload`, sealed when the handshake set up a sealer.
+    /// Writes one frame of `payload`, in a sealed record of its own when the handshake set up a sealer.
     func writePayload(_ payload: [UInt8]) {
-        writeFrame(sealer == nil ? payload : sealer!.seal(payload))
+        guard sealer != nil else { return writeFrame(payload) }
+        for record in sealer!.seal([payload]) { writeFrame(record) }
     }
 
-    /// Reads one frame and opens it when sealed; nil when none came or it did not open.
-    func readPayload(timeoutSeconds: Double = 5) -> [UInt8]? {
+    /// Reads one frame (a sealed record's frames, when sealed); nil when none came or it did not open.
+    func readPayloads(timeoutSeconds: Double = 5) -> [[UInt8]]? {
         guard let frame = readFrame(timeoutSeconds: timeoutSeconds) else { return nil }
-        return sealer == nil ? frame : sealer!.open(frame)
+        return sealer == nil ? [frame] : sealer!.open(frame, maxFrameBytes: 1 << 24)
     }
 
     /// Runs the handshake as a dialling peer; true when this side considers the link up.

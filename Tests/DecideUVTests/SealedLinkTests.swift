@@ -61,20 +61,44 @@ struct SealedLinkTests {
                 #expect(!Self.contains(payload, word), "a handshake frame shows \(word)")
             }
         }
-        let first = a.seal(Array("the value 42".utf8))
-        #expect(!Self.contains(first, "value 42"))
-        #expect(b.open(first) == Array("the value 42".utf8))
-        #expect(b.open(first) == nil, "a replayed frame does not open")
-        let second = a.seal([2]), third = a.seal([3])
-        #expect(b.open(third) == nil, "a frame out of order does not open")
-        #expect(b.open(second) == [2] && b.open(third) == [3])
-        var changed = a.seal([4, 4, 4])
+        let limit = 1 << 20
+        let first = a.seal([Array("the value 42".utf8)])
+        #expect(first.count == 1 && !Self.contains(first[0], "value 42"))
+        #expect(b.open(first[0], maxFrameBytes: limit) == [Array("the value 42".utf8)])
+        #expect(b.open(first[0], maxFrameBytes: limit) == nil, "a replayed record does not open")
+        let second = a.seal([[2]])[0], third = a.seal([[3]])[0]
+        #expect(b.open(third, maxFrameBytes: limit) == nil, "a record out of order does not open")
+        #expect(b.open(second, maxFrameBytes: limit) == [[2]] && b.open(third, maxFrameBytes: limit) == [[3]])
+        var changed = a.seal([[4, 4, 4]])[0]
         changed[1] ^= 1
-        #expect(b.open(changed) == nil, "a changed frame does not open")
+        #expect(b.open(changed, maxFrameBytes: limit) == nil, "a changed record does not open")
         // The other direction has its own key and count.
-        let back = b.seal([9])
-        #expect(a.open(back) == [9])
-        #expect(b.open(a.seal([5])) == nil, "after a failure the receiver's count stayed put: frame 4 was lost, so 5 cannot open")
+        #expect(a.open(b.seal([[9]])[0], maxFrameBytes: limit) == [[9]])
+        #expect(b.open(a.seal([[5]])[0], maxFrameBytes: limit) == nil,
+                "after a failure the receiver's count stayed put: record 4 was lost, so 5 cannot open")
+    }
+
+    @Test("frames written together share records of at most 64 KiB; a frame larger than that travels alone")
+    func recordsPackFrames() throws {
+        var sent: [[UInt8]] = []
+        var (a, b) = try #require(Self.sealers(Self.handshake(dialer: [secretA], listener: [secretA], sent: &sent)))
+        let small = (0 ..< 1_000).map { index in [UInt8](repeating: UInt8(index % 200 + 1), count: 100) }
+        let big = [UInt8](repeating: 7, count: 200_000)
+        let frames = small + [big] + small
+        let records = a.seal(frames)
+        // 630 frames of 104 bytes fill a record: 630 + 370, the big one alone, 630 + 370.
+        #expect(records.count == 5, "\(records.map(\.count))")
+        #expect(records.allSatisfy { $0.count <= LinkSealer.maxRecordBytes(maxFrameBytes: 200_000) })
+        var opened: [[UInt8]] = []
+        for record in records {
+            let inside = b.open(record, maxFrameBytes: 200_000)
+            #expect(inside != nil)
+            opened += inside ?? []
+        }
+        #expect(opened == frames)
+        // A frame inside a record is held to the receiver's frame limit too.
+        let tooBig = a.seal([[UInt8](repeating: 1, count: 2_000)])[0]
+        #expect(b.open(tooBig, maxFrameBytes: 1_000) == nil)
     }
 
     @Test("a keyring accepts any of its secrets; a stranger and another cluster are refused after proving nothing")
@@ -86,7 +110,7 @@ struct SealedLinkTests {
         #expect(a.sendSecret == SecretFingerprint(secretB) && a.receiveSecret == SecretFingerprint(secretA))
         #expect(b.sendSecret == SecretFingerprint(secretA) && b.receiveSecret == SecretFingerprint(secretB))
         var sender = a, receiver = b
-        #expect(receiver.open(sender.seal([1])) == [1])
+        #expect(receiver.open(sender.seal([[1]])[0], maxFrameBytes: 100) == [[1]])
 
         let stranger = Self.handshake(dialer: [secretB], listener: [secretA], sent: &sent)
         guard case .refuse(let refusal, _)? = stranger.1 ?? stranger.0 else {
@@ -143,7 +167,7 @@ struct SealedLinkTests {
         #expect(client.handshake(secret: secretA))
         let link = try #require(a.delegate.waitForConnection()?.0)
         var sealer = try #require(client.sealer)
-        let frame = sealer.seal([ReplicationFrame.ping])
+        let frame = sealer.seal([[ReplicationFrame.ping]])[0]
         client.writeFrame(frame)
         #expect(a.delegate.waitForFrames(on: link, count: 1) == [[ReplicationFrame.ping]])
         client.writeFrame(frame)   // the same bytes again
