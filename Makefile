@@ -9,7 +9,7 @@
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
-APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools
+APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools curl
 # The Python clients of the integration tests (redis-py), in a virtual environment of our own.
 VENV := .build-venv
 PYTHON_REQUIREMENTS := Cluster/python-requirements.txt

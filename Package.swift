@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/pointfreeco/swift-custom-dump", from: "1.7.3"),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
@@ -29,6 +31,7 @@ let package = Package(
                 "DecideCore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // SQLite through pkg-config, for durable nodes; `make deps` installs libsqlite3-dev.
@@ -83,6 +86,8 @@ let package = Package(
                 "DecideUV",
                 "DecideRESP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -99,6 +104,10 @@ let package = Package(
         .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
         // syncnode's Redis-protocol endpoint, in-process against real sockets.
-        .testTarget(name: "SyncNodeTests", dependencies: ["syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP"]),
+        .testTarget(name: "SyncNodeTests", dependencies: [
+            "syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP",
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
     ]
 )

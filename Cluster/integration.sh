@@ -36,6 +36,7 @@
 #   (r) rotating the cluster secret on running a, b, c: the new one accepted, then proved, then
 #       the old retired (reload-secrets and SIGHUP); every link ends sealed under the new one,
 #       writes keep flowing; a secrets file that cannot be used changes nothing
+#   (s) metrics: curl scrapes a's and b's Prometheus endpoints; the counters move with 50 writes
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -142,8 +143,8 @@ collected_total() {
 seconds_since() { local ns=$(( $(date +%s%N) - $1 )); echo "$((ns / 1000000000)).$(( ns / 100000000 % 10 ))"; }
 
 echo "== starting a, b, c (secret-protected cluster; b and c have a as their only seed)"
-peer_start a 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" || { echo "0 passed, 1 failed"; exit 1; }
-peer_start b 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
+peer_start a 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --metrics 127.0.0.1:0 || { echo "0 passed, 1 failed"; exit 1; }
+peer_start b 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --metrics 127.0.0.1:0 --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
 peer_start c 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
 mesh_abc() { connected_all a b c && connected_all b a c && connected_all c a b; }
 if wait_until 20 "a full mesh of a, b, c" mesh_abc; then
@@ -721,6 +722,33 @@ if sealed_everywhere_under "$old_fp"; then
     fi
 else
     fail "(r) links of a, b, c sealed under the cluster secret before the rotation" "$(rcli a INFO replication)"
+fi
+
+# --- (s) -----------------------------------------------------------------------------------
+# Prometheus metrics scraped with curl while a, b, c run: the counters move with the work.
+scrape() { curl -sf --max-time 5 "http://$(peer_metrics "$1")/metrics"; }
+metric() { scrape "$1" | awk -v name="$2" '$1 == name {print $2; exit}'; }
+sent_before=$(metric a "decide_deltas_sent_total{node=\"a\"}")
+received_before=$(metric b "decide_deltas_received_total{node=\"b\"}")
+decided_before=$(metric a "decide_decisions_total{node=\"a\"}")
+for index in $(seq 1 50); do echo "SET metered[$index] $index"; done > "$RUN_DIR/metered.req"
+resp_batch a "$RUN_DIR/metered.req" 20 > "$RUN_DIR/metered.rep"
+moved() {
+    local decided sent received lag
+    decided=$(metric a "decide_decisions_total{node=\"a\"}")
+    sent=$(metric a "decide_deltas_sent_total{node=\"a\"}")
+    received=$(metric b "decide_deltas_received_total{node=\"b\"}")
+    lag=$(metric b "decide_propagation_lag_seconds_count{node=\"b\"}")
+    [ -n "$decided" ] && [ -n "$sent" ] && [ -n "$received" ] && [ -n "$lag" ] \
+        && awk -v d="$decided" -v d0="${decided_before:-0}" -v s="$sent" -v s0="${sent_before:-0}" -v r="$received" -v r0="${received_before:-0}" -v l="$lag" \
+            'BEGIN { exit !(d - d0 >= 50 && s - s0 >= 100 && r - r0 >= 50 && l >= 50) }'
+}
+if [ -n "$sent_before" ] && batch_ok "$RUN_DIR/metered.rep" 50 && wait_until 15 "the metrics of a and b to move" moved \
+    && awk -v peers="$(metric a "decide_peers_connected{node=\"a\"}")" 'BEGIN { exit !(peers == 2) }' \
+    && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(peer_metrics a)/nothing")" = 404 ]; then
+    pass "(s) curl scrapes a and b: 50 SETs on a move decide_decisions_total, decide_deltas_sent_total (to b and c), b's decide_deltas_received_total and its propagation-lag histogram"
+else
+    fail "(s) Prometheus metrics move with the work" "a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b: $(scrape b | grep -E '^decide_deltas_received|lag_seconds_count' | tr '\n' ' ')"
 fi
 
 # --- (q) -----------------------------------------------------------------------------------

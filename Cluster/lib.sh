@@ -89,11 +89,14 @@ peer_start() {
     echo "$ready" | sed -n 's/.* listen=\([^ ]*\).*/\1/p' > "$dir/listen"
     # The first client address (TCP); a Unix socket, when also given, follows after a comma.
     echo "$ready" | sed -n 's/.* admin=\([^ ,]*\).*/\1/p' > "$dir/admin"
+    # The Prometheus endpoint, when --metrics was given ("off" otherwise).
+    echo "$ready" | sed -n 's/.* metrics=\([^ ]*\).*/\1/p' > "$dir/metrics"
 }
 
 # peer_admin NAME / peer_listen NAME: the addresses NAME bound.
 peer_admin() { cat "$RUN_DIR/$1/admin"; }
 peer_listen() { cat "$RUN_DIR/$1/listen"; }
+peer_metrics() { cat "$RUN_DIR/$1/metrics"; }
 
 # peer_stop NAME [SIGNAL]: sends SIGNAL (default TERM) to NAME if it is ours, waits up to 15 s
 # for it to exit, and removes its pid file. A pid file naming another process is removed

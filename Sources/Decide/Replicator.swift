@@ -59,6 +59,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// The store ticket of the newest batch of deltas applied here (strict durability: an
     /// `applied` answer waits for it).
     private let lastAppliedTicket = Mutex<UInt64>(0)
+    /// Publishes counts, gauges and latencies to swift-metrics (nil when turned off).
+    private let metrics: ReplicationMetrics?
 
     /// `clock` drives timers (heartbeats, timeouts, backoff); it is the node's clock unless a
     /// test says otherwise.
@@ -74,6 +76,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
+        self.metrics = configuration.metricsIntervalMilliseconds.map { ReplicationMetrics(nodeID: node.id, intervalMilliseconds: $0) }
         membershipFile = configuration.membershipPath.map(MembershipFile.init(path:))
         var remembered: [ReplicationMessage.MemberRecord] = []
         if let membershipFile {
@@ -251,6 +254,19 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         saveMembership(force: false)
         node.expireDue()
         settleWaiters(now: now)
+        publishMetrics(now: now, queued: queued)
+    }
+
+    /// Hands what the engine and the node did since the last publication to swift-metrics, at
+    /// most every `metricsIntervalMilliseconds` (docs/operations.md, "Metrics").
+    private func publishMetrics(now: UInt64, queued: [ConnectionID: Int]) {
+        guard let metrics else { return }
+        let due = state.withLock { state -> (ReplicatorState.Totals, ReplicationStatus)? in
+            guard metrics.isDue(now: now) else { return nil }
+            return (state.totals, state.status(now: now, queuedBytes: queued))
+        }
+        guard let (totals, status) = due else { return }
+        metrics.publish(totals: totals, status: status, summary: node.stateSummary)
     }
 
     // MARK: acknowledged writes
@@ -394,6 +410,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             for connection in connections {
                 state.deltaCounts[connection, default: .init()].noteQueued(timestamp)
             }
+            state.totals.deltasQueued &+= UInt64(connections.count)
             return connections
         }
         guard !connections.isEmpty else { return }
@@ -444,7 +461,15 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             return
         }
         let now = clock.nowMilliseconds()
-        guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
+        let walkBytes: UInt64
+        switch message {
+        case .digest, .digestDone, .summary, .entries: walkBytes = UInt64(frame.count)
+        default: walkBytes = 0
+        }
+        guard let peerID = state.withLock({ state -> String? in
+            if walkBytes > 0 { state.totals.walkBytesReceived &+= walkBytes }
+            return state.heard(from: connection, now: now)
+        }) else { return }
         // A node without a store never waits to apply a delta: with nothing queued ahead of it
         // (arrival order holds), it is applied on this thread, saving the hop to the queue's,
         // together with the other deltas of the same read (`didFinishReading`). Anything else
@@ -617,7 +642,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             for count in counts where state.peers[count.connection] != nil {
                 state.deltaCounts[count.connection, default: .init()].applied &+= count.deltas
             }
+            state.totals.deltasApplied &+= UInt64(deltas.count - refused.count)
         }
+        metrics?.propagated(deltas, now: node.configuration.clock.nowMilliseconds())
         for (refusal, source) in refused {
             logger.warning("refused delta", metadata: [
                 "peer": "\(source.peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])

@@ -94,6 +94,8 @@ extension ReplicatorState {
         var actions = ReplicatorActions()
         guard var link = peers[connection], let walk = link.walks.removeValue(forKey: round) else { return actions }
         remember(round, in: &link)
+        totals.walksFinished &+= 1
+        totals.walkEntriesReceived &+= UInt64(walk.receivedEntries)
         if walk.mine { link.nextWalkAt = now + configuration.antiEntropyIntervalMilliseconds }
         if synced && walk.clean, let clock = walk.peerClock {
             covered(link.nodeID, clock: clock)
@@ -114,6 +116,7 @@ extension ReplicatorState {
     mutating func abandonWalk(_ round: UInt64, on connection: ConnectionID) {
         guard var link = peers[connection], link.walks.removeValue(forKey: round) != nil else { return }
         remember(round, in: &link)
+        totals.walksAbandoned &+= 1
         link.needsWalk = true
         peers[connection] = link
     }

@@ -136,6 +136,28 @@ struct ReplicatorState {
         var nextAt: UInt64 = 0
     }
 
+    /// What the engine did since it started, counted as it happens (pure integers), for metrics
+    /// (`ReplicationMetrics` publishes the differences on the tick).
+    struct Totals: Equatable, Sendable {
+        /// Deltas handed to a link's queue (one per peer per local commit).
+        var deltasQueued: UInt64 = 0
+        /// Deltas not queued because a link's queue was full (catch-up repairs them).
+        var deltasDropped: UInt64 = 0
+        /// Deltas from peers applied here.
+        var deltasApplied: UInt64 = 0
+        /// Deltas from peers dropped unapplied because the store was slow.
+        var incomingDeltasDropped: UInt64 = 0
+        var walksFinished: UInt64 = 0
+        var walksAbandoned: UInt64 = 0
+        /// Entries received in walks, and the bytes of the walk messages received.
+        var walkEntriesReceived: UInt64 = 0
+        var walkBytesReceived: UInt64 = 0
+        var linksUp: UInt64 = 0
+        var linksDown: UInt64 = 0
+        var protocolViolations: UInt64 = 0
+    }
+    var totals = Totals()
+
     let selfID: String
     let configuration: Replicator.Configuration
     var random: SplitMix64
@@ -217,6 +239,7 @@ struct ReplicatorState {
                 guard let walk = link.walks[round], elapsed(since: walk.lastActivity, now: now) > configuration.antiEntropyTimeoutMilliseconds else { continue }
                 link.walks[round] = nil
                 remember(round, in: &link)
+                totals.walksAbandoned &+= 1
                 if walk.mine {
                     link.needsWalk = true
                     actions.log(.warning, "catch-up abandoned: no answer", [
@@ -365,6 +388,7 @@ struct ReplicatorState {
             start(&link, now: now, into: &actions, why: "connected")
         }
         peers[connection] = link
+        totals.linksUp &+= 1
         return actions
     }
 
@@ -409,6 +433,7 @@ struct ReplicatorState {
     mutating func disconnected(_ connection: ConnectionID, now: UInt64) -> (String?, Bool) {
         deltaCounts[connection] = nil
         guard let link = peers.removeValue(forKey: connection) else { return (nil, true) }
+        totals.linksDown &+= 1
         if var member = members[link.nodeID], member.connection == connection {
             member.connection = nil
             member.lastSeen = now
@@ -480,6 +505,7 @@ struct ReplicatorState {
         let firstDropped = min(deltaCounts[connection]?.firstDropped ?? .max, timestamp ?? 0)
         deltaCounts[connection, default: DeltaCounts()].firstDropped = firstDropped
         members[link.nodeID]?.droppedDeltas += 1
+        totals.deltasDropped &+= 1
         let first = !link.overflowing
         link.overflowing = true
         link.needsWalk = true
@@ -492,6 +518,7 @@ struct ReplicatorState {
     mutating func brokeRule(on connection: ConnectionID, rule: String, into actions: inout ReplicatorActions) {
         let peer = peers[connection]?.nodeID
         if let peer { members[peer]?.protocolViolations += 1 }
+        totals.protocolViolations &+= 1
         peers[connection]?.closing = true
         actions.violation(connection, peer: peer ?? "?", rule: rule)
     }
@@ -501,6 +528,7 @@ struct ReplicatorState {
     mutating func incomingDeltaDropped(on connection: ConnectionID) {
         guard var link = peers[connection] else { return }
         members[link.nodeID]?.droppedIncomingDeltas += 1
+        totals.incomingDeltasDropped &+= 1
         link.needsWalk = true
         peers[connection] = link
     }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import DecideCore
 import Foundation
 import Logging
@@ -26,6 +27,8 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
     /// Touched by the opening thread until `load` starts the writer, then only by the writer.
     private let database: SQLiteDatabase
     private let logger: Logger
+    /// `decide_store_sync_seconds{node}`: each group commit's write and sync (docs/operations.md, "Metrics").
+    private let syncTimer: CoreMetrics.Timer
     private let started = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
 
@@ -47,6 +50,7 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         self.path = (directory as NSString).appendingPathComponent(Self.fileName)
         self.durability = durability
         self.logger = logger
+        self.syncTimer = CoreMetrics.Timer(label: "decide_store_sync_seconds", dimensions: [("node", nodeID)], preferredDisplayUnit: .seconds)
         self.database = try SQLiteDatabase(path: path, nodeID: nodeID)
         self.queue = StorageWriteQueue(capacityCommits: maxQueuedCommits, eager: durability == .strict)
     }
@@ -111,7 +115,11 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
             if interval > 0 { due = Date(timeIntervalSinceNow: interval) }
             let (changes, clock) = Self.coalesce(batches)
             do {
+                let started = ContinuousClock.now
                 try database.write(changes, clock: clock)
+                // The write and its sync (synchronous=FULL): what a strict decision waits for.
+                let (seconds, attoseconds) = (ContinuousClock.now - started).components
+                syncTimer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
                 queue.markDurable(lastTicket)
             } catch {
                 let failure = StorageError.writeFailed(path: path, reason: "\(error)")

@@ -12,7 +12,7 @@ import Foundation
 struct ConfigFile: Sendable {
     /// Keys a config file may set: the `run` flags without dashes.
     static let knownKeys: Set<String> = [
-        "id", "listen", "admin", "peer", "data-dir", "durability", "cluster-secret-file", "accepted-secrets-file", "cluster", "log-level", "insecure",
+        "id", "listen", "admin", "peer", "data-dir", "durability", "cluster-secret-file", "accepted-secrets-file", "metrics", "cluster", "log-level", "insecure",
         "dead-member-timeout-ms", "tombstone-collection-interval-ms", "anti-entropy-interval-ms", "failure-timeout-ms",
     ]
 

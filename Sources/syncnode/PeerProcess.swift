@@ -4,6 +4,7 @@ import DecideUV
 import Dispatch
 import Foundation
 import Logging
+import Prometheus
 import Synchronization
 
 /// One running peer: a node, its libuv transport, its replicator and its client endpoint (the
@@ -21,6 +22,11 @@ final class PeerProcess: Sendable {
     let replicator: Replicator
     let admin: UVStreamServer
     let service: RESPService
+    /// The Prometheus endpoint (`--metrics`), its delegate (the server holds it weakly), and the
+    /// address it bound.
+    let metricsServer: UVStreamServer?
+    let metricsEndpoint: MetricsEndpoint?
+    let metricsAddress: String?
     let logger: Logger
     /// The bound addresses (real ports; `unix:PATH` for a socket).
     let listenAddress: String
@@ -42,7 +48,7 @@ final class PeerProcess: Sendable {
 
     /// Starts a peer with `settings`; `id` is already settled (flag, env, config or data dir).
     init(settings: RunSettings, id: String, secrets: [[UInt8]], adminPassword: [UInt8]?,
-         makeLogger: (String) -> Logger) throws {
+         metricsRegistry: PrometheusCollectorRegistry? = nil, makeLogger: (String) -> Logger) throws {
         self.settings = settings
         keyring = Keyring(secrets)
         var logger = makeLogger("syncnode")
@@ -127,12 +133,36 @@ final class PeerProcess: Sendable {
             throw error
         }
         self.admin = admin
+        if let address = settings.metrics, let metricsRegistry {
+            var metricsConfiguration = UVStreamServer.Configuration()
+            metricsConfiguration.logger = adminLogger
+            metricsConfiguration.maxConnections = 16
+            // Counts and node ids only, no keys or values: scraped from other hosts, like an exporter.
+            metricsConfiguration.allowsNonLoopback = true
+            let endpoint = MetricsEndpoint(registry: metricsRegistry)
+            metricsEndpoint = endpoint
+            do {
+                let server = try UVStreamServer(configuration: metricsConfiguration, delegate: endpoint)
+                metricsServer = server
+                metricsAddress = try server.listen(on: address)
+            } catch {
+                admin.shutdown()
+                replicator.stop()
+                transport.shutdown()
+                throw error
+            }
+        } else {
+            metricsServer = nil
+            metricsEndpoint = nil
+            metricsAddress = nil
+        }
         logger.info("syncnode ready", metadata: [
             "listen": "\(listenAddress)", "admin": "\(adminAddresses.joined(separator: ","))",
             "adminAuth": "\(adminPassword == nil ? "none" : "password")", "cluster": "\(settings.cluster)",
             "seeds": "\(settings.peers.joined(separator: ","))", "incarnation": "\(replication.incarnation)",
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
             "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
+            "metrics": "\(metricsAddress ?? "off")",
         ])
     }
 
@@ -177,6 +207,7 @@ final class PeerProcess: Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         admin.shutdown()
+        metricsServer?.shutdown()
         transport.shutdown()
         await node.shutdown()
         do {

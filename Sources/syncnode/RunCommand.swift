@@ -1,7 +1,9 @@
 import ArgumentParser
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
+import Prometheus
 import Synchronization
 
 extension SyncNode {
@@ -12,7 +14,7 @@ extension SyncNode {
             discussion: """
                 Settings come from, in order of precedence: flags, environment variables \
                 (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_ADMIN_SOCKET, \
-                SYNCNODE_ADMIN_PASSWORD_FILE, SYNCNODE_ADMIN_MAX_CLIENTS, SYNCNODE_PEERS (comma-separated), \
+                SYNCNODE_ADMIN_PASSWORD_FILE, SYNCNODE_ADMIN_MAX_CLIENTS, SYNCNODE_METRICS, SYNCNODE_PEERS (comma-separated), \
                 SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, \
                 SYNCNODE_ACCEPTED_SECRETS_FILE, SYNCNODE_CLUSTER, \
                 SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_DEAD_MEMBER_TIMEOUT_MS, \
@@ -49,6 +51,8 @@ extension SyncNode {
         var adminPasswordFile: String?
         @Option(help: "Client connections at once (default \(RunSettings.defaultAdminMaxClients)).")
         var adminMaxClients: String?
+        @Option(help: "Serve Prometheus metrics on HOST:PORT (GET /metrics; port 0 picks one): counts, gauges and latencies, no keys or values.")
+        var metrics: String?
         @Option(name: .customLong("peer"), help: "A seed peer HOST:PORT to dial; repeat for several.")
         var peers: [String] = []
         @Option(help: "Directory holding this node's id and store (created); without it the node keeps nothing across restarts.")
@@ -92,7 +96,7 @@ extension SyncNode {
             do {
                 settings = try RunSettings.resolve(
                     flags: .init(id: id, listen: listen, admin: admin, adminSocket: adminSocket,
-                                 adminPasswordFile: adminPasswordFile, adminMaxClients: adminMaxClients, peers: peers, dataDirectory: dataDir, durability: durability,
+                                 adminPasswordFile: adminPasswordFile, adminMaxClients: adminMaxClients, metrics: metrics, peers: peers, dataDirectory: dataDir, durability: durability,
                                  clusterSecretFile: clusterSecretFile, acceptedSecretsFile: acceptedSecretsFile,
                                  cluster: cluster, logLevel: logLevel,
                                  insecure: insecure, config: config,
@@ -118,12 +122,19 @@ extension SyncNode {
             }
             let level = settings.logLevel
             LoggingSystem.bootstrap { label in CompactLogHandler(label: label, level: level) }
+            // One registry for the process: the node, the engine and the store report into it.
+            let registry = settings.metrics.map { _ in
+                let registry = PrometheusCollectorRegistry()
+                MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+                return registry
+            }
             signal(SIGPIPE, SIG_IGN)
             let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
 
             let peer: PeerProcess
             do {
-                peer = try PeerProcess(settings: settings, id: nodeID, secrets: secrets, adminPassword: adminPassword) { label in
+                peer = try PeerProcess(settings: settings, id: nodeID, secrets: secrets, adminPassword: adminPassword,
+                                       metricsRegistry: registry) { label in
                     var logger = Logger(label: label)
                     logger.logLevel = level
                     return logger

@@ -21,6 +21,8 @@ struct RunSettings: Sendable, Equatable {
     var adminPasswordFile: String?
     /// Client connections at once.
     var adminMaxClients: Int
+    /// Where Prometheus scrapes this peer's metrics (`GET /metrics`); nil: no endpoint.
+    var metrics: String?
     var peers: [String]
     var dataDirectory: String?
     /// `.memory` without a data directory; with one, `--durability` or `.batched()`.
@@ -56,6 +58,7 @@ struct RunSettings: Sendable, Equatable {
         var adminSocket: String?
         var adminPasswordFile: String?
         var adminMaxClients: String?
+        var metrics: String?
         var peers: [String] = []
         var dataDirectory: String?
         var durability: String?
@@ -140,6 +143,7 @@ struct RunSettings: Sendable, Equatable {
             adminSocket: adminSocket,
             adminPasswordFile: pick(flags.adminPasswordFile, "ADMIN_PASSWORD_FILE", "admin-password-file"),
             adminMaxClients: maxClients,
+            metrics: pick(flags.metrics, "METRICS", "metrics"),
             peers: peers,
             dataDirectory: dataDirectory,
             durability: durability,

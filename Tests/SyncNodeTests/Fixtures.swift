@@ -5,6 +5,7 @@ import DecideUV
 import Foundation
 import Logging
 import Synchronization
+import Prometheus
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -92,6 +93,7 @@ final class TestPeer: @unchecked Sendable {
     /// Starts peer `id`; `configure` adjusts the flags (listen and admin default to
     /// `127.0.0.1:0`). With a data directory, it is prepared as `syncnode run` does.
     init(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil, logs: LogCapture = LogCapture(),
+         metricsRegistry: PrometheusCollectorRegistry? = nil,
          configure: (inout RunSettings.Flags) -> Void = { _ in }) throws {
         var flags = RunSettings.Flags(listen: "127.0.0.1:0", admin: "127.0.0.1:0", peers: peers)
         flags.id = id
@@ -101,7 +103,8 @@ final class TestPeer: @unchecked Sendable {
         let settings = try RunSettings.resolve(flags: flags, environment: [:])
         if let directory = settings.dataDirectory { _ = try PeerFiles.prepareDataDirectory(directory, id: id) }
         self.logs = logs
-        process = try PeerProcess(settings: settings, id: id, secrets: try PeerFiles.readKeyring(settings), adminPassword: adminPassword) { label in
+        process = try PeerProcess(settings: settings, id: id, secrets: try PeerFiles.readKeyring(settings), adminPassword: adminPassword,
+                                  metricsRegistry: metricsRegistry) { label in
             logs.logger(label)
         }
     }
