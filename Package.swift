@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
@@ -55,6 +56,7 @@ let package = Package(
                 "CLibUV",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The Redis protocol (RESP2/RESP3) as pure values: request parser, reply writer and parser, glob patterns. No I/O.
@@ -89,6 +91,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // `make bench`: figures against baselines measured in the same run.
@@ -100,7 +103,10 @@ let package = Package(
         .testTarget(name: "DecideTests", dependencies: ["Decide", "DecideCore", "DecideTesting"]),
         .testTarget(name: "DecideUVTests", dependencies: ["DecideUV", "Decide", "DecideCore"]),
         // Multi-node behaviour: the seeded simulator and real loopback links.
-        .testTarget(name: "ReplicationTests", dependencies: ["Decide", "DecideCore", "DecideUV", "DecideSimulation", "DecideTesting"]),
+        .testTarget(name: "ReplicationTests", dependencies: [
+            "Decide", "DecideCore", "DecideUV", "DecideSimulation", "DecideTesting",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .testTarget(name: "DecideSimulationTests", dependencies: ["DecideSimulation", "Decide", "DecideCore"]),
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
         // syncnode's Redis-protocol endpoint, in-process against real sockets.

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import Prometheus
+import ServiceLifecycle
 import Synchronization
 
 extension SyncNode {
@@ -129,7 +130,6 @@ extension SyncNode {
                 return registry
             }
             signal(SIGPIPE, SIG_IGN)
-            let stopSignal = SignalWaiter(signals: [SIGINT, SIGTERM])
 
             let peer: PeerProcess
             do {
@@ -151,50 +151,18 @@ extension SyncNode {
             hangUp.setEventHandler { _ = peer.reloadSecrets(reason: "SIGHUP") }
             hangUp.resume()
             defer { hangUp.cancel() }
-            let received = await stopSignal.wait()
-            peer.logger.info("signal received", metadata: ["signal": "\(received == SIGTERM ? "SIGTERM" : "SIGINT")"])
-            await peer.stop()
-        }
-    }
-}
-
-/// Turns SIGINT/SIGTERM into an awaitable event instead of the default exit.
-final class SignalWaiter: @unchecked Sendable {  // sources are set once, in init
-    private let sources: [any DispatchSourceSignal]
-    private let state = Mutex<(received: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
-
-    init(signals: [Int32]) {
-        var sources: [any DispatchSourceSignal] = []
-        for number in signals {
-            signal(number, SIG_IGN)
-            sources.append(DispatchSource.makeSignalSource(signal: number, queue: .global()))
-        }
-        self.sources = sources
-        for (source, number) in zip(sources, signals) {
-            source.setEventHandler { [weak self] in self?.fire(number) }
-            source.resume()
-        }
-    }
-
-    private func fire(_ number: Int32) {
-        let waiter = state.withLock { state -> CheckedContinuation<Int32, Never>? in
-            guard state.received == nil else { return nil }
-            state.received = number
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: number)
-    }
-
-    /// Returns the first signal received (at once if one already arrived).
-    func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Int32? in
-                if let received = state.received { return received }
-                state.waiter = continuation
-                return nil
+            // SIGTERM and SIGINT end the group gracefully: the peer leaves through one path.
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: PeerService(peer: peer))],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: peer.logger))
+            do {
+                try await group.run()
+            } catch {
+                peer.logger.error("stopping after an error: \(error)")
+                await peer.stop()
+                throw ExitCode(1)
             }
-            if let ready { continuation.resume(returning: ready) }
         }
     }
 }
