@@ -2,14 +2,15 @@
 #   make deps    system packages the build and tests need (apt-get; idempotent, quick when present)
 #   make deps-python  the venv with the Python clients the integration tests use (.build-venv)
 #   make build   debug build of every module
-#   make test    unit tests, README example check, transport tests under ASan, a short fuzz run
+#   make test    unit tests, README example check, transport tests under ASan, a short fuzz run,
+#                the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
 #   make bench   release build, then every benchmark beside its baseline
 #   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
 #                with ten times the weeks-long tombstone scenarios of make test
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
-APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools curl
+APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools curl iproute2 iptables
 # The Python clients of the integration tests (redis-py), in a virtual environment of our own.
 VENV := .build-venv
 PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
@@ -56,7 +57,7 @@ unit-test: deps
 check-readme:
 	bash scripts/check-readme-example.sh
 
-test: unit-test check-readme test-transport-asan fuzz-smoke integration
+test: unit-test check-readme test-transport-asan fuzz-smoke integration chaos-smoke
 
 $(BENCH_BIN): deps FORCE
 	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench

@@ -1,0 +1,81 @@
+"""The checker of `make chaos` (Cluster/chaos.sh): reads the history of `syncnode put --wait 2`
+calls and the converged dump, and fails (exit 1) when the peers did not converge or an
+acknowledged write is lost.
+
+Under last-writer-wins a key's final entry must have a version at least that of every write
+acknowledged for it, and an entry of the same version must carry that write's value. Keys
+written once (`once[...]`) must hold exactly their one write when it was acknowledged.
+
+usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED
+"""
+import json
+import re
+import sys
+
+PUT = re.compile(r"^ok (?P<key>\S+) version (?P<ms>\d+)\.(?P<logical>\d+)@(?P<node>\S+)$")
+
+
+def version_key(ms, logical, node):
+    return (int(ms), int(logical), node.encode())
+
+
+def main():
+    history_path, dump_path, converged, seed = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
+    final = {}
+    with open(dump_path) as dump:
+        for line in dump:
+            entry = json.loads(line)
+            version = entry["version"]
+            final[entry["key"]] = (version_key(version["ms"], version["logical"], version["node"]),
+                                   None if entry["deleted"] else entry["value"])
+    acknowledged = unacknowledged = failed = 0
+    problems = []
+    once_keys = 0
+    with open(history_path) as history:
+        for record in history:
+            node, status, sent, output = record.rstrip("\n").split("\t", 3)
+            lines = [part for part in output.split("|") if part]
+            match = next((found for found in map(PUT.match, lines) if found), None)
+            if status != "0":
+                if status == "3" and match:
+                    unacknowledged += 1   # committed on its node, fewer than 2 peers said so in time
+                else:
+                    failed += 1           # refused or unreachable (a killed node): not committed
+                continue
+            if not match:
+                problems.append(f"n{node}: exit 0 without a version: {output}")
+                continue
+            acknowledged += 1
+            key = match["key"]
+            written = version_key(match["ms"], match["logical"], match["node"])
+            value = json.loads(sent)
+            if key.startswith("once["):
+                once_keys += 1
+            stored = final.get(key)
+            if stored is None:
+                problems.append(f"{key}: acknowledged at {written} by n{node}, missing after convergence")
+                continue
+            stored_version, stored_value = stored
+            if stored_version < written:
+                problems.append(f"{key}: acknowledged at {written}, final version is older: {stored_version}")
+            elif key.startswith("once[") and (stored_version != written or stored_value != value):
+                problems.append(f"{key}: written once ({value} at {written}), holds {stored_value!r} at {stored_version}")
+            elif stored_version == written and stored_value != value:
+                problems.append(f"{key}: same version {written}, value {stored_value!r} instead of {value!r}")
+    print(f"chaos: {acknowledged} acknowledged writes ({once_keys} to keys written once), "
+          f"{unacknowledged} committed without enough acknowledgements, {failed} refused or unreachable; "
+          f"{len(final)} keys after healing")
+    if not converged:
+        problems.insert(0, "the five peers did not converge to identical dumps within 90 s of healing")
+    if acknowledged == 0:
+        problems.append("no write was acknowledged: the run proves nothing")
+    if problems:
+        print(f"chaos: FAILED (seed {seed}; replay the nemesis with CHAOS_SEED={seed} make chaos):")
+        for problem in problems[:40]:
+            print("  " + problem)
+        sys.exit(1)
+    print(f"chaos: PASSED: converged, no acknowledged write lost (seed {seed})")
+
+
+if __name__ == "__main__":
+    main()
