@@ -30,8 +30,22 @@ final class ReplicationMetrics: Sendable {
     }
     private let published = Mutex(Published())
 
-    private let decisions, remoteDeltas, deltasSent, deltasDropped, deltasReceived, incomingDropped: Counter
-    private let walksFinished, walksAbandoned, walkEntries, walkBytes, linksUp, linksDown, violations: Counter
+    /// The engine's counts, each with its metric: published as the differences between ticks.
+    private static let engineCounts: [(label: String, extra: [(String, String)], count: @Sendable (ReplicatorState.Totals) -> UInt64)] = [
+        ("decide_deltas_sent_total", [], { $0.deltasQueued }),
+        ("decide_deltas_dropped_total", [], { $0.deltasDropped }),
+        ("decide_deltas_received_total", [], { $0.deltasApplied }),
+        ("decide_incoming_deltas_dropped_total", [], { $0.incomingDeltasDropped }),
+        ("decide_catchup_walks_total", [("outcome", "finished")], { $0.walksFinished }),
+        ("decide_catchup_walks_total", [("outcome", "abandoned")], { $0.walksAbandoned }),
+        ("decide_catchup_entries_total", [], { $0.walkEntriesReceived }),
+        ("decide_catchup_bytes_total", [], { $0.walkBytesReceived }),
+        ("decide_link_changes_total", [("change", "up")], { $0.linksUp }),
+        ("decide_link_changes_total", [("change", "down")], { $0.linksDown }),
+        ("decide_protocol_violations_total", [], { $0.protocolViolations }),
+    ]
+    private let engineCounters: [Counter]
+    private let decisions, remoteDeltas: Counter
     private let entries, tombstones, expiring, connected, known: Gauge
     private let lag: CoreMetrics.Timer
 
@@ -41,17 +55,7 @@ final class ReplicationMetrics: Sendable {
         dimensions = node
         decisions = Counter(label: "decide_decisions_total", dimensions: node)
         remoteDeltas = Counter(label: "decide_remote_deltas_applied_total", dimensions: node)
-        deltasSent = Counter(label: "decide_deltas_sent_total", dimensions: node)
-        deltasDropped = Counter(label: "decide_deltas_dropped_total", dimensions: node)
-        deltasReceived = Counter(label: "decide_deltas_received_total", dimensions: node)
-        incomingDropped = Counter(label: "decide_incoming_deltas_dropped_total", dimensions: node)
-        walksFinished = Counter(label: "decide_catchup_walks_total", dimensions: node + [("outcome", "finished")])
-        walksAbandoned = Counter(label: "decide_catchup_walks_total", dimensions: node + [("outcome", "abandoned")])
-        walkEntries = Counter(label: "decide_catchup_entries_total", dimensions: node)
-        walkBytes = Counter(label: "decide_catchup_bytes_total", dimensions: node)
-        linksUp = Counter(label: "decide_link_changes_total", dimensions: node + [("change", "up")])
-        linksDown = Counter(label: "decide_link_changes_total", dimensions: node + [("change", "down")])
-        violations = Counter(label: "decide_protocol_violations_total", dimensions: node)
+        engineCounters = Self.engineCounts.map { Counter(label: $0.label, dimensions: node + $0.extra) }
         entries = Gauge(label: "decide_entries", dimensions: node)
         tombstones = Gauge(label: "decide_tombstones", dimensions: node)
         expiring = Gauge(label: "decide_expiring_entries", dimensions: node)
@@ -84,17 +88,7 @@ final class ReplicationMetrics: Sendable {
             func add(_ counter: Counter, _ now: UInt64, _ then: UInt64) {
                 if now > then { counter.increment(by: Int64(clamping: now - then)) }
             }
-            add(deltasSent, totals.deltasQueued, before.deltasQueued)
-            add(deltasDropped, totals.deltasDropped, before.deltasDropped)
-            add(deltasReceived, totals.deltasApplied, before.deltasApplied)
-            add(incomingDropped, totals.incomingDeltasDropped, before.incomingDeltasDropped)
-            add(walksFinished, totals.walksFinished, before.walksFinished)
-            add(walksAbandoned, totals.walksAbandoned, before.walksAbandoned)
-            add(walkEntries, totals.walkEntriesReceived, before.walkEntriesReceived)
-            add(walkBytes, totals.walkBytesReceived, before.walkBytesReceived)
-            add(linksUp, totals.linksUp, before.linksUp)
-            add(linksDown, totals.linksDown, before.linksDown)
-            add(violations, totals.protocolViolations, before.protocolViolations)
+            for (counter, item) in zip(engineCounters, Self.engineCounts) { add(counter, item.count(totals), item.count(before)) }
             add(decisions, summary.committedDecisions, published.decisions)
             add(remoteDeltas, summary.appliedRemoteDeltas, published.remoteDeltas)
             published.totals = totals
