@@ -44,17 +44,19 @@ FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
 FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
 FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(wildcard Sources/DecideCore/*.swift) $(wildcard Sources/Decide/*.swift)
 DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
+# Decide also imports swift-metrics' CoreMetrics (ReplicationMetrics, the store's sync timer).
+DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
 
-$(DEBUG_LOGGING_MODULE): | deps
+$(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE): | deps
 	$(SWIFT) build
 
-$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(DEBUG_LOGGING_MODULE) | deps
+$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
 	mkdir -p $(FUZZ_ENGINE_MODULES)
-	cp $(DEBUG_LOGGING_MODULE) $(FUZZ_ENGINE_MODULES)/
+	cp $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) $(FUZZ_ENGINE_MODULES)/
 	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite $(FUZZ_ENGINE_FLAGS) \
-		$(FUZZ_ENGINE_SOURCES) .build/debug/Logging.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
+		$(FUZZ_ENGINE_SOURCES) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
 
 $(FUZZ_BIN): $(FUZZ_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
