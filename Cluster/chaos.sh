@@ -52,6 +52,10 @@ in_ns() { local node=$1; shift; ip netns exec "$(ns "$node")" "$@"; }
 cleanup() {
     for writer in "${WRITERS[@]}"; do kill "$writer" 2>/dev/null; done
     for node in "${NODES[@]}"; do stop_peer "$node" KILL; done
+    # Anything else still running inside our namespaces (they hold only what we started there).
+    for node in "${NODES[@]}"; do
+        ip netns pids "$(ns "$node")" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    done
     for node in "${NODES[@]}"; do ip netns del "$(ns "$node")" 2>/dev/null; done
     ip netns del "$HUB" 2>/dev/null
     return 0
