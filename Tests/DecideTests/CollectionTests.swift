@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import DecideCore
 import Foundation
 import Testing
@@ -86,7 +87,7 @@ import Testing
     }
 
     @Test func expiredElementsAndUndecodableOnesAreHandledAsSingleReadsAre() {
-        let clock = ManualClock(1_700_000_000_000)
+        let clock = TestClock(startMilliseconds: 1_700_000_000_000)
         let node = Fixture.node(clock: clock) { $0.expiryCheckIntervalMilliseconds = 60_000 }
         struct Expiring: Decision {
             func execute(read: StorageReader, write: StorageWriter) -> Effect {
@@ -100,7 +101,7 @@ import Testing
         node.decide(Expiring())
         #expect(node.elements(Messages.self).ids == [1, 2, 3])
         #expect(node.elements(Messages.self)[3] == "", "an undecodable value lists as its default")
-        clock.set(1_700_000_001_000)
+        clock.set(milliseconds: 1_700_000_001_000)
         #expect(node.elements(Messages.self).ids == [2, 3])
     }
 

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Foundation
 import Testing
 
@@ -31,12 +32,12 @@ import Testing
     static let start: UInt64 = 1_700_000_000_000
 
     /// A node whose own expiry timer stays out of the way (the test calls `expireDue`).
-    static func node(_ clock: ManualClock) -> Node {
+    static func node(_ clock: TestClock) -> Node {
         Fixture.node(clock: clock) { $0.expiryCheckIntervalMilliseconds = 60_000 }
     }
 
     @Test func anExpiredValueReadsAsItsDefaultAndObserversHearItOnce() async {
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = Self.node(clock)
         let seen = Recorder<String>()
         let subscription = node.subscribe(Fixture.Label.self) { seen.append($0) }
@@ -51,18 +52,18 @@ import Testing
         #expect(node.read(Fixture.Label.self) == "worker-1")
         #expect(node.read(Fixture.Quota.self, at: "worker-1") == 7)
 
-        clock.set(Self.start + 29_999)
+        clock.set(milliseconds: Self.start + 29_999)
         #expect(node.expireDue() == 0)
         #expect(node.read(Fixture.Label.self) == "worker-1")
 
-        clock.set(Self.start + 30_000)
+        clock.set(milliseconds: Self.start + 30_000)
         // Reads see it gone at once, before any sweep.
         #expect(node.read(Fixture.Label.self) == "untitled")
         #expect(node.read(Fixture.Quota.self, at: "worker-1") == 100)
         #expect(node.read { $0.entry(StateKey(name: Fixture.Label.name)) } == nil)
         #expect(node.expireDue() == 2)
         #expect(node.expireDue() == 0)
-        clock.set(Self.start + 90_000)
+        clock.set(milliseconds: Self.start + 90_000)
         #expect(node.expireDue() == 0, "each value expires once")
         #expect(await seen.wait { $0 == ["untitled", "worker-1", "untitled"] }, "\(seen.all)")
         #expect(origins.all == [.local, .expired, .expired])
@@ -71,35 +72,35 @@ import Testing
     }
 
     @Test func aRenewalIsAWriteAndTheOldInstantNoLongerCounts() {
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = Self.node(clock)
         node.decide(Lease(holder: "a", lifetime: .seconds(10)))
-        clock.set(Self.start + 8_000)
+        clock.set(milliseconds: Self.start + 8_000)
         node.decide(Lease(holder: "a", lifetime: .seconds(10)))
-        clock.set(Self.start + 12_000)
+        clock.set(milliseconds: Self.start + 12_000)
         #expect(node.expireDue() == 0)
         #expect(node.read(Fixture.Label.self) == "a")
-        clock.set(Self.start + 18_000)
+        clock.set(milliseconds: Self.start + 18_000)
         #expect(node.expireDue() == 2)
         // A write without a lifetime makes the key permanent again.
         node.set("b", into: Fixture.Label.self)
-        clock.set(Self.start + 10_000_000)
+        clock.set(milliseconds: Self.start + 10_000_000)
         #expect(node.read(Fixture.Label.self) == "b")
         #expect(node.entry(for: StateKey(name: Fixture.Label.name))?.expiresAtMilliseconds == nil)
     }
 
     @Test func aStateTypeCanGiveEveryWriteALifetime() {
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = Self.node(clock)
         node.decide(OpenSession(name: "s1"))
         #expect(node.entry(for: StateKey(name: Session.name))?.expiresAtMilliseconds == Self.start + 5_000)
-        clock.set(Self.start + 5_000)
+        clock.set(milliseconds: Self.start + 5_000)
         #expect(node.read(Session.self) == "")
     }
 
     @Test(arguments: [Duration.zero, .seconds(-1)])
     func aLifetimeThatIsNotPositiveAbortsTheDecision(_ lifetime: Duration) {
-        let node = Self.node(ManualClock(Self.start))
+        let node = Self.node(TestClock(startMilliseconds: Self.start))
         guard case .aborted(let reason) = node.decide(Lease(holder: "x", lifetime: lifetime)) else {
             Issue.record("expected an abort")
             return
@@ -109,22 +110,22 @@ import Testing
     }
 
     @Test func theNodesOwnTimerReportsExpiryWithoutReplication() async {
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = Fixture.node(clock: clock) { $0.expiryCheckIntervalMilliseconds = 5 }
         let seen = Recorder<String>()
         let subscription = node.subscribe(Fixture.Label.self) { seen.append($0) }
         defer { subscription.cancel() }
         node.decide(Lease(holder: "w", lifetime: .milliseconds(1)))
-        clock.set(Self.start + 1)
+        clock.set(milliseconds: Self.start + 1)
         #expect(await seen.wait { $0 == ["untitled", "w", "untitled"] }, "\(seen.all)")
     }
 
     @Test func collectionRemovesExpiredValuesAndKeepsLiveOnes() {
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = Self.node(clock)
         node.decide(Lease(holder: "a", lifetime: .seconds(1)))
         node.set(3, into: Fixture.Counter.self)
-        clock.set(Self.start + 1_000)
+        clock.set(milliseconds: Self.start + 1_000)
         let horizon = HLCTimestamp(physicalMilliseconds: Self.start + 10_000, logical: 0)
         #expect(node.collectTombstones(olderThan: horizon) == 2)
         #expect(node.stateSummary.entryCount == 1 && node.stateSummary.expiredCount == 0)
@@ -139,7 +140,7 @@ import Testing
     @Test func theStoreKeepsExpiryAcrossARestart() throws {
         let scratch = StorageTests.Scratch()
         defer { scratch.remove() }
-        let clock = ManualClock(Self.start)
+        let clock = TestClock(startMilliseconds: Self.start)
         let node = try StorageTests.open(scratch, durability: .strict, clock: clock)
         node.decide(Lease(holder: "a", lifetime: .seconds(60)))
         node.set(1, into: Fixture.Counter.self)
@@ -151,7 +152,7 @@ import Testing
         }
         #expect(reopened.entries() == before)
         #expect(reopened.read(Fixture.Label.self) == "a")
-        clock.set(Self.start + 60_000)
+        clock.set(milliseconds: Self.start + 60_000)
         #expect(reopened.read(Fixture.Label.self) == "untitled")
         #expect(reopened.expireDue() == 2)
         try reopened.close()

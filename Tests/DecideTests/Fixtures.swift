@@ -1,14 +1,7 @@
 import Decide
+import DecideTesting
 import Foundation
 import Synchronization
-
-/// Physical time a test sets by hand.
-final class ManualClock: PhysicalClock {
-    private let milliseconds: Atomic<UInt64>
-    init(_ start: UInt64 = 1_700_000_000_000) { milliseconds = Atomic(start) }
-    func nowMilliseconds() -> UInt64 { milliseconds.load(ordering: .relaxed) }
-    func set(_ value: UInt64) { milliseconds.store(value, ordering: .relaxed) }
-}
 
 enum Fixture {
     struct Counter: AtomicState {
@@ -41,7 +34,7 @@ enum Fixture {
         }
     }
 
-    static func node(_ id: String = "a", clock: ManualClock = ManualClock(), configure: (inout Node.Configuration) -> Void = { _ in }) -> Node {
+    static func node(_ id: String = "a", clock: TestClock = TestClock(), configure: (inout Node.Configuration) -> Void = { _ in }) -> Node {
         var configuration = Node.Configuration(id: id)
         configuration.clock = clock
         configure(&configuration)

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Observation
 import Synchronization
 import Testing
@@ -51,7 +52,7 @@ import Testing
         #expect(!Self.fires({ _ = model.counter }, when: { node.set("x", into: Banner.self) }))
         #expect(!Self.fires({ _ = model.counter }, when: { node.set(3, into: Fixture.Counter.self) }))
         // A replicated change is reported like a local one.
-        let origin = Fixture.node("b", clock: ManualClock(1_700_000_001_000))  // a second later: its write wins
+        let origin = Fixture.node("b", clock: TestClock(startMilliseconds: 1_700_000_001_000))  // a second later: its write wins
         let deltas = Recorder<Delta>()
         _ = origin.addCommitListener { deltas.append($0.delta) }
         origin.set(9, into: Fixture.Counter.self)

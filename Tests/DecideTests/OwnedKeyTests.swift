@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Foundation
 import Testing
 
@@ -74,7 +75,7 @@ import Testing
     }
 
     @Test func onlyARemovedMembersOwnedValuesAreCollected() throws {
-        let clock = ManualClock(1_700_000_000_000)
+        let clock = TestClock(startMilliseconds: 1_700_000_000_000)
         let node = Fixture.node("a", clock: clock)
         try node.apply(entries: [
             Self.remote("b", Self.presenceKey("api@b"), "up", owned: true),

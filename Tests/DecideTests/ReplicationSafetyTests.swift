@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Foundation
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func aCatchUpBatchRefusesOnlyTheDecisionsWhoseClocksAreTooFarAhead() throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let node = Fixture.node(clock: clock)
         let now = HLCTimestamp(physicalMilliseconds: clock.nowMilliseconds(), logical: 0)
         let ahead = HLCTimestamp(physicalMilliseconds: clock.nowMilliseconds() + 86_400_000, logical: 0)
@@ -107,10 +108,10 @@ import Testing
     }
 
     @Test func aWalkStartKeepsPaceWithRealTime() {
-        let clock = ManualClock()
+        let clock = TestClock()
         let node = Fixture.node(clock: clock)
         let first = node.walkStart.clock
-        clock.set(clock.nowMilliseconds() + 5_000)
+        clock.set(milliseconds: clock.nowMilliseconds() + 5_000)
         let second = node.walkStart.clock
         #expect(HLCTimestamp(rawValue: second).physicalMilliseconds == clock.nowMilliseconds())
         #expect(second > first)

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Testing
 
 /// Conflicting decisions made on different nodes, with their deltas applied in every order.
@@ -19,13 +20,13 @@ import Testing
     @Test func conflictingDecisionsResolveTheSameWayInEveryOrder() throws {
         for seed in UInt64(0)..<300 {
             var random = SplitMix64(seed: seed)
-            let clocks = (0..<3).map { _ in ManualClock(1_700_000_000_000 + UInt64.random(in: 0...3, using: &random)) }
+            let clocks = (0..<3).map { _ in TestClock(startMilliseconds: 1_700_000_000_000 + UInt64.random(in: 0...3, using: &random)) }
             let authors = ["a", "b", "c"].enumerated().map { index, id in Fixture.node(id, clock: clocks[index]) }
             let captured = Recorder<Delta>()
             for author in authors { _ = author.addCommitListener { if $0.origin == .local { captured.append($0.delta) } } }
             for round in 0..<6 {
                 let index = Int.random(in: 0...2, using: &random)
-                clocks[index].set(clocks[index].nowMilliseconds() + UInt64.random(in: 0...1, using: &random))
+                clocks[index].set(milliseconds: clocks[index].nowMilliseconds() + UInt64.random(in: 0...1, using: &random))
                 authors[index].decide(Claim(author: authors[index].id, round: round))
             }
             let deltas = captured.all
@@ -51,7 +52,7 @@ import Testing
     }
 
     @Test func aRemoteDeltaTooFarAheadIsRefusedWhole() {
-        let clock = ManualClock(1_000_000)
+        let clock = TestClock(startMilliseconds: 1_000_000)
         let node = Fixture.node("a", clock: clock) { $0.maxClockSkewMilliseconds = 5_000 }
         let ahead = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_005_001, logical: 0), node: "z")
         let delta = Delta(version: ahead, writes: [
@@ -63,7 +64,7 @@ import Testing
         #expect(throws: ClockError.self) { try node.apply(entries: delta.entries) }
         #expect(node.entries().isEmpty)
         // Within the bound it applies, and local versions then exceed it.
-        clock.set(1_000_002)
+        clock.set(milliseconds: 1_000_002)
         #expect((try? node.apply(delta)) == 2)
         let next = node.set(5, into: Fixture.Counter.self).version!
         #expect(next > ahead)
@@ -72,7 +73,7 @@ import Testing
     /// The replication engine applies a burst of peers' deltas under one hold of the lock: each
     /// still lands whole, in order, and the clock rule refuses only the delta that breaks it.
     @Test func aBatchOfDeltasAppliesEachWholeAndRefusesOnlyTheOneTooFarAhead() {
-        let clock = ManualClock(1_000_000)
+        let clock = TestClock(startMilliseconds: 1_000_000)
         let node = Fixture.node("a", clock: clock) { $0.maxClockSkewMilliseconds = 5_000 }
         let heard = Recorder<Delta>()
         _ = node.addCommitListener { heard.append($0.delta) }

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import Foundation
 import Testing
 
@@ -30,7 +31,7 @@ import Testing
     }
 
     static func open(
-        _ scratch: Scratch, id: String = "a", durability: Durability, clock: ManualClock = ManualClock(),
+        _ scratch: Scratch, id: String = "a", durability: Durability, clock: TestClock = TestClock(),
         configure: (inout Node.Configuration) -> Void = { _ in }
     ) throws(NodeConfigurationError) -> Node {
         var configuration = Node.Configuration(id: id)
@@ -49,7 +50,7 @@ import Testing
     func closeAndReopenRestoresEveryEntryTombstoneAndVersion(durability: Durability) throws {
         let scratch = Scratch()
         defer { scratch.remove() }
-        let clock = ManualClock(1_700_000_000_000)
+        let clock = TestClock(startMilliseconds: 1_700_000_000_000)
         let node = try Self.open(scratch, durability: durability, clock: clock)
         node.decide(Fixture.SetPair(value: 7))
         node.set("release", into: Fixture.Label.self)
@@ -74,7 +75,7 @@ import Testing
 
         // The clock went backwards while the node was down, by less than the skew bound:
         // versions must still grow.
-        clock.set(1_700_000_000_900 - 30_000)
+        clock.set(milliseconds: 1_700_000_000_900 - 30_000)
         let reopened = try Self.open(scratch, durability: durability, clock: clock)
         #expect(reopened.entries() == before)
         #expect(reopened.stateSummary.digest == summary.digest)
@@ -87,13 +88,13 @@ import Testing
         #expect(before.allSatisfy { $0.entry.version < next })
         // Stepped back by more than the bound: every version it could take is one its peers
         // would refuse, so it takes none and says why.
-        clock.set(1_600_000_000_000)
+        clock.set(milliseconds: 1_600_000_000_000)
         guard case .aborted(let reason) = reopened.set(9, into: Fixture.Counter.self) else {
             Issue.record("a node whose clock ran a day ahead of real time committed")
             return
         }
         #expect(reason.contains("ahead of its physical clock"))
-        clock.set(1_700_000_001_000)
+        clock.set(milliseconds: 1_700_000_001_000)
         #expect(reopened.set(10, into: Fixture.Counter.self).version != nil, "writes resume once real time catches up")
         try reopened.close()
     }
@@ -208,16 +209,16 @@ import Testing
     @Test func collectedTombstonesLeaveTheStoreAndTheClockStaysPastThem() throws {
         let scratch = Scratch()
         defer { scratch.remove() }
-        let clock = ManualClock(1_700_000_000_000)
+        let clock = TestClock(startMilliseconds: 1_700_000_000_000)
         let node = try Self.open(scratch, durability: .strict, clock: clock)
         node.set(5, into: Fixture.Mirror.self)
         node.set(1, into: Fixture.Counter.self)
-        clock.set(1_700_000_001_000)
+        clock.set(milliseconds: 1_700_000_001_000)
         let deleted = try #require(node.decide(Forget()).version)
         #expect(node.collectTombstones(olderThan: HLCTimestamp(physicalMilliseconds: 1_800_000_000_000, logical: 0)) == 2)
         try node.close()
 
-        clock.set(1_700_000_000_000)
+        clock.set(milliseconds: 1_700_000_000_000)
         let reopened = try Self.open(scratch, durability: .strict, clock: clock)
         #expect(reopened.entry(for: StateKey(name: Fixture.Mirror.name)) == nil)
         #expect(reopened.stateSummary.tombstoneCount == 0)
