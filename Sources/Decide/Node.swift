@@ -518,29 +518,29 @@ public final class Node: Sendable {
         _ collection: C.Type, handler: @escaping @Sendable (CollectionSnapshot<C>) -> Void
     ) -> Subscription {
         let name = core.withLock { $0.name(of: C.self, named: C.name) }
-        let last = Mutex<CollectionSnapshot<C>?>(nil)
-        return registerCollection(name: name, onFinish: nil) { [weak self] in
-            guard let snapshot = self?.elements(collection) else { return }
-            let changed = last.withLock { last -> Bool in
-                defer { last = snapshot }
-                return last != snapshot
-            }
-            if changed { handler(snapshot) }
-        }
+        return collectionSubscription(of: name, snapshot: { node in node.elements(collection) }, handler: handler)
     }
 
     /// Calls `handler` with the ids of `index` in order, then with the new list after each batch
     /// of changes, as `subscribe(_:handler:)` does for a collection.
     public func subscribe<I: IndexState>(_ index: I.Type, handler: @escaping @Sendable ([I.ID]) -> Void) -> Subscription {
         let name = core.withLock { $0.name(of: I.self, named: I.name) }
-        let last = Mutex<[I.ID]?>(nil)
+        return collectionSubscription(of: name, snapshot: { node in node.read(index) }, handler: handler)
+    }
+
+    /// The callback form of `collectionObservation`: each delivery batch builds a snapshot and
+    /// hands it on unless it equals the one before.
+    private func collectionSubscription<Snapshot: Sendable & Equatable>(
+        of name: String, snapshot: @escaping @Sendable (Node) -> Snapshot, handler: @escaping @Sendable (Snapshot) -> Void
+    ) -> Subscription {
+        let last = Mutex<Snapshot?>(nil)
         return registerCollection(name: name, onFinish: nil) { [weak self] in
-            guard let ids = self?.read(index) else { return }
+            guard let current = self.map(snapshot) else { return }
             let changed = last.withLock { last -> Bool in
-                defer { last = ids }
-                return last != ids
+                defer { last = current }
+                return last != current
             }
-            if changed { handler(ids) }
+            if changed { handler(current) }
         }
     }
 
