@@ -112,11 +112,10 @@ struct Handshake {
                                                   using: key(.proof, secret: secret, senderIsDialer: outbound))
         let identity = HandshakeMessage.encodeIdentity(clusterName: localHello.clusterName, nodeID: localHello.nodeID,
                                                        listenAddress: localHello.listenAddress)
-        // A fresh key per link and direction: the zero nonce is used once under it.
-        let sealed = try! ChaChaPoly.seal(identity, using: key(.identity, secret: secret, senderIsDialer: outbound),
-                                          nonce: ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12)),
-                                          authenticating: transcript(senderIsDialer: outbound))
-        return .send([HandshakeMessage.proof(Array(mac) + Array(sealed.ciphertext) + Array(sealed.tag)).encoded()])
+        // A fresh key per link and direction: nonce 0 is used once under it.
+        let sealed = LinkSealer.sealed(identity, key: key(.identity, secret: secret, senderIsDialer: outbound), number: 0,
+                                     authenticating: transcript(senderIsDialer: outbound))
+        return .send([HandshakeMessage.proof(Array(mac) + sealed).encoded()])
     }
 
     /// The peer's proof under any secret of the keyring, then its sealed identity.
@@ -131,18 +130,14 @@ struct Handshake {
             return .refuse(Refusal(code: .badProof, reason: "wrong cluster secret (proof did not verify)"),
                            log: "wrong cluster secret: a peer's proof did not verify under any secret of the keyring")
         }
-        let sealed = proof[WireProtocol.proofBytes...]
-        let split = sealed.endIndex - LinkSealer.overheadBytes
-        guard let box = try? ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12)),
-                                                  ciphertext: sealed[..<split], tag: sealed[split...]),
-              let plain = try? ChaChaPoly.open(box, using: key(.identity, secret: secret, senderIsDialer: senderIsDialer),
-                                               authenticating: transcript) else {
+        guard let plain = LinkSealer.opened(proof[WireProtocol.proofBytes...], key: key(.identity, secret: secret, senderIsDialer: senderIsDialer),
+                                          number: 0, authenticating: transcript) else {
             return .refuse(Refusal(code: .malformed, reason: "sealed identity did not open"),
                            log: "a peer proved the secret but its sealed identity did not open")
         }
         let identity: (String, String, String)
         do {
-            identity = try HandshakeMessage.parseIdentity(Array(plain))
+            identity = try HandshakeMessage.parseIdentity(plain)
         } catch {
             return .refuse(Refusal(code: .malformed, reason: "malformed identity: \(error)"), log: "malformed sealed identity: \(error)")
         }

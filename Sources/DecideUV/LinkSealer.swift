@@ -58,25 +58,40 @@ struct LinkSealer {
     }
 
     private mutating func sealRecord(_ plain: [UInt8]) -> [UInt8] {
-        let nonce = Self.nonce(sent)
-        sent += 1
+        defer { sent += 1 }
+        return Self.sealed(plain, key: sendKey, number: sent)
+    }
+
+    /// `plain` sealed with ChaCha20-Poly1305 under `key`, nonce `number` (`nonce(_:)`) and
+    /// additional data `aad`: the ciphertext, then the tag. The one sealing of the link layer: a
+    /// record, or a handshake's identity.
+    static func sealed(_ plain: [UInt8], key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8] {
         // Sealing with a valid key and a 12-byte nonce cannot fail.
-        let box = try! ChaChaPoly.seal(plain, using: sendKey, nonce: nonce)
+        let box = try! ChaChaPoly.seal(plain, using: key, nonce: nonce(number), authenticating: aad)
         var out = [UInt8]()
-        out.reserveCapacity(plain.count + Self.overheadBytes)
+        out.reserveCapacity(plain.count + overheadBytes)
         out.append(contentsOf: box.ciphertext)
         out.append(contentsOf: box.tag)
         return out
+    }
+
+    /// What `sealed` sealed with the same key, number and additional data; nil when `sealed` is
+    /// shorter than a tag or does not open.
+    static func opened(_ sealed: ArraySlice<UInt8>, key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8]? {
+        guard sealed.count >= overheadBytes else { return nil }
+        let split = sealed.endIndex - overheadBytes
+        guard let box = try? ChaChaPoly.SealedBox(nonce: nonce(number), ciphertext: sealed[..<split], tag: sealed[split...]) else {
+            return nil
+        }
+        return (try? ChaChaPoly.open(box, using: key, authenticating: aad)).map { Array($0) }
     }
 
     /// The frames of the next record received, or nil when it does not open (not the next
     /// record, or not sealed by the peer's key) or its frames are malformed (an empty frame, or
     /// one longer than `maxFrameBytes`).
     mutating func open(_ record: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
-        guard record.count > Self.overheadBytes else { return nil }
-        let split = record.count - Self.overheadBytes
-        guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(received), ciphertext: record[..<split], tag: record[split...]),
-              let plain = try? ChaChaPoly.open(box, using: receiveKey) else { return nil }
+        guard record.count > Self.overheadBytes,
+              let plain = Self.opened(record[...], key: receiveKey, number: received) else { return nil }
         received += 1
         var frames: [[UInt8]] = []
         var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
