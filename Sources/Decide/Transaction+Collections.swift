@@ -145,7 +145,7 @@ extension Transaction {
     }
 
     private static func ordered(_ lhs: (key: StateKey, position: IndexPosition), before rhs: (key: StateKey, position: IndexPosition)) -> Bool {
-        lhs.position != rhs.position ? lhs.position < rhs.position : lhs.key.element.lexicographicallyPrecedes(rhs.key.element)
+        IndexPosition.orders(lhs.position, lhs.key.element, before: rhs.position, rhs.key.element)
     }
 
     /// Removes `id` from index `I` (nothing when it is not there).

@@ -83,6 +83,12 @@ package struct IndexPosition: Hashable, Comparable, Sendable, CustomStringConver
         lhs.digits.lexicographicallyPrecedes(rhs.digits)
     }
 
+    /// The order of an index's elements, the same on every replica: by position, then (for equal
+    /// positions) by the element id's bytes.
+    package static func orders(_ lhs: IndexPosition, _ lhsElement: [UInt8], before rhs: IndexPosition, _ rhsElement: [UInt8]) -> Bool {
+        lhs != rhs ? lhs < rhs : lhsElement.lexicographicallyPrecedes(rhsElement)
+    }
+
     /// 16 lowercase hex digits per digit, joined by dots: fixed width, so the text sorts as the
     /// position does, and it reads well in a dump.
     package var encoded: String {

@@ -42,7 +42,7 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         for (name, elements) in byName {
             if elements.allSatisfy({ $0.position != nil }) {
                 let ordered = elements.sorted { lhs, rhs in
-                    lhs.position! != rhs.position! ? lhs.position! < rhs.position! : lhs.element.lexicographicallyPrecedes(rhs.element)
+                    IndexPosition.orders(lhs.position!, lhs.element, before: rhs.position!, rhs.element)
                 }
                 indexes[name] = ordered.map { String(decoding: $0.element, as: UTF8.self) }
             } else {
