@@ -8,6 +8,9 @@ struct ChangeLog {
     private(set) var sequence: UInt64 = 0
     private var ring: [StateKey] = []
     private let capacity: Int
+    /// Where the next key goes once the ring is full (`sequence % capacity`, kept as it moves so
+    /// a change costs no division).
+    private var next = 0
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -18,14 +21,17 @@ struct ChangeLog {
         sequence += 1
         if ring.count < capacity {
             ring.append(key)
+            next = ring.count == capacity ? 0 : ring.count
         } else {
-            ring[Int((sequence - 1) % UInt64(capacity))] = key
+            ring[next] = key
+            next = next + 1 == capacity ? 0 : next + 1
         }
     }
 
-    /// Records that every key of `keys` changed, in order.
-    mutating func record(_ keys: [StateKey]) {
-        for key in keys { record(key) }
+    /// Records that the key of every write of `writes` changed, in order.
+    mutating func record(_ writes: [PendingWrite]) {
+        // By index: `for write in writes` would copy each whole write (its value and typed value).
+        for index in writes.indices { record(writes[index].key) }
     }
 
     /// The keys changed after sequence number `after` (each once), or nil when more changes

@@ -177,7 +177,7 @@ public final class Node: Sendable {
         var tappedWrites: [Delta.Write] = []
         let (commit, effect, ticket, afterDisk) = core.withLock {
             core -> (Commit, Effect, UInt64, (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?) in
-            let transaction = core.transaction!
+            let transaction = core.transaction
             let physical = configuration.clock.nowMilliseconds()
             let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
             let effect = decision.execute(
@@ -208,17 +208,17 @@ public final class Node: Sendable {
             // cache are visited only when they hold something.
             withUnsafeMutablePointer(to: &core.table) { table in
                 for index in 0..<writes.count {
-                    let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.keys[index])
+                    let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
                 }
             }
             if core.observing || !core.decoded.isEmpty {
                 for index in 0..<writes.count {
-                    let key = writes.keys[index]
+                    let key = writes.key(at: index)
                     let entry = writes.entry(at: index, version: version)
                     // One copy of the typed value on each path: binding it first would copy the
                     // existential twice per write.
-                    if let decoded = writes.decoded[index] {
+                    if let decoded = writes.writes[index].decoded {
                         core.decoded.written(decoded, of: key, at: version)
                         notifyObservers(core, key: key, entry: entry, decoded: decoded, now: now)
                     } else {
@@ -226,16 +226,16 @@ public final class Node: Sendable {
                     }
                 }
             }
-            core.recordChanges(writes.keys)
+            core.recordChanges(writes.writes)
             core.committedDecisions += 1
             if tapping {
-                tappedWrites = writes.keys.indices.map { Delta.Write(key: writes.keys[$0], entry: writes.entry(at: $0, version: version)) }
+                tappedWrites = writes.writes.indices.map { Delta.Write(key: writes.key(at: $0), entry: writes.entry(at: $0, version: version)) }
             }
             var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
-            if !core.commitListeners.isEmpty || !core.durableListeners.isEmpty {
+            if core.listening {
                 let delta = CommittedDelta(
-                    delta: Delta(version: version, writes: writes.keys.indices.map { index in
-                        Delta.Write(key: writes.keys[index], entry: writes.entry(at: index, version: version))
+                    delta: Delta(version: version, writes: writes.writes.indices.map { index in
+                        Delta.Write(key: writes.key(at: index), entry: writes.entry(at: index, version: version))
                     }),
                     origin: .local)
                 for listener in core.commitListeners.values { listener(delta) }
@@ -248,7 +248,7 @@ public final class Node: Sendable {
             var ticket: UInt64 = 0
             if persists {
                 ticket = storage.append(StorageBatch(
-                    changes: writes.keys.indices.map { .upsert(writes.keys[$0], writes.entry(at: $0, version: version)) },
+                    changes: writes.writes.indices.map { .upsert(writes.key(at: $0), writes.entry(at: $0, version: version)) },
                     clock: core.clock.last))
                 // Strict: anti-entropy must not hand it on either until it is on disk.
                 if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
@@ -393,7 +393,7 @@ public final class Node: Sendable {
     /// short; it holds the node.
     public func read<T>(_ body: (StorageReader) -> T) -> T {
         core.withLock { core in
-            let transaction = core.transaction!
+            let transaction = core.transaction
             let generation = transaction.begin(atMilliseconds: hybridNow(core))
             defer { transaction.end() }
             return body(StorageReader(transaction: transaction, generation: generation))

@@ -1,18 +1,26 @@
 import DecideCore
 
+/// One write of the decision running now: the key, its encoded value (nil deletes it), the typed
+/// value it came from when it had one (for the decoded cache and observers), and its expiry
+/// and ownership.
+struct PendingWrite {
+    let key: StateKey
+    var value: [UInt8]?
+    var decoded: (any Sendable)?
+    var options: WriteOptions
+}
+
 /// The writes of the decision running now, one per key (a later write to a key replaces the
-/// earlier), in first-write order. Kept as parallel arrays so the commit reads each part without
-/// copying the others, and as a value type so each write is one mutation of the transaction.
+/// earlier), in first-write order. One array of `PendingWrite` records, reused from decision to
+/// decision: clearing it is one pass over one buffer whose element type has its own (specialised)
+/// value witnesses. Parallel arrays of optionals cost a generic `Optional` witness call per
+/// element to copy and to destroy, and a `replaceSubrange` per array to clear — together a
+/// quarter of a one-write decision (callgrind, docs/benchmarks.md).
 struct PendingWrites {
-    private(set) var keys: [StateKey] = []
-    /// The encoded value of each key (nil deletes it).
-    private(set) var values: [[UInt8]?] = []
-    /// The typed value each write came from, when it had one (for the decoded cache and observers).
-    private(set) var decoded: [(any Sendable)?] = []
-    /// Each write's expiry and ownership, parallel to `keys`; empty while no write of the
-    /// decision expires or is owned (most decisions), so they pay nothing for it.
-    private(set) var options: [WriteOptions] = []
-    /// Built only for decisions with many writes; small ones search `keys` linearly.
+    private(set) var writes: [PendingWrite] = []
+    /// Whether any write of the decision expires or is owned (most decisions: none).
+    private var hasOptions = false
+    /// Built only for decisions with many writes; small ones search `writes` linearly.
     private var positions: [StateKey: Int] = [:]
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
     /// size check at commit is one addition.
@@ -31,27 +39,30 @@ struct PendingWrites {
         nodeBytes = nodeID.utf8.count
     }
 
-    var count: Int { keys.count }
-    var isEmpty: Bool { keys.isEmpty }
+    var count: Int { writes.count }
+    var isEmpty: Bool { writes.isEmpty }
+
+    /// The key of the write at `index`.
+    func key(at index: Int) -> StateKey { writes[index].key }
 
     /// The bytes `Node.decisionBytes` counts for these writes.
     var decisionBytes: Int { 16 + nodeBytes + entryBytes }
 
     mutating func removeAll() {
         if !indexOrders.isEmpty { indexOrders.removeAll() }
-        guard !keys.isEmpty else { return }
-        keys.removeAll(keepingCapacity: true)
-        values.removeAll(keepingCapacity: true)
-        decoded.removeAll(keepingCapacity: true)
-        if !options.isEmpty { options.removeAll(keepingCapacity: true) }
+        guard !writes.isEmpty else { return }
+        // One `removeLast` per write: `removeAll(keepingCapacity:)` is a generic
+        // `replaceSubrange`, ~650 instructions for the one or ten writes of a usual decision.
+        while !writes.isEmpty { writes.removeLast() }
         if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
+        hasOptions = false
         entryBytes = 0
     }
 
     /// Where `key` was written in this decision, if it was.
     func position(of key: StateKey) -> Int? {
-        if keys.count > Self.linearSearchLimit { return positions[key] }
-        for index in keys.indices where keys[index].stableHash == key.stableHash && keys[index] == key {
+        if writes.count > Self.linearSearchLimit { return positions[key] }
+        for index in writes.indices where writes[index].key.stableHash == key.stableHash && writes[index].key == key {
             return index
         }
         return nil
@@ -59,59 +70,54 @@ struct PendingWrites {
 
     /// Records a write of `key` (replacing an earlier one of it); false, recording nothing, when
     /// it is a new key and `maxKeys` are already written.
-    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?,
+    /// `value` and `typed` are consumed: they move into the record instead of being copied
+    /// (an `Optional` existential's copy and destroy are generic witness calls, ~180 instructions
+    /// a write).
+    mutating func set(_ key: StateKey, value: consuming [UInt8]?, decoded typed: consuming (any Sendable)?,
                       options writeOptions: WriteOptions = .plain, maxKeys: Int) -> Bool {
         let existing = position(of: key)
-        guard existing != nil || keys.count < maxKeys else { return false }
+        guard existing != nil || writes.count < maxKeys else { return false }
         if !indexOrders.isEmpty, !key.element.isEmpty { indexOrders[key.name] = nil }
-        set(key, value: value, decoded: typed, at: existing)
-        setOptions(value == nil ? .plain : writeOptions, at: existing ?? keys.count - 1)
+        let options = value == nil ? WriteOptions.plain : writeOptions
+        if options != .plain { hasOptions = true }
+        set(key, value: value, decoded: typed, options: options, at: existing)
         return true
     }
 
     /// Whether any write of the decision expires.
-    var expires: Bool { !options.isEmpty && options.contains { $0.expiry != .never } }
+    var expires: Bool { hasOptions && writes.contains { $0.options.expiry != .never } }
 
     /// The entry the write at `index` stores under `version` (its lifetime counted from the
     /// version's timestamp).
     func entry(at index: Int, version: Version) -> Entry {
-        guard !options.isEmpty else { return Entry(version: version, value: values[index]) }
-        let option = options[index]
-        return Entry(version: version, value: values[index],
-                     expiresAtMilliseconds: option.expiry.instant(committedAt: version.timestamp), ownedByWriter: option.owned)
-    }
-
-    private mutating func setOptions(_ writeOptions: WriteOptions, at index: Int) {
-        if options.isEmpty {
-            if writeOptions == .plain { return }
-            options = [WriteOptions](repeating: .plain, count: keys.count)
-        } else if options.count < keys.count {
-            options.append(.plain)
-        }
-        options[index] = writeOptions
+        guard hasOptions else { return Entry(version: version, value: writes[index].value) }
+        let write = writes[index]
+        return Entry(version: version, value: write.value,
+                     expiresAtMilliseconds: write.options.expiry.instant(committedAt: version.timestamp),
+                     ownedByWriter: write.options.owned)
     }
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
-    mutating func set(_ key: StateKey, value: [UInt8]?, decoded typed: (any Sendable)?, at existing: Int?) {
+    private mutating func set(_ key: StateKey, value: consuming [UInt8]?, decoded typed: consuming (any Sendable)?,
+                              options: WriteOptions, at existing: Int?) {
         func bytes(_ value: [UInt8]?) -> Int {
             WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
                                            nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
         }
         if let existing {
-            entryBytes += bytes(value) - bytes(values[existing])
-            values[existing] = value
-            decoded[existing] = typed
+            entryBytes += bytes(value) - bytes(writes[existing].value)
+            writes[existing].value = value
+            writes[existing].decoded = typed
+            writes[existing].options = options
             return
         }
         entryBytes += bytes(value)
-        keys.append(key)
-        values.append(value)
-        decoded.append(typed)
-        if keys.count > Self.linearSearchLimit {
+        writes.append(PendingWrite(key: key, value: value, decoded: typed, options: options))
+        if writes.count > Self.linearSearchLimit {
             if positions.isEmpty {
-                for (index, item) in keys.enumerated() { positions[item] = index }
+                for (index, write) in writes.enumerated() { positions[write.key] = index }
             } else {
-                positions[key] = keys.count - 1
+                positions[key] = writes.count - 1
             }
         }
     }

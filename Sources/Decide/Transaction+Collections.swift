@@ -14,10 +14,9 @@ extension Transaction {
             guard let bytes = entry.value, core.isVisible(entry, now: now) else { continue }
             present.append((key, bytes, entry.version, nil))
         }
-        for index in pending.keys.indices {
-            let key = pending.keys[index]
-            guard !key.element.isEmpty, key.name == name, let bytes = pending.values[index] else { continue }
-            present.append((key, bytes, nil, pending.decoded[index]))
+        for write in pending.writes {
+            guard !write.key.element.isEmpty, write.key.name == name, let bytes = write.value else { continue }
+            present.append((write.key, bytes, nil, write.decoded))
         }
         return present
     }
@@ -152,7 +151,7 @@ extension Transaction {
     func remove<I: IndexState>(_ id: I.ID, from index: I.Type) {
         guard let element = try? ValueCoding.encode(id) else { return }  // an id that cannot be encoded is in no index
         let key = core.key(of: I.self, named: I.name, element: element)
-        let present = pending.position(of: key).map { pending.values[$0] != nil } ?? (entry(for: key)?.value != nil)
+        let present = pending.position(of: key).map { pending.writes[$0].value != nil } ?? (entry(for: key)?.value != nil)
         guard present else { return }
         var order = pending.indexOrders[key.name]
         store(key, nil, decoded: nil)

@@ -8,7 +8,12 @@ final class Transaction: @unchecked Sendable {
     let logger: Logger
     private(set) var generation: UInt64 = 0
     private(set) var isOpen = false
-    var pending: PendingWrites
+    /// Touched on every write: kept `InPlace` (no exclusivity check per access).
+    private let pendingStorage: InPlace<PendingWrites>
+    var pending: PendingWrites {
+        _read { yield pendingStorage.value }
+        _modify { yield &pendingStorage.value }
+    }
     /// Why the decision must abort (the first reason found), or nil.
     var failure: String?
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
@@ -21,8 +26,10 @@ final class Transaction: @unchecked Sendable {
         self.core = core
         self.logger = logger
         self.limits = limits
-        self.pending = PendingWrites(nodeID: core.nodeID)
+        self.pendingStorage = InPlace(PendingWrites(nodeID: core.nodeID))
     }
+
+    deinit { pendingStorage.release() }
 
     /// Opens the transaction for a decision or snapshot read at hybrid-clock instant `now`.
     func begin(atMilliseconds now: UInt64) -> UInt64 {
@@ -65,8 +72,8 @@ final class Transaction: @unchecked Sendable {
     /// default" (absent, deleted, or not decodable).
     private func value<Value: Decodable & Sendable>(of key: StateKey, as type: Value.Type) -> Value? {
         if let index = pending.position(of: key) {
-            if let decoded = pending.decoded[index] as? Value { return decoded }
-            guard let bytes = pending.values[index] else { return nil }
+            if let decoded = pending.writes[index].decoded as? Value { return decoded }
+            guard let bytes = pending.writes[index].value else { return nil }
             return decode(type, bytes, key: key)
         }
         guard let entry = core.entry(for: key), let bytes = entry.value, core.isVisible(entry, now: now) else { return nil }
@@ -148,7 +155,7 @@ final class Transaction: @unchecked Sendable {
 
     /// One access to `pending` per write: each access to a class property is a dynamic
     /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
-    func store(_ key: StateKey, _ value: [UInt8]?, decoded: (any Sendable)?, options: WriteOptions = .plain) {
+    func store(_ key: StateKey, _ value: consuming [UInt8]?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"

@@ -1,6 +1,7 @@
 /// A value per state type a node has seen, by the type's metadata pointer: an open-addressing
 /// table with a multiplicative hash, since this lookup runs on every read and write and
-/// `Dictionary`'s seeded hashing costs more than the rest of it.
+/// `Dictionary`'s seeded hashing costs more than the rest of it. A type slot of 0 is free (no
+/// type's metadata lives at address 0).
 struct TypeTable<Value> {
     private var types: [UInt] = []
     private var values: [Value?] = []
@@ -10,9 +11,10 @@ struct TypeTable<Value> {
     func value(for id: ObjectIdentifier) -> Value? {
         guard count > 0 else { return nil }
         let raw = UInt(bitPattern: id)
+        // Types first: a slot's value is copied (retained) only for the one that matches.
         var slot = Self.slot(of: raw, in: types.count)
-        while let value = values[slot] {
-            if types[slot] == raw { return value }
+        while types[slot] != 0 {
+            if types[slot] == raw { return values[slot] }
             slot = (slot + 1) & (types.count - 1)
         }
         return nil
@@ -26,7 +28,7 @@ struct TypeTable<Value> {
     }
 
     private mutating func grow() {
-        let old = zip(types, values).compactMap { type, value in value.map { (type, $0) } }
+        let old = zip(types, values).compactMap { type, value in type == 0 ? nil : value.map { (type, $0) } }
         let capacity = max(16, types.count * 2)
         types = [UInt](repeating: 0, count: capacity)
         values = [Value?](repeating: nil, count: capacity)
@@ -36,7 +38,7 @@ struct TypeTable<Value> {
     /// Puts `value` in the first free slot of `type`'s probe sequence.
     private mutating func place(_ value: Value, for type: UInt) {
         var slot = Self.slot(of: type, in: types.count)
-        while values[slot] != nil { slot = (slot + 1) & (types.count - 1) }
+        while types[slot] != 0 { slot = (slot + 1) & (types.count - 1) }
         types[slot] = type
         values[slot] = value
     }

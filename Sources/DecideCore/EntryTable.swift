@@ -186,7 +186,9 @@ public struct EntryTable: Sendable {
             let meta = Self.meta(of: entry)
             records.withUnsafeMutableBufferPointer { records in
                 records[position].timestamp = entry.version.timestamp
-                records[position].value = entry.value
+                // Bound first: assigning `entry.value` as an optional copies it through the generic
+                // `Optional` value witness (~120 instructions a write); an array copy is one retain.
+                if let bytes = entry.value { records[position].value = bytes } else { records[position].value = nil }
                 records[position].contribution = contribution
                 records[position].node = node
                 records[position].meta = meta

@@ -13,6 +13,9 @@ public struct StateDigest: Hashable, Sendable {
     public let depth: Int
     /// Level 0 is the root; level `depth` the leaves; all levels stored one after another.
     private var nodes: [UInt64]
+    /// Where the leaves start in `nodes`, found once: every write needs it, and computing it
+    /// takes an integer division.
+    private let leafOffset: Int
 
     /// Trees must match in shape to be compared; the default has 65,536 leaves (69,905 nodes, 546 KiB).
     public init(fanoutBits: Int = 4, depth: Int = 4) {
@@ -22,6 +25,7 @@ public struct StateDigest: Hashable, Sendable {
         var total = 0
         for level in 0...depth { total += 1 << (fanoutBits * level) }
         nodes = [UInt64](repeating: 0, count: total)
+        leafOffset = ((1 << (fanoutBits * depth)) - 1) / ((1 << fanoutBits) - 1)
     }
 
     /// The digest of the whole state: equal on two nodes (up to hash collisions) iff their
@@ -84,7 +88,7 @@ public struct StateDigest: Hashable, Sendable {
         // The leaf's offset, then each parent's: the offset of level l - 1 is (offset(l) - 1) >> fanoutBits,
         // since offset(l) = 1 + F * offset(l - 1). One bounds check for the leaf covers the rest.
         let shift = fanoutBits
-        var levelOffset = offset(ofLevel: depth)
+        var levelOffset = leafOffset
         var index = bucket
         precondition(levelOffset + index < nodes.count, "bucket outside the digest")
         nodes.withUnsafeMutableBufferPointer { nodes in

@@ -39,16 +39,66 @@ import Testing
                 let value: [UInt8]? = random.next() % 5 == 0 ? nil : [UInt8](repeating: 7, count: Int(random.next() % 40))
                 let existing = pending.position(of: key)
                 #expect((existing != nil) == (latest[key] != nil))
-                pending.set(key, value: value, decoded: nil, at: existing)
+                let recorded = pending.set(key, value: value, decoded: nil, maxKeys: .max)
+                #expect(recorded)
                 if latest[key] == nil { order.append(key) }
                 latest[key] = .some(value)
             }
-            #expect(pending.keys == order)
-            #expect(pending.values == order.map { latest[$0]! })
+            #expect(pending.writes.map(\.key) == order)
+            #expect(pending.writes.map(\.value) == order.map { latest[$0]! })
             let expected = Node.decisionBytes(nodeID: "node-\(seed)", writes: order.map { ($0, latest[$0]!) })
             #expect(pending.decisionBytes == expected)
             pending.removeAll()
             #expect(pending.isEmpty && pending.decisionBytes == Node.decisionBytes(nodeID: "node-\(seed)", writes: []))
+        }
+    }
+
+    /// A decision over the key limit records nothing for the new key; an expiring write makes the
+    /// decision expire until the writes are cleared.
+    @Test func pendingWritesRefuseANewKeyPastTheLimitAndTrackExpiry() {
+        var pending = PendingWrites(nodeID: "n")
+        var recorded: [Bool] = []
+        recorded.append(pending.set(StateKey(name: "a"), value: [1], decoded: nil, maxKeys: 2))
+        recorded.append(pending.set(StateKey(name: "b"), value: [2], decoded: nil,
+                                    options: WriteOptions(expiry: .after(milliseconds: 5)), maxKeys: 2))
+        #expect(pending.expires)
+        recorded.append(pending.set(StateKey(name: "c"), value: [3], decoded: nil, maxKeys: 2))
+        recorded.append(pending.set(StateKey(name: "a"), value: [4], decoded: nil, maxKeys: 2))
+        #expect(recorded == [true, true, false, true])
+        #expect(pending.writes.map(\.value) == [[4], [2]])
+        pending.removeAll()
+        #expect(!pending.expires && pending.isEmpty)
+        let again = pending.set(StateKey(name: "c"), value: [3], decoded: nil, maxKeys: 2)
+        #expect(again && !pending.expires)
+    }
+
+    /// The change ring answers like the whole history it summarises, across many wraps: the keys
+    /// changed after any sequence number it still covers, newest first and each once; nil beyond.
+    @Test func changeLogAnswersLikeTheWholeHistory() {
+        for capacity in [1, 2, 3, 7, 64] {
+            var random = SplitMix64(seed: UInt64(capacity))
+            var log = ChangeLog(capacity: capacity)
+            var history: [StateKey] = []
+            for step in 0..<(capacity * 9 + 5) {
+                let key = StateKey(name: "k\(random.next() % UInt64(capacity + 3))")
+                if step % 2 == 0 {
+                    log.record(key)
+                } else {
+                    log.record([PendingWrite(key: key, value: nil, decoded: nil, options: .plain)])
+                }
+                history.append(key)
+                #expect(log.sequence == UInt64(history.count))
+                for after in 0...history.count {
+                    let answer = log.keys(after: UInt64(after))
+                    guard history.count - after <= capacity else {
+                        #expect(answer == nil)
+                        continue
+                    }
+                    var expected: [StateKey] = []
+                    for key in history[after...].reversed() where !expected.contains(key) { expected.append(key) }
+                    #expect(answer == expected)
+                }
+            }
         }
     }
 }

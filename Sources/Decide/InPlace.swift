@@ -1,0 +1,52 @@
+/// A value the node's locked state touches on every decision or write, kept where reading and
+/// changing it costs no dynamic exclusivity check in release builds.
+///
+/// A stored `var` of a class costs a dynamic exclusivity check on every access
+/// (`swift_beginAccess`, about 80 instructions with its thread-local lookup: a quarter of a
+/// write's own work in the core benchmark, docs/benchmarks.md). In release builds an `InPlace`
+/// is a `let` holding the value's heap address, reached through addressors; in debug builds
+/// (every test run) it is a class box whose stored `var` keeps Swift's checks, so an
+/// overlapping access is still caught where it can be.
+///
+/// Guarantees nothing about exclusivity itself: every `InPlace` in Decide belongs to `NodeCore`
+/// or its `Transaction` and is touched only while the node's lock is held, which is what makes
+/// the unchecked access sound. The owner calls `release()` exactly once, in its `deinit`.
+struct InPlace<Value>: @unchecked Sendable {
+    #if DEBUG
+    private final class Box {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
+    private let box: Box
+
+    init(_ value: Value) { box = Box(value) }
+
+    /// The value, in place: `inPlace.value.mutate()` changes it without a copy.
+    var value: Value {
+        _read { yield box.value }
+        nonmutating _modify { yield &box.value }
+    }
+
+    /// Ends the value's life (a no-op in debug builds, where the box does).
+    func release() {}
+    #else
+    private let address: UnsafeMutablePointer<Value>
+
+    init(_ value: Value) {
+        address = .allocate(capacity: 1)
+        address.initialize(to: value)
+    }
+
+    /// The value, in place: `inPlace.value.mutate()` changes it without a copy.
+    var value: Value {
+        unsafeAddress { UnsafePointer(address) }
+        nonmutating unsafeMutableAddress { address }
+    }
+
+    /// Ends the value's life and frees its storage; nothing may touch it afterwards.
+    func release() {
+        address.deinitialize(count: 1)
+        address.deallocate()
+    }
+    #endif
+}
