@@ -405,7 +405,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         lastBroadcast.withLock { $0 = max($0, timestamp) }
         // Sorted: the order of sends must not depend on hashing (the simulator replays seeds).
         let connections = state.withLock { state in
-            let connections = state.peers.keys.sorted { $0.rawValue < $1.rawValue }
+            var connections = Array(state.peers.keys)
+            if connections.count > 1 { connections.sort { $0.rawValue < $1.rawValue } }
             // In place: copying a `Link` out and back costs its dictionaries' reference counts.
             for connection in connections {
                 state.deltaCounts[connection, default: .init()].noteQueued(timestamp)

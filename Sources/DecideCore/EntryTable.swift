@@ -120,8 +120,12 @@ public struct EntryTable: Sendable {
     /// before (a node's own writes, a peer's batch), so they skip `nodeNumbers`.
     private var latestNode: UInt32 = 0
     /// The record numbers of each digest leaf's keys, so anti-entropy reads a differing leaf
-    /// without a scan.
-    private var bucketMembers: [[UInt32]]
+    /// without a scan: a list threaded through the records, newest first. `bucketHeads[leaf]` is
+    /// its first record's number + 1 (0: empty), `bucketNext[record]` the next one's (0: end).
+    /// Four bytes a record and four a leaf, and an insert allocates nothing (an array per leaf
+    /// cost a reallocation on most of a fresh key's inserts and ~12 bytes a key).
+    private var bucketHeads: [UInt32]
+    private var bucketNext: ContiguousArray<UInt32> = []
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
@@ -155,7 +159,7 @@ public struct EntryTable: Sendable {
 
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
-        self.bucketMembers = [[UInt32]](repeating: [], count: digest.width(ofLevel: digest.depth))
+        self.bucketHeads = [UInt32](repeating: 0, count: digest.width(ofLevel: digest.depth))
         self.index = [UInt32](repeating: 0, count: 16)
     }
 
@@ -217,7 +221,9 @@ public struct EntryTable: Sendable {
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
-            bucketMembers[digest.bucket(of: key)].append(number)
+            let bucket = digest.bucket(of: key)
+            bucketNext.append(bucketHeads[bucket])
+            bucketHeads[bucket] = number + 1
             outcome = .inserted
             if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
         }
@@ -323,10 +329,58 @@ public struct EntryTable: Sendable {
     }
 
     /// The keys in digest leaf `bucket`.
-    public func keys(inBucket bucket: Int) -> [StateKey] { bucketMembers[bucket].map { key(of: records[Int($0)]) } }
+    public func keys(inBucket bucket: Int) -> [StateKey] { members(ofBucket: bucket).map { key(of: records[$0]) } }
 
     /// The number of digest leaves: the buckets `liveKeys(fromBucket:...)` walks.
-    public var bucketCount: Int { bucketMembers.count }
+    public var bucketCount: Int { bucketHeads.count }
+
+    /// The record numbers in digest leaf `bucket`, newest first.
+    private func members(ofBucket bucket: Int) -> [Int] {
+        var numbers: [Int] = []
+        var next = bucketHeads[bucket]
+        while next != 0 {
+            numbers.append(Int(next - 1))
+            next = bucketNext[Int(next - 1)]
+        }
+        return numbers
+    }
+
+    /// Takes record `number` out of its leaf's list.
+    private mutating func unlink(_ number: Int, fromBucket bucket: Int) {
+        let target = UInt32(number + 1)
+        if bucketHeads[bucket] == target {
+            bucketHeads[bucket] = bucketNext[number]
+            return
+        }
+        var current = bucketHeads[bucket]
+        while current != 0 {
+            if bucketNext[Int(current - 1)] == target {
+                bucketNext[Int(current - 1)] = bucketNext[number]
+                return
+            }
+            current = bucketNext[Int(current - 1)]
+        }
+        preconditionFailure("record \(number) is not in digest leaf \(bucket)'s list")
+    }
+
+    /// Record `from` moves to number `to`: the link naming it in leaf `bucket` names `to` instead.
+    private mutating func renumber(_ from: Int, to: Int, inBucket bucket: Int) {
+        let old = UInt32(from + 1)
+        bucketNext[to] = bucketNext[from]
+        if bucketHeads[bucket] == old {
+            bucketHeads[bucket] = UInt32(to + 1)
+            return
+        }
+        var current = bucketHeads[bucket]
+        while current != 0 {
+            if bucketNext[Int(current - 1)] == old {
+                bucketNext[Int(current - 1)] = UInt32(to + 1)
+                return
+            }
+            current = bucketNext[Int(current - 1)]
+        }
+        preconditionFailure("record \(from) is not in digest leaf \(bucket)'s list")
+    }
 
     /// The keys holding a value (not tombstones, not expired at `now`, not of a hidden owner) in digest leaves from `bucket` on, leaf by
     /// leaf, stopping after the leaf where `minimumKeys` were reached or after `maximumBuckets`
@@ -337,10 +391,13 @@ public struct EntryTable: Sendable {
                          atMilliseconds now: UInt64) -> (keys: [StateKey], next: Int) {
         var keys: [StateKey] = []
         var next = max(0, bucket)
-        let end = min(bucketMembers.count, next + max(1, maximumBuckets))
+        let end = min(bucketHeads.count, next + max(1, maximumBuckets))
         while next < end && keys.count < minimumKeys {
-            for number in bucketMembers[next] where isReadable(records[Int(number)], at: now) {
-                keys.append(key(of: records[Int(number)]))
+            var member = bucketHeads[next]
+            while member != 0 {
+                let record = records[Int(member - 1)]
+                if isReadable(record, at: now) { keys.append(key(of: record)) }
+                member = bucketNext[Int(member - 1)]
             }
             next += 1
         }
@@ -349,16 +406,16 @@ public struct EntryTable: Sendable {
 
     /// Every stored (key, slot) whose key falls in digest leaf `bucket`, without a scan.
     public func slots(inBucket bucket: Int) -> [(key: StateKey, slot: Slot)] {
-        bucketMembers[bucket].map { number in
-            let record = records[Int(number)]
+        members(ofBucket: bucket).map { number in
+            let record = records[number]
             return (key: key(of: record), slot: Slot(entry: entry(of: record), contribution: record.contribution))
         }
     }
 
     /// Every stored (key, entry) whose key falls in digest leaf `bucket`, without a scan.
     public func entries(inBucket bucket: Int) -> [(key: StateKey, entry: Entry)] {
-        bucketMembers[bucket].map { number in
-            let record = records[Int(number)]
+        members(ofBucket: bucket).map { number in
+            let record = records[number]
             return (key: key(of: record), entry: entry(of: record))
         }
     }
@@ -549,7 +606,7 @@ public struct EntryTable: Sendable {
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)
         if record.name != Self.inlineName { releaseName(record.name, of: position) }
-        if let slot = bucketMembers[bucket].firstIndex(of: UInt32(position)) { bucketMembers[bucket].remove(at: slot) }
+        unlink(position, fromBucket: bucket)
 
         // Close the gap in the index.
         let mask = index.count - 1
@@ -575,10 +632,7 @@ public struct EntryTable: Sendable {
             let movedKey = key(of: moved)
             let movedCell = probe(movedKey)
             index[movedCell] = UInt32(position + 1)
-            let movedBucket = digest.bucket(of: movedKey)
-            if let slot = bucketMembers[movedBucket].firstIndex(of: UInt32(last)) {
-                bucketMembers[movedBucket][slot] = UInt32(position)
-            }
+            renumber(last, to: position, inBucket: digest.bucket(of: movedKey))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
             }
@@ -587,5 +641,6 @@ public struct EntryTable: Sendable {
         }
         records.removeLast()
         memberSlots.removeLast()
+        bucketNext.removeLast()
     }
 }

@@ -299,7 +299,7 @@ public struct ReplicationCodec: Sendable {
         let message: ReplicationMessage
         switch type {
         case ReplicationMessage.deltaType:
-            return .delta(try wire.decodeDelta(Array(bytes.dropFirst())))
+            return .delta(try wire.decodeDelta(bytes, from: 1))
         case ReplicationMessage.digestType:
             let round = try reader.readUInt64("digest.round")
             let seq = try reader.readVarint("digest.seq")

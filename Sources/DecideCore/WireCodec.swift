@@ -68,8 +68,10 @@ public struct WireCodec: Sendable {
         return bytes
     }
 
-    public func decodeDelta(_ bytes: [UInt8]) throws(WireDecodeError) -> Delta {
-        var reader = WireReader(bytes)
+    /// Decodes the delta that starts at byte `position` of `bytes` and runs to their end (a
+    /// frame's payload after its type byte is read in place, not copied out first).
+    public func decodeDelta(_ bytes: [UInt8], from position: Int = 0) throws(WireDecodeError) -> Delta {
+        var reader = WireReader(bytes, position: position)
         try readHeader(&reader, kind: Self.deltaKind)
         let version = try readVersion(&reader)
         let count = try reader.readCount("delta.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 3)

@@ -142,6 +142,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         swap(&session.writer.bytes, &connection.output)
         var inputDone = false
         var closeAfter = false
+        var batch = SetBatch()
         while !session.busy && !session.finished {
             if session.writer.bytes.count + connection.bytesInFlight > server.configuration.pauseReadingAboveBytes { break }
             let arguments: [ArraySlice<UInt8>]?
@@ -161,11 +162,18 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             }
             totalCommands += 1
             session.commandsProcessed += 1
+            if let set = plainSet(arguments, session: session) {
+                batch.append(key: set.key, value: set.value)
+                if batch.isFull { commit(&batch, into: &session.writer) }
+                continue
+            }
+            commit(&batch, into: &session.writer)
             if execute(arguments, session: session, server: server) == .closeAfterReply {
                 session.finished = true
                 closeAfter = true
             }
         }
+        commit(&batch, into: &session.writer)
         swap(&session.writer.bytes, &connection.output)
         if closeAfter || (inputDone && connection.inputEnded && !session.busy) {
             server.closeWhenWritten(connection)
@@ -175,6 +183,32 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     }
 
     enum Outcome { case done, closeAfterReply }
+
+    /// The key and stored value of a SET without options that `process` may commit together
+    /// with its neighbours (`SetBatch`); nil for any other command, and for a SET that would be
+    /// answered with an error or must wait for the disk: that one runs alone, in its turn.
+    private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: [UInt8])? {
+        guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set, session.authenticated,
+              !(session.isSubscribed && session.protocolVersion == 2), !node.acknowledgesAfterDisk,
+              let key = try? KeySyntax.parse(bytes: arguments[1]),
+              let value = try? ValueMapping.stored(arguments[2]) else { return nil }
+        return (key, value)
+    }
+
+    /// Commits the SETs waiting in `batch` as one decision and answers each `+OK`, in order.
+    /// When that decision is refused (a limit the writes reach only together, or a refusal that
+    /// holds for each), they run one by one, so every SET gets the answer it would have had alone.
+    private func commit(_ batch: inout SetBatch, into writer: inout RESPWriter) {
+        guard !batch.isEmpty else { return }
+        defer { batch.removeAll() }
+        if batch.writes.count > 1, node.decide(BatchedSets(writes: batch.writes)).version != nil {
+            for _ in batch.writes { writer.simpleString("OK") }
+            return
+        }
+        for (key, value) in batch.writes where commit(RawWrite(key: key, value: value), "SET", into: &writer) {
+            writer.simpleString("OK")
+        }
+    }
 
     /// Answers one command into `session.writer`.
     private func execute(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) -> Outcome {

@@ -1,3 +1,5 @@
+import Decide
+
 /// The one mapping between Redis-protocol strings and Decide's stored JSON values
 /// (docs/operations.md, "Values"), so a typed Swift state, the CLI and a Redis client read each
 /// other's writes:
@@ -259,8 +261,12 @@ enum ValueMapping {
     /// `bytes` (valid UTF-8) as a JSON string, escaped as the library's value encoding escapes
     /// (quote, backslash, control characters; nothing else), so both write the same bytes.
     static func quoted(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        // Most values need no escape: one word-at-a-time scan says so (the same test Decide's
+        // own string encoding uses), and only the rest are counted byte by byte.
         var escapes = 0
-        for byte in bytes where byte < 0x20 || byte == quote || byte == backslash { escapes += 1 }
+        if ValueCoding.anyNeedsEscape(bytes) {
+            for byte in bytes where byte < 0x20 || byte == quote || byte == backslash { escapes += 1 }
+        }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 2 + escapes * 5)
         out.append(quote)

@@ -1,5 +1,6 @@
 @testable import Decide
 import DecideCore
+import Foundation
 import Testing
 
 /// The small tables the commit path uses instead of `Dictionary`, checked against one.
@@ -98,6 +99,36 @@ import Testing
                     for key in history[after...].reversed() where !expected.contains(key) { expected.append(key) }
                     #expect(answer == expected)
                 }
+            }
+        }
+    }
+
+    /// The word-at-a-time escape test answers like the byte test for every byte value at every
+    /// position of buffers of 0 to 24 bytes (both the eight-byte words and the tail).
+    @Test func escapeScanAnswersLikeTheByteTest() {
+        for length in 0...24 {
+            for position in 0..<max(length, 1) {
+                for value in 0...255 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    if length > 0 { bytes[position] = UInt8(value) }
+                    let expected = bytes.contains { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }
+                    #expect(bytes.withUnsafeBytes { ValueCoding.anyNeedsEscape($0) } == expected)
+                }
+            }
+        }
+    }
+
+    /// Strings of random bytes, escapes and non-ASCII characters encode to JSON that decodes back
+    /// to the same string; a string with nothing to escape is itself between quotes.
+    @Test func stringValuesRoundTripThroughJSON() throws {
+        var random = SplitMix64(seed: 14)
+        let alphabet: [Character] = ["a", "Z", "0", " ", "\"", "\\", "\n", "\t", "\u{1}", "\u{1F}", "/", "é", "€", "😀", "\u{7F}"]
+        for _ in 0..<500 {
+            let text = String((0..<Int(random.next() % 40)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
+            let encoded = try ValueCoding.encode(text)
+            #expect(try JSONDecoder().decode(String.self, from: Data(encoded)) == text)
+            if !text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
+                #expect(encoded == [UInt8(ascii: "\"")] + Array(text.utf8) + [UInt8(ascii: "\"")])
             }
         }
     }

@@ -258,4 +258,50 @@ extension SyncNodeTests {
             }
         }
     }
+
+        /// Plain SETs pipelined in one read commit as one decision, answered `+OK` each in order;
+        /// any other command (or a SET with an option or an error) runs alone in its turn and
+        /// sees the writes before it; a batch the node refuses as a whole (one value over
+        /// maxValueBytes) runs SET by SET, so only the bad one fails.
+        @Test func pipelinedPlainSetsCommitTogetherAndAnswerInOrder() async throws {
+            try await withPeer("batch") { peer in
+                let client = try peer.client()
+                func decisions() throws -> Int {
+                    guard case .bulk(let text) = try client.call("INFO", "decide"),
+                          let line = String(decoding: text, as: UTF8.self).split(whereSeparator: \.isNewline)
+                            .first(where: { $0.hasPrefix("committed_decisions:") }),
+                          let count = Int(line.dropFirst("committed_decisions:".count)) else {
+                        throw TestFailure("no committed_decisions in INFO decide")
+                    }
+                    return count
+                }
+                let before = try decisions()
+                var notText = Array("*3\r\n$3\r\nSET\r\n$3\r\nbin\r\n$2\r\n".utf8)
+                notText += [0xFF, 0xFE, 0x0D, 0x0A]
+                try client.send(raw: request("SET", "a", "1") + request("SET", "b", "x") + request("SET", "a", "2")
+                    + request("GET", "a") + request("SET", "c", "3", "NX") + notText
+                    + request("SET", "d", "4") + request("SET", "e", "5") + request("MGET", "a", "b", "c", "d", "e"))
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == bulk("2"))
+                #expect(try client.reply() == ok)
+                guard case .error(let refusal) = try client.reply() else { throw TestFailure("a non-UTF-8 SET was not refused") }
+                #expect(refusal.contains("not valid UTF-8"))
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == .array(["2", "x", "3", "4", "5"].map(bulk)))
+                // {a, b, a}, then c alone, then {d, e}: three decisions for six writes.
+                #expect(try decisions() - before == 3)
+
+                let tooLarge = String(repeating: "v", count: 1024 * 1024 + 1)
+                try client.send(raw: request("SET", "f", "6") + request("SET", "big", tooLarge) + request("SET", "g", "7")
+                    + request("MGET", "f", "big", "g"))
+                #expect(try client.reply() == ok)
+                guard case .error(let large) = try client.reply() else { throw TestFailure("an oversized SET was not refused") }
+                #expect(large.contains("maxValueBytes"))
+                #expect(try client.reply() == ok)
+                #expect(try client.reply() == .array([bulk("6"), .null, bulk("7")]))
+            }
+        }
 }
