@@ -153,8 +153,7 @@ final class Transaction: @unchecked Sendable {
         }
     }
 
-    /// One access to `pending` per write: each access to a class property is a dynamic
-    /// exclusivity check (~80 instructions), once a third of a one-write decision's own work.
+    /// One mutation of `pending` per write (it is `InPlace`, so no exclusivity check either).
     func store(_ key: StateKey, _ value: consuming [UInt8]?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {

@@ -28,7 +28,7 @@ struct TypeTable<Value> {
     }
 
     private mutating func grow() {
-        let old = zip(types, values).compactMap { type, value in type == 0 ? nil : value.map { (type, $0) } }
+        let old = zip(types, values).compactMap { type, value in value.map { (type, $0) } }
         let capacity = max(16, types.count * 2)
         types = [UInt](repeating: 0, count: capacity)
         values = [Value?](repeating: nil, count: capacity)

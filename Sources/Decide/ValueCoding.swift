@@ -103,8 +103,7 @@ package enum ValueCoding {
     /// Whether any byte of `utf8` needs an escape (`needsEscape`), tested eight bytes at a time:
     /// a word has a byte below 0x20 iff `(w - 0x20…) & ~w & 0x80…` is non-zero, and a byte equal
     /// to `c` iff the same test for zero holds of `w ^ c…` (exact as a yes/no answer).
-    /// (syncnode's RESP value mapping asks the same of every SET's bytes.)
-    package static func anyNeedsEscape(_ raw: UnsafeRawBufferPointer) -> Bool {
+    static func anyNeedsEscape(_ raw: UnsafeRawBufferPointer) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         var offset = 0
@@ -127,39 +126,42 @@ package enum ValueCoding {
 
     private static func encodeString(_ text: String) -> [UInt8] {
         var text = text
-        // Most strings need no escape: one copy between the quotes.
-        if let plain = text.withUTF8({ utf8 -> [UInt8]? in
-            if anyNeedsEscape(UnsafeRawBufferPointer(utf8)) { return nil }
-            var quoted: [UInt8] = []
-            quoted.reserveCapacity(utf8.count + 2)
-            quoted.append(UInt8(ascii: "\""))
-            quoted.append(contentsOf: utf8)
-            quoted.append(UInt8(ascii: "\""))
-            return quoted
-        }) {
-            return plain
+        return text.withUTF8 { quoted(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `utf8` (valid UTF-8) as a JSON string: the quote, the backslash and control characters
+    /// escaped, nothing else. The one escaping of strings in the package: typed values here and
+    /// syncnode's Redis-protocol values both use it, so they write the same bytes.
+    package static func quoted(_ utf8: UnsafeRawBufferPointer) -> [UInt8] {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        // Most strings need no escape: one word-at-a-time scan says so, and only the rest are
+        // counted byte by byte (to size the result once).
+        var escapes = 0
+        if anyNeedsEscape(utf8) {
+            for byte in utf8 where needsEscape(byte) { escapes += 1 }
         }
         var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count + 2)
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
+        out.reserveCapacity(utf8.count + 2 + escapes * 5)
+        out.append(quote)
+        if escapes == 0 {
+            out.append(contentsOf: utf8)
+        } else {
+            let hex = Array("0123456789abcdef".utf8)
+            for byte in utf8 {
+                switch byte {
+                case quote: out += [backslash, quote]
+                case backslash: out += [backslash, backslash]
+                case 0x0A: out += [backslash, UInt8(ascii: "n")]
+                case 0x0D: out += [backslash, UInt8(ascii: "r")]
+                case 0x09: out += [backslash, UInt8(ascii: "t")]
+                case 0x08: out += [backslash, UInt8(ascii: "b")]
+                case 0x0C: out += [backslash, UInt8(ascii: "f")]
+                case 0 ..< 0x20: out += [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                default: out.append(byte)
+                }
             }
         }
-        out.append(UInt8(ascii: "\""))
+        out.append(quote)
         return out
     }
 

@@ -347,39 +347,31 @@ public struct EntryTable: Sendable {
 
     /// Takes record `number` out of its leaf's list.
     private mutating func unlink(_ number: Int, fromBucket bucket: Int) {
-        let target = UInt32(number + 1)
-        if bucketHeads[bucket] == target {
-            bucketHeads[bucket] = bucketNext[number]
-            return
-        }
-        var current = bucketHeads[bucket]
-        while current != 0 {
-            if bucketNext[Int(current - 1)] == target {
-                bucketNext[Int(current - 1)] = bucketNext[number]
-                return
-            }
-            current = bucketNext[Int(current - 1)]
-        }
-        preconditionFailure("record \(number) is not in digest leaf \(bucket)'s list")
+        relink(UInt32(number + 1), to: bucketNext[number], inBucket: bucket)
     }
 
-    /// Record `from` moves to number `to`: the link naming it in leaf `bucket` names `to` instead.
+    /// Record `from` moves to number `to`: it keeps its place in leaf `bucket`'s list.
     private mutating func renumber(_ from: Int, to: Int, inBucket bucket: Int) {
-        let old = UInt32(from + 1)
         bucketNext[to] = bucketNext[from]
+        relink(UInt32(from + 1), to: UInt32(to + 1), inBucket: bucket)
+    }
+
+    /// The link of leaf `bucket`'s list that names `old` (its head or a record's next) names
+    /// `new` instead. O(the leaf's length), as finding it in an array per leaf was.
+    private mutating func relink(_ old: UInt32, to new: UInt32, inBucket bucket: Int) {
         if bucketHeads[bucket] == old {
-            bucketHeads[bucket] = UInt32(to + 1)
+            bucketHeads[bucket] = new
             return
         }
         var current = bucketHeads[bucket]
         while current != 0 {
             if bucketNext[Int(current - 1)] == old {
-                bucketNext[Int(current - 1)] = UInt32(to + 1)
+                bucketNext[Int(current - 1)] = new
                 return
             }
             current = bucketNext[Int(current - 1)]
         }
-        preconditionFailure("record \(from) is not in digest leaf \(bucket)'s list")
+        preconditionFailure("record \(old - 1) is not in digest leaf \(bucket)'s list")
     }
 
     /// The keys holding a value (not tombstones, not expired at `now`, not of a hidden owner) in digest leaves from `bucket` on, leaf by

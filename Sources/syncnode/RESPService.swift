@@ -188,8 +188,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// with its neighbours (`SetBatch`); nil for any other command, and for a SET that would be
     /// answered with an error or must wait for the disk: that one runs alone, in its turn.
     private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: [UInt8])? {
-        guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set, session.authenticated,
-              !(session.isSubscribed && session.protocolVersion == 2), !node.acknowledgesAfterDisk,
+        guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set,
+              refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
               let key = try? KeySyntax.parse(bytes: arguments[1]),
               let value = try? ValueMapping.stored(arguments[2]) else { return nil }
         return (key, value)
@@ -210,6 +210,19 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         }
     }
 
+    /// The error a known command gets instead of running (its arity, authentication, a RESP2
+    /// subscriber's context), or nil when it may run.
+    private func refusal(of command: RESPCommand, argumentCount: Int, session: RESPSession) -> String? {
+        guard command.accepts(argumentCount: argumentCount) else {
+            return "ERR wrong number of arguments for '\(command.name)' command"
+        }
+        if !session.authenticated && !command.allowedBeforeAuth { return "NOAUTH Authentication required." }
+        if session.isSubscribed && session.protocolVersion == 2 && !command.allowedWhileSubscribed {
+            return "ERR Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+        }
+        return nil
+    }
+
     /// Answers one command into `session.writer`.
     private func execute(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) -> Outcome {
         let name = arguments[0]
@@ -217,16 +230,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             refuseUnknown(arguments, into: &session.writer)
             return .done
         }
-        guard command.accepts(argumentCount: arguments.count) else {
-            session.writer.error("ERR wrong number of arguments for '\(command.name)' command")
-            return .done
-        }
-        if !session.authenticated && !command.allowedBeforeAuth {
-            session.writer.error("NOAUTH Authentication required.")
-            return .done
-        }
-        if session.isSubscribed && session.protocolVersion == 2 && !command.allowedWhileSubscribed {
-            session.writer.error("ERR Can't execute '\(command.name)': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+        if let refusal = refusal(of: command, argumentCount: arguments.count, session: session) {
+            session.writer.error(refusal)
             return .done
         }
         if command.writes && node.acknowledgesAfterDisk {

@@ -6,8 +6,9 @@ import DecideCore
 /// replication frame for the run instead of one each (docs/operations.md, "Pipelined SETs").
 ///
 /// Guarantees: the writes keep their order (a later SET of a key replaces an earlier one, as
-/// running them one by one would); a batch holds at most `maxWrites` writes and about `maxBytes`
-/// of keys and values, so a client cannot make one decision (or delta frame) larger than that.
+/// running them one by one would); a batch holds at most `maxWrites` writes, and is committed
+/// as soon as its keys and values reach `maxBytes`, so one decision (or delta frame) of a batch
+/// is at most `maxBytes` plus the one SET that filled it (itself within `maxValueBytes`).
 struct SetBatch {
     static let maxWrites = 128
     static let maxBytes = 64 * 1024

@@ -31,7 +31,7 @@ enum ValueMapping {
         let stored = bytes.withUnsafeBytes { raw -> [UInt8]? in
             if isJSON(raw) { return Array(raw) }
             guard isUTF8(raw) else { return nil }
-            return quoted(raw)
+            return ValueCoding.quoted(raw)
         }
         guard let stored else { throw .notUTF8 }
         return stored
@@ -256,40 +256,6 @@ enum ValueMapping {
             }
         }
         return true
-    }
-
-    /// `bytes` (valid UTF-8) as a JSON string, escaped as the library's value encoding escapes
-    /// (quote, backslash, control characters; nothing else), so both write the same bytes.
-    static func quoted(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        // Most values need no escape: one word-at-a-time scan says so (the same test Decide's
-        // own string encoding uses), and only the rest are counted byte by byte.
-        var escapes = 0
-        if ValueCoding.anyNeedsEscape(bytes) {
-            for byte in bytes where byte < 0x20 || byte == quote || byte == backslash { escapes += 1 }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + 2 + escapes * 5)
-        out.append(quote)
-        if escapes == 0 {
-            out.append(contentsOf: bytes)
-        } else {
-            let hex = Array("0123456789abcdef".utf8)
-            for byte in bytes {
-                switch byte {
-                case quote: out += [backslash, quote]
-                case backslash: out += [backslash, backslash]
-                case 0x0A: out += [backslash, UInt8(ascii: "n")]
-                case 0x0D: out += [backslash, UInt8(ascii: "r")]
-                case 0x09: out += [backslash, UInt8(ascii: "t")]
-                case 0x08: out += [backslash, UInt8(ascii: "b")]
-                case 0x0C: out += [backslash, UInt8(ascii: "f")]
-                case 0 ..< 0x20: out += [backslash, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-                default: out.append(byte)
-                }
-            }
-        }
-        out.append(quote)
-        return out
     }
 
     /// The text of a JSON string's body (between its quotes), escapes resolved; nil when an
