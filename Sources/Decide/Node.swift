@@ -247,9 +247,10 @@ public final class Node: Sendable {
             }
             var ticket: UInt64 = 0
             if persists {
-                ticket = storage.append(StorageBatch(
-                    changes: writes.writes.indices.map { .upsert(writes.key(at: $0), writes.entry(at: $0, version: version)) },
-                    clock: core.clock.last))
+                // No array per commit: the queue coalesces the writes as it is handed them.
+                ticket = storage.append(changeCount: writes.count, clock: core.clock.last) {
+                    .upsert(writes.key(at: $0), writes.entry(at: $0, version: version))
+                }
                 // Strict: anti-entropy must not hand it on either until it is on disk.
                 if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
             }

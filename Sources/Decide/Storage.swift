@@ -26,8 +26,10 @@ package protocol NodeStorage: AnyObject, Sendable {
     func admit() -> StorageError?
     /// Gives back a slot `admit` reserved, for a commit that wrote nothing.
     func cancelAdmission()
-    /// Queues `batch` (consuming one admission) and returns its ticket. Never blocks on disk.
-    func append(_ batch: StorageBatch) -> UInt64
+    /// Queues one commit (consuming one admission) and returns its ticket: `changeCount`
+    /// changes, the i-th being `change(i)`, in commit order, and the node's clock after it.
+    /// Never blocks on disk; `change` is called before it returns and is not kept.
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64
     /// Waits until the commit with `ticket`, and every one before it, is on disk; returns the
     /// error instead when the store failed first.
     func waitUntilDurable(_ ticket: UInt64) -> StorageError?
@@ -55,5 +57,12 @@ package struct StorageBatch: Sendable {
     package init(changes: [StorageChange], clock: HLCTimestamp) {
         self.changes = changes
         self.clock = clock
+    }
+}
+
+extension NodeStorage {
+    /// Queues `batch` as one commit (consuming one admission) and returns its ticket.
+    package func append(_ batch: StorageBatch) -> UInt64 {
+        append(changeCount: batch.changes.count, clock: batch.clock) { batch.changes[$0] }
     }
 }

@@ -9,7 +9,7 @@ package final class InMemoryStorage: NodeStorage {
     package func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp { .zero }
     package func admit() -> StorageError? { nil }
     package func cancelAdmission() {}
-    package func append(_ batch: StorageBatch) -> UInt64 { 0 }
+    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 { 0 }
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}

@@ -75,7 +75,9 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
 
     package func cancelAdmission() { queue.cancelAdmission() }
 
-    package func append(_ batch: StorageBatch) -> UInt64 { queue.append(batch) }
+    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 {
+        queue.append(changeCount: changeCount, clock: clock, change: change)
+    }
 
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { queue.waitUntilDurable(ticket) }
 
@@ -111,12 +113,11 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         let interval: TimeInterval
         if case .batched(let milliseconds) = durability { interval = Double(milliseconds) / 1_000 } else { interval = 0 }
         var due = Date.distantPast
-        while let (batches, lastTicket) = queue.take(dueAt: due) {
+        while let (group, lastTicket) = queue.take(dueAt: due) {
             if interval > 0 { due = Date(timeIntervalSinceNow: interval) }
-            let (changes, clock) = Self.coalesce(batches)
             do {
                 let started = ContinuousClock.now
-                try database.write(changes, clock: clock)
+                try database.write(group.changes, clock: group.clock)
                 // The write and its sync (synchronous=FULL): what a strict decision waits for.
                 let (seconds, attoseconds) = (ContinuousClock.now - started).components
                 syncTimer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
@@ -130,39 +131,5 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         }
         database.close()
         queue.writerExited()
-    }
-
-    /// One change per key for a group of commits, equivalent to applying them in order: upserts
-    /// merge last-writer-wins; a tombstone removal cancels a pending upsert it covers.
-    static func coalesce(_ batches: [StorageBatch]) -> ([StateKey: SQLiteDatabase.KeyChange], HLCTimestamp) {
-        var changes: [StateKey: SQLiteDatabase.KeyChange] = [:]
-        changes.reserveCapacity(batches.reduce(0) { $0 + $1.changes.count })
-        var clock = HLCTimestamp.zero
-        for batch in batches {
-            if batch.clock > clock { clock = batch.clock }
-            for change in batch.changes {
-                switch change {
-                case let .upsert(key, entry):
-                    changes[key, default: .init()].upsert.merge(entry)
-                case let .remove(key, upTo: version):
-                    var pending = changes[key, default: .init()]
-                    if let upsert = pending.upsert {
-                        // A pending upsert newer than the tombstone survives the removal.
-                        guard upsert.version <= version else { continue }
-                        pending.upsert = nil
-                    }
-                    if let earlier = pending.removeUpTo, earlier > version {} else { pending.removeUpTo = version }
-                    changes[key] = pending
-                }
-            }
-        }
-        return (changes, clock)
-    }
-}
-
-private extension Optional where Wrapped == Entry {
-    /// Keeps the last-writer-wins winner of the held entry and `entry`.
-    mutating func merge(_ entry: Entry) {
-        if let held = self { self = held.merged(with: entry) } else { self = entry }
     }
 }

@@ -1,4 +1,6 @@
+import DecideCore
 import Foundation
+import Synchronization
 
 /// The bounded queue between a node's commit path and its storage writer thread, with the
 /// bookkeeping of group commit.
@@ -15,9 +17,25 @@ final class StorageWriteQueue: @unchecked Sendable {
     let capacityCommits: Int
     /// Guards everything below; `broadcast` wakes the writer, admitters and durability waiters.
     private let condition = NSCondition()
-    private var pending: [StorageBatch] = []
-    private var reserved = 0
-    private var appended: UInt64 = 0
+    /// What every append changes, without a dynamic exclusivity check (`InPlace`; touched only
+    /// under the lock): the next transaction's commits, coalesced as they are appended, and the
+    /// number of commits ever appended (the last ticket).
+    private struct Appended {
+        var pending = GroupCommit()
+        var count: UInt64 = 0
+    }
+    private let appendedState = InPlace(Appended())
+    private var pending: GroupCommit {
+        get { appendedState.value.pending }
+        set { appendedState.value.pending = newValue }
+    }
+    private var appended: UInt64 { appendedState.value.count }
+    /// Commits admitted and not yet taken by the writer (reserved or in `pending`): at most
+    /// `capacityCommits`. Raised without the lock while there is room; lowered by the writer
+    /// (under the lock) and by `cancelAdmission`.
+    private let inFlight = Atomic<Int>(0)
+    /// `stopError != nil`, readable without the lock: admission then takes the locked path.
+    private let stopped = Atomic<Bool>(false)
     private var durable: UInt64 = 0
     private var flushTarget: UInt64 = 0
     /// Set when the store failed or closed: refuses admission, wakes waiters.
@@ -36,41 +54,66 @@ final class StorageWriteQueue: @unchecked Sendable {
         self.eager = eager
     }
 
+    deinit { appendedState.release() }
+
     // MARK: the commit path
 
+    /// Reserves a slot for one commit, waiting while the queue is full; returns the store's
+    /// error instead once it failed or closed. With room, it takes no lock.
     func admit() -> StorageError? {
+        if !stopped.load(ordering: .acquiring), reserveSlot() { return nil }
         condition.lock()
         defer { condition.unlock() }
-        while stopError == nil && pending.count + reserved >= capacityCommits {
+        while stopError == nil {
+            if reserveSlot() { return nil }
             condition.broadcast()  // the writer takes a full queue without waiting for its interval
             condition.wait()
         }
-        if let stopError { return stopError }
-        reserved += 1
-        return nil
+        return stopError
+    }
+
+    /// Raises `inFlight` by one if that keeps it within the capacity.
+    private func reserveSlot() -> Bool {
+        var current = inFlight.load(ordering: .relaxed)
+        while current < capacityCommits {
+            let (exchanged, original) = inFlight.compareExchange(
+                expected: current, desired: current + 1, successOrdering: .acquiring, failureOrdering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
     }
 
     func cancelAdmission() {
-        condition.lock()
-        precondition(reserved > 0, "cancelAdmission without admit")
-        reserved -= 1
-        condition.broadcast()
-        condition.unlock()
+        let before = inFlight.subtract(1, ordering: .releasing).oldValue
+        precondition(before > 0, "cancelAdmission without admit")
+        // An admitter waits only on a full queue; it re-checks under the lock, so taking the
+        // lock here (after lowering the count) cannot miss it.
+        if before >= capacityCommits {
+            condition.lock()
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 
-    /// Queues `batch`; returns its ticket. After `fail` or `stop` the batch is dropped (the
-    /// ticket then never becomes durable; waiters get the error).
-    func append(_ batch: StorageBatch) -> UInt64 {
+    /// Queues one commit of `changeCount` changes (the i-th is `change(i)`) and the node's
+    /// clock; returns its ticket. After `fail` or `stop` the commit is dropped (the ticket then
+    /// never becomes durable; waiters get the error).
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
-        precondition(reserved > 0, "append without admit")
-        reserved -= 1
-        appended += 1
-        guard stopError == nil else { return appended }
-        let wasEmpty = pending.isEmpty
-        pending.append(batch)
-        if eager || wasEmpty || pending.count + reserved >= capacityCommits { condition.broadcast() }
-        return appended
+        let admitted = inFlight.load(ordering: .relaxed)
+        precondition(admitted > appendedState.value.pending.commits, "append without admit")
+        appendedState.value.count += 1
+        let ticket = appendedState.value.count
+        guard stopError == nil else {
+            inFlight.subtract(1, ordering: .releasing)
+            return ticket
+        }
+        let wasEmpty = appendedState.value.pending.isEmpty
+        appendedState.value.pending.add(changeCount: changeCount, clock: clock, change: change)
+        if eager || wasEmpty || admitted >= capacityCommits { condition.broadcast() }
+        return ticket
     }
 
     func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
@@ -100,9 +143,9 @@ final class StorageWriteQueue: @unchecked Sendable {
     }
 
     /// Waits until there is work and it is due (at `due`, or at once when a flush is wanted,
-    /// the queue is full or the queue is stopping), then takes every pending batch with the
-    /// ticket of the last. Returns nil when the writer must exit.
-    func take(dueAt due: Date) -> (batches: [StorageBatch], lastTicket: UInt64)? {
+    /// the queue is full or the queue is stopping), then takes every pending commit, coalesced,
+    /// with the ticket of the last. Returns nil when the writer must exit.
+    func take(dueAt due: Date) -> (group: GroupCommit, lastTicket: UInt64)? {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -111,13 +154,14 @@ final class StorageWriteQueue: @unchecked Sendable {
                 condition.wait()
                 continue
             }
-            let urgent = eager || stopping || flushTarget > durable || pending.count + reserved >= capacityCommits
+            let urgent = eager || stopping || flushTarget > durable || inFlight.load(ordering: .relaxed) >= capacityCommits
             if urgent || Date() >= due {
-                let batches = pending
-                pending.removeAll(keepingCapacity: true)
+                let group = pending
+                pending = GroupCommit()
+                inFlight.subtract(group.commits, ordering: .releasing)
                 condition.broadcast()  // admitters waiting for space
-                // Every batch appended so far is taken now (or was dropped by `fail`).
-                return (batches, appended)
+                // Every commit appended so far is taken now (or was dropped by `fail`).
+                return (group, appended)
             }
             _ = condition.wait(until: due)   // timed out or signalled: the loop re-checks either way
         }
@@ -142,7 +186,8 @@ final class StorageWriteQueue: @unchecked Sendable {
     func fail(_ error: StorageError) {
         condition.lock()
         if stopError == nil { stopError = error }
-        pending.removeAll()
+        stopped.store(true, ordering: .releasing)
+        dropPending()
         stopping = true
         condition.broadcast()
         condition.unlock()
@@ -153,11 +198,18 @@ final class StorageWriteQueue: @unchecked Sendable {
     func stop(with error: StorageError, dropPending: Bool) {
         condition.lock()
         if stopError == nil { stopError = error }
-        if dropPending { pending.removeAll() }
+        stopped.store(true, ordering: .releasing)
+        if dropPending { self.dropPending() }
         stopping = true
         condition.broadcast()
         while writerRunning { condition.wait() }
         condition.unlock()
+    }
+
+    /// Call with the lock held: forgets what is queued, as a crash would.
+    private func dropPending() {
+        inFlight.subtract(pending.commits, ordering: .releasing)
+        pending = GroupCommit()
     }
 
     func writerExited() {

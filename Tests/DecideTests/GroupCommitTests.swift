@@ -1,0 +1,175 @@
+@testable import Decide
+import DecideCore
+import Foundation
+import Synchronization
+import Testing
+
+/// The store's write queue: commits coalesced as they are appended, and admission bounded in
+/// commits with or without the lock.
+@Suite struct GroupCommitTests {
+    /// What a store holds after `change`, applied on its own (the reference for coalescing).
+    static func apply(_ change: StorageChange, to store: inout [StateKey: Entry]) {
+        switch change {
+        case let .upsert(key, entry):
+            store[key] = store[key].map { $0.merged(with: entry) } ?? entry
+        case let .remove(key, upTo: version):
+            if let held = store[key], held.version <= version { store[key] = nil }
+        }
+    }
+
+    /// What a store holds after one group's coalesced changes, as `SQLiteDatabase.write` applies
+    /// them: per key, the removal first, then the upsert.
+    static func apply(_ group: GroupCommit, to store: inout [StateKey: Entry]) {
+        for (key, change) in group.changes {
+            if let version = change.removeUpTo { apply(.remove(key, upTo: version), to: &store) }
+            if let entry = change.upsert { apply(.upsert(key, entry), to: &store) }
+        }
+    }
+
+    /// Random commits over few keys, with runs of one key (the path that skips hashing) broken
+    /// by other keys and removals: from any starting store, the group ends where applying every
+    /// change in order does.
+    @Test func coalescingEqualsApplyingInOrder() {
+        for seed in UInt64(0)..<300 {
+            var random = SplitMix64(seed: seed)
+            let keys = (0..<5).map { StateKey(name: "k", element: [UInt8($0)]) }
+            func version() -> Version {
+                Version(
+                    timestamp: HLCTimestamp(physicalMilliseconds: UInt64.random(in: 1...8, using: &random), logical: 0),
+                    node: ["a", "b"][Int.random(in: 0...1, using: &random)])
+            }
+            var initial: [StateKey: Entry] = [:]
+            for key in keys where Bool.random(using: &random) {
+                initial[key] = Entry(version: version(), value: [UInt8.random(in: 0...3, using: &random)])
+            }
+            var expected = initial
+            var group = GroupCommit()
+            var key = keys[0]
+            var highestClock = HLCTimestamp.zero
+            for _ in 0..<Int.random(in: 1...40, using: &random) {
+                var changes: [StorageChange] = []
+                for _ in 0..<Int.random(in: 1...3, using: &random) {
+                    // Mostly the same key as before, as a counter written in a loop would be.
+                    if Int.random(in: 0..<4, using: &random) == 0 { key = keys[Int.random(in: 0..<keys.count, using: &random)] }
+                    if Int.random(in: 0..<6, using: &random) == 0 {
+                        changes.append(.remove(key, upTo: version()))
+                    } else {
+                        let value: [UInt8]? = Int.random(in: 0..<5, using: &random) == 0 ? nil : [UInt8.random(in: 0...3, using: &random)]
+                        changes.append(.upsert(key, Entry(version: version(), value: value)))
+                    }
+                }
+                for change in changes { Self.apply(change, to: &expected) }
+                let clock = HLCTimestamp(physicalMilliseconds: UInt64.random(in: 1...100, using: &random), logical: 0)
+                highestClock = max(highestClock, clock)
+                group.add(changeCount: changes.count, clock: clock) { changes[$0] }
+            }
+            var coalesced = initial
+            Self.apply(group, to: &coalesced)
+            #expect(coalesced == expected, "seed \(seed)")
+            #expect(group.clock == highestClock, "seed \(seed)")
+        }
+    }
+
+    /// A full queue makes `admit` wait until a slot is given back, whichever way it comes back;
+    /// a stopped queue refuses admission at once.
+    @Test func admissionIsBoundedInCommitsAndWokenBySpace() async throws {
+        let queue = StorageWriteQueue(capacityCommits: 2, eager: false)
+        #expect(queue.admit() == nil)
+        #expect(queue.admit() == nil)
+        let admitted = Atomic<Int>(0)
+        Thread {
+            if queue.admit() == nil { admitted.add(1, ordering: .releasing) }
+        }.start()
+        // The negative half cannot be proven by waiting; 200 ms is far longer than admission takes.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(admitted.load(ordering: .acquiring) == 0, "a third commit was admitted into a queue of two")
+        queue.cancelAdmission()
+        #expect(await waitUntil { admitted.load(ordering: .acquiring) == 1 }, "cancelling a slot did not wake the waiting admitter")
+
+        // Full again (the appended one and the woken admitter's): the writer taking frees both.
+        _ = queue.append(changeCount: 1, clock: .zero) { _ in .upsert(StateKey(name: "x"), Entry(version: Version(timestamp: .zero, node: "a"), value: [1])) }
+        Thread {
+            if queue.admit() == nil { admitted.add(1, ordering: .releasing) }
+        }.start()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(admitted.load(ordering: .acquiring) == 1)
+        let taken = try #require(queue.take(dueAt: .distantPast))
+        #expect(taken.group.commits == 1)
+        #expect(await waitUntil { admitted.load(ordering: .acquiring) == 2 }, "the writer taking the queue did not wake the admitter")
+
+        queue.stop(with: .closed(path: "test"), dropPending: true)
+        #expect(queue.admit() == .closed(path: "test"))
+    }
+
+    /// Many committers, a small queue, a writer taking as fast as it can: never more commits
+    /// admitted at once than the capacity, and every appended commit reaches the writer once.
+    @Test func concurrentCommittersNeverExceedTheCapacityAndLoseNothing() async throws {
+        let capacity = 3
+        let queue = StorageWriteQueue(capacityCommits: capacity, eager: true)
+        queue.writerStarted()
+        let threads = 4
+        let perThread = 2_000
+        // Raised after `admit` returns and lowered before the slot can be given back (before
+        // `append` or `cancelAdmission`): never above the queue's own count, so above the
+        // capacity only if the queue admitted too many.
+        let holding = Atomic<Int>(0)
+        let highest = Atomic<Int>(0)
+        let taken = Atomic<Int>(0)
+        let newest = Mutex<[StateKey: Entry]>([:])
+        let writer = Thread {
+            var lastTicket: UInt64 = 0
+            while let (group, ticket) = queue.take(dueAt: .distantPast) {
+                taken.add(group.commits, ordering: .relaxed)
+                precondition(ticket >= lastTicket, "tickets went backwards")
+                lastTicket = ticket
+                newest.withLock { held in
+                    for (key, change) in group.changes {
+                        if let entry = change.upsert { held[key] = held[key].map { $0.merged(with: entry) } ?? entry }
+                    }
+                }
+                queue.markDurable(ticket)
+            }
+            queue.writerExited()
+        }
+        writer.start()
+        let appended = Atomic<Int>(0)
+        let finished = DispatchGroup()
+        for thread in 0..<threads {
+            finished.enter()
+            Thread {
+                let key = StateKey(name: "t\(thread)")
+                for index in 0..<perThread {
+                    precondition(queue.admit() == nil)
+                    _ = highest.max(holding.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+                    holding.subtract(1, ordering: .relaxed)
+                    if index % 5 == 0 {
+                        queue.cancelAdmission()
+                    } else {
+                        let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: UInt64(index + 1), logical: 0), node: "a")
+                        _ = queue.append(changeCount: 1, clock: version.timestamp) { _ in .upsert(key, Entry(version: version, value: [1])) }
+                        appended.add(1, ordering: .relaxed)
+                    }
+                }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        #expect(queue.flush() == nil)
+        #expect(highest.load(ordering: .relaxed) <= capacity, "commits admitted at once into a queue of \(capacity): \(highest.load(ordering: .relaxed))")
+        #expect(taken.load(ordering: .relaxed) == appended.load(ordering: .relaxed))
+        #expect(appended.load(ordering: .relaxed) == threads * perThread * 4 / 5)
+        // Each thread's last upsert (index perThread - 1) is what the writer ended with.
+        let last = Version(timestamp: HLCTimestamp(physicalMilliseconds: UInt64(perThread), logical: 0), node: "a")
+        #expect(newest.withLock { $0 }.values.allSatisfy { $0.version == last })
+        #expect(newest.withLock { $0.count } == threads)
+        queue.stop(with: .closed(path: "test"), dropPending: false)
+    }
+
+    func waitUntil(_ condition: @Sendable () -> Bool) async -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+}
