@@ -20,6 +20,9 @@ import Glibc
 ///   before it sleeps), with one `write(2)` per connection when the socket takes it
 ///   (`uv_try_write`): a pipelined batch is answered by one write, and a client of many
 ///   connections gets its replies in one burst rather than one wake-up per connection;
+/// - before that write, the delegate hears `streamServerWillEndTurn`, so work gathered across
+///   the connections of one turn (syncnode commits their SETs as one decision) is answered in
+///   the same burst;
 /// - a client whose unwritten replies pass `pauseReadingAboveBytes` is not read from until
 ///   they fall below half of it: a client that pipelines without reading gets back-pressure,
 ///   not unbounded buffering;
@@ -60,7 +63,13 @@ public final class UVStreamServer: @unchecked Sendable {
         func streamServer(_ server: UVStreamServer, inputEndedOn connection: Connection)
         /// `connection` is gone; nothing appended to it is written any more.
         func streamServer(_ server: UVStreamServer, didClose connection: Connection)
+        /// Every connection readable in this loop turn was read, and what they were answered is
+        /// about to be written: the last moment to finish work gathered across connections
+        /// (append to their `output` and call `writeAtEndOfTurn`).
+        func streamServerWillEndTurn(_ server: UVStreamServer)
     }
+
+    // (The extension below gives `streamServerWillEndTurn` a default that does nothing.)
 
     /// One client, owned by the server from accept until its handle's close callback. Touch it
     /// only on the loop thread.
@@ -388,6 +397,13 @@ public final class UVStreamServer: @unchecked Sendable {
         }
     }
 
+    /// Queues what `connection.output` holds to be written at the end of this loop turn, with
+    /// the replies of every other connection read in it. Loop thread only.
+    public func writeAtEndOfTurn(_ connection: Connection) {
+        guard !connection.isClosing else { return }
+        flushAtEndOfTurn(connection)
+    }
+
     /// Queues `connection` to be written at the end of this loop turn.
     private func flushAtEndOfTurn(_ connection: Connection) {
         guard !connection.flushQueued, !connection.output.isEmpty else { return }
@@ -397,6 +413,7 @@ public final class UVStreamServer: @unchecked Sendable {
 
     /// Writes every connection queued in this loop turn.
     private func flushPending() {
+        delegate?.streamServerWillEndTurn(self)
         guard !pendingFlush.isEmpty else { return }
         let batch = pendingFlush
         pendingFlush.removeAll(keepingCapacity: true)
@@ -620,4 +637,9 @@ private final class StreamWrite {
         }
         return status
     }
+}
+
+extension UVStreamServer.Delegate {
+    /// Nothing to finish at the end of a turn.
+    public func streamServerWillEndTurn(_ server: UVStreamServer) {}
 }

@@ -70,6 +70,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     var openSessions = 0
     /// The server this service answers for; set once by `attach`, before it listens.
     private(set) var server: UVStreamServer?
+    /// Plain SETs that ended a client's read in this loop turn, from every client read in it,
+    /// committed together at the end of the turn (`streamServerWillEndTurn`) or sooner when
+    /// full or when one of those clients is read again (loop thread; docs/operations.md,
+    /// "Pipelined SETs").
+    private var turnBatch = SetBatch()
+    /// Whose SETs `turnBatch` holds, in order, and how many in a row: who gets each `+OK`.
+    private var turnClients: [(session: RESPSession, writes: Int)] = []
 
     init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
         self.node = node
@@ -139,6 +146,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     func process(_ session: RESPSession, server: UVStreamServer) {
         let connection = session.connection
         guard !session.busy, !session.finished, !connection.isClosing else { return }
+        // Its SETs of an earlier read in this turn are answered before anything it sends next.
+        if session.waitingSets > 0 { commitTurn(server) }
         swap(&session.writer.bytes, &connection.output)
         var inputDone = false
         var closeAfter = false
@@ -173,9 +182,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
                 closeAfter = true
             }
         }
-        commit(&batch, into: &session.writer)
+        let closing = closeAfter || (inputDone && connection.inputEnded && !session.busy)
+        if closing { commit(&batch, into: &session.writer) }
         swap(&session.writer.bytes, &connection.output)
-        if closeAfter || (inputDone && connection.inputEnded && !session.busy) {
+        // SETs that ended the read wait for the end of the turn, to be committed with those of
+        // every other client read in it.
+        if !batch.isEmpty { park(&batch, of: session, server: server) }
+        if closing {
             server.closeWhenWritten(connection)
         } else if session.dump != nil {
             continueDump(session, server: server)
@@ -208,6 +221,57 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         for (key, value) in batch.writes where commit(RawWrite(key: key, value: value), "SET", into: &writer) {
             writer.simpleString("OK")
         }
+    }
+
+    /// Moves `batch` (SETs that ended `session`'s read) into the turn's batch, committing that
+    /// first whenever it is full.
+    private func park(_ batch: inout SetBatch, of session: RESPSession, server: UVStreamServer) {
+        for (key, value) in batch.writes {
+            if turnBatch.isFull { commitTurn(server) }
+            turnBatch.append(key: key, value: value)
+            if let last = turnClients.indices.last, turnClients[last].session === session {
+                turnClients[last].writes += 1
+            } else {
+                turnClients.append((session, 1))
+            }
+            session.waitingSets += 1
+        }
+        batch.removeAll()
+    }
+
+    /// Commits the turn's SETs as one decision and appends each client's `+OK`s (or, when the
+    /// node refuses them together, each SET's own answer) to its output, written at the end of
+    /// the turn. A client gone meanwhile has its SETs committed all the same (it sent them),
+    /// unanswered.
+    private func commitTurn(_ server: UVStreamServer) {
+        guard !turnBatch.isEmpty else { return }
+        let writes = turnBatch.writes
+        let clients = turnClients
+        turnBatch.removeAll()
+        turnClients.removeAll(keepingCapacity: true)
+        let together = writes.count > 1 && node.decide(BatchedSets(writes: writes)).version != nil
+        var next = 0
+        for (session, count) in clients {
+            session.waitingSets -= count
+            let connection = session.connection
+            let answered = !connection.isClosing
+            if answered { swap(&session.writer.bytes, &connection.output) }
+            for (key, value) in writes[next..<next + count]
+            where together || commit(RawWrite(key: key, value: value), "SET", into: &session.writer) {
+                session.writer.simpleString("OK")
+            }
+            if answered {
+                swap(&session.writer.bytes, &connection.output)
+                server.writeAtEndOfTurn(connection)
+            } else {
+                session.writer.bytes.removeAll()
+            }
+            next += count
+        }
+    }
+
+    func streamServerWillEndTurn(_ server: UVStreamServer) {
+        commitTurn(server)
     }
 
     /// The error a known command gets instead of running (its arity, authentication, a RESP2

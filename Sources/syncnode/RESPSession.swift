@@ -24,6 +24,8 @@ final class RESPSession {
     var dump: DumpCursor?
     /// QUIT or a protocol error: nothing more is read or answered.
     var finished = false
+    /// Its SETs waiting in the service's turn batch, answered when that commits.
+    var waitingSets = 0
     let createdMilliseconds: UInt64
     var commandsProcessed: UInt64 = 0
 

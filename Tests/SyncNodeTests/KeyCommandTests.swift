@@ -304,4 +304,67 @@ extension SyncNodeTests {
                 #expect(try client.reply() == .array([bulk("6"), .null, bulk("7")]))
             }
         }
+
+        /// Sends `sets[i]` from `clients[i]` while the endpoint's loop thread is held, so that
+        /// every client is read in the loop's next turn, then lets the loop go.
+        static func sendInOneTurn(_ endpoint: CustomEndpoint, _ clients: [TestClient], _ sets: [[UInt8]]) async throws {
+            let held = DispatchSemaphore(value: 0)
+            let hold = DispatchSemaphore(value: 0)
+            #expect(endpoint.server.execute { held.signal(); hold.wait() })
+            held.wait()
+            for (client, bytes) in zip(clients, sets) { try client.send(raw: bytes) }
+            // Loopback delivers into the server's socket within `send`; the margin is for a
+            // loaded machine. The loop, once let go, finds every socket readable in one poll.
+            try await Task.sleep(for: .milliseconds(50))
+            hold.signal()
+        }
+
+        /// Clients read in one loop turn that ended their reads with plain SETs have them
+        /// committed as one decision, each client answered its own `+OK`s.
+        @Test func setsOfClientsReadInOneTurnCommitAsOneDecision() async throws {
+            try await withPeer("turn") { peer in
+                let endpoint = try CustomEndpoint(on: peer) { _ in }
+                defer { endpoint.stop() }
+                let clients = try (0..<8).map { _ in try endpoint.client() }
+                for client in clients { #expect(try client.call("PING") == .simple("PONG")) }
+                let before = peer.node.stateSummary.committedDecisions
+                try await Self.sendInOneTurn(endpoint, clients, clients.indices.map { index in
+                    request("SET", "k\(index)", "\(index)") + request("SET", "j\(index)", "x")
+                })
+                for client in clients {
+                    #expect(try client.reply() == ok)
+                    #expect(try client.reply() == ok)
+                }
+                #expect(peer.node.stateSummary.committedDecisions - before == 1, "16 SETs of 8 clients in one turn")
+                for index in clients.indices {
+                    #expect(peer.node.entry(for: StateKey(name: "k\(index)"))?.value == Array("\(index)".utf8))
+                    #expect(peer.node.entry(for: StateKey(name: "j\(index)"))?.value == Array("\"x\"".utf8))
+                }
+                // A client that sends again in a later turn is answered after its earlier SETs.
+                #expect(try clients[0].call("GET", "k0") == bulk("0"))
+            }
+        }
+
+        /// When the node refuses the turn's SETs together (one of them breaks a limit), they run
+        /// one by one: only the bad one gets the error, and every client its own answers in order.
+        @Test func aTurnRefusedTogetherAnswersEachClientItsOwn() async throws {
+            try await withPeer("turn-refused") { peer in
+                let endpoint = try CustomEndpoint(on: peer) { _ in }
+                defer { endpoint.stop() }
+                let clients = try (0..<3).map { _ in try endpoint.client() }
+                for client in clients { #expect(try client.call("PING") == .simple("PONG")) }
+                let longName = String(repeating: "n", count: 1025)
+                try await Self.sendInOneTurn(endpoint, clients, [
+                    request("SET", "a1", "1") + request("SET", "a2", "2"),
+                    request("SET", longName, "x"),
+                    request("SET", "c", "3"),
+                ])
+                #expect(try clients[0].reply() == ok)
+                #expect(try clients[0].reply() == ok)
+                guard case .error(let refusal) = try clients[1].reply() else { throw TestFailure("a SET over maxNameBytes was not refused") }
+                #expect(refusal.contains("maxNameBytes"))
+                #expect(try clients[2].reply() == ok)
+                #expect(try clients[2].call("MGET", "a1", "a2", "c") == .array(["1", "2", "3"].map(bulk)))
+            }
+        }
 }
