@@ -28,6 +28,11 @@ struct InPlace<Value>: @unchecked Sendable {
         nonmutating _modify { yield &box.value }
     }
 
+    /// Calls `body` with the value's address (see the release variant).
+    func withAddress<R>(_ body: (UnsafeMutablePointer<Value>) throws -> R) rethrows -> R {
+        try withUnsafeMutablePointer(to: &box.value, body)
+    }
+
     /// Ends the value's life (a no-op in debug builds, where the box does).
     func release() {}
     #else
@@ -42,6 +47,14 @@ struct InPlace<Value>: @unchecked Sendable {
     var value: Value {
         unsafeAddress { UnsafePointer(address) }
         nonmutating unsafeMutableAddress { address }
+    }
+
+    /// Calls `body` with the value's address. A non-mutating method of a field called through
+    /// it (`$0.pointee.table.entry(for:)`) reads in place: through `value`'s accessors, a
+    /// method of another module gets a copy of the field, every reference in it retained and
+    /// released (a third of a Redis-protocol GET, docs/benchmarks.md).
+    func withAddress<R>(_ body: (UnsafeMutablePointer<Value>) throws -> R) rethrows -> R {
+        try body(address)
     }
 
     /// Ends the value's life and frees its storage; nothing may touch it afterwards.

@@ -206,7 +206,7 @@ public final class Node: Sendable {
             // Each access to a NodeCore property is a dynamic exclusivity check: the table is
             // taken once for every write, the change log once, and the observers and the decoded
             // cache are visited only when they hold something.
-            withUnsafeMutablePointer(to: &core.table) { table in
+            core.withTable { table in
                 for index in 0..<writes.count {
                     let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)
                     precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")

@@ -113,10 +113,10 @@ final class NodeCore: @unchecked Sendable {
         let before = presentOwners
         presentOwners = present
         removedOwners = removed
-        withUnsafeMutablePointer(to: &table) { $0.pointee.setPresentOwners(present) }
+        withTable { $0.pointee.setPresentOwners(present) }
         guard let before else {
             // Until now every owner was present: the ones not present now disappear.
-            let owners = withUnsafeMutablePointer(to: &table) { $0.pointee.owners }
+            let owners = withTable { $0.pointee.inPlaceOwners() }
             return ([], owners.subtracting(present))
         }
         return (present.subtracting(before), before.subtracting(present))
@@ -150,17 +150,26 @@ final class NodeCore: @unchecked Sendable {
         transactionSlot.release()
     }
 
-    /// The stored entry of `key`, read in place. A plain `table.entry(for:)` through this class
-    /// property hands DecideCore a copy of the whole table struct (its arrays and dictionaries
-    /// retained, then released: a third of a Redis-protocol GET's time in the profile); inout
-    /// access passes the property's address instead.
-    func entry(for key: StateKey) -> Entry? {
-        withUnsafeMutablePointer(to: &table) { $0.pointee.entry(for: key) }
+    /// Calls `body` with the table's address (the field inside `hot`, not a temporary).
+    ///
+    /// A read of the table must borrow it in place: a non-mutating `EntryTable` method called
+    /// on `table`, or on `pointer.pointee`, gets a *copy* of the whole struct (every array and
+    /// dictionary in it retained, then released: a third of a Redis-protocol GET's time in the
+    /// profile), because nothing tells Swift that memory stays unchanged during the call. The
+    /// `inPlace` readers below are `mutating`, so the table is passed by address, and inside
+    /// them the exclusive access lets the real method borrow `self` without a copy.
+    func withTable<R>(_ body: (UnsafeMutablePointer<EntryTable>) throws -> R) rethrows -> R {
+        try hot.withAddress { hot in try withUnsafeMutablePointer(to: &hot.pointee.table, body) }
     }
 
-    /// `EntryTable.value(ofAtomicNamed:atMilliseconds:)`, read in place (see `entry(for:)`).
+    /// The stored entry of `key`, read in place (`withTable`).
+    func entry(for key: StateKey) -> Entry? {
+        withTable { $0.pointee.inPlaceEntry(for: key) }
+    }
+
+    /// `EntryTable.value(ofAtomicNamed:atMilliseconds:)`, read in place (`withTable`).
     func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
-        withUnsafeMutablePointer(to: &table) { $0.pointee.value(ofAtomicNamed: name, atMilliseconds: now) }
+        withTable { $0.pointee.inPlaceValue(ofAtomicNamed: name, atMilliseconds: now) }
     }
 
     /// Records that `key` changed (after a merge that changed it).
@@ -219,6 +228,22 @@ final class NodeCore: @unchecked Sendable {
 
     /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
-        withUnsafeMutablePointer(to: &table) { $0.pointee.elements(ofCollectionNamed: name) }
+        withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
+}
+
+/// The table's reads, taken by address (`NodeCore.withTable` says why they are `mutating`).
+/// They change nothing.
+private extension EntryTable {
+    mutating func inPlaceEntry(for key: StateKey) -> Entry? { entry(for: key) }
+
+    mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
+        value(ofAtomicNamed: name, atMilliseconds: now)
+    }
+
+    mutating func inPlaceElements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
+        elements(ofCollectionNamed: name)
+    }
+
+    mutating func inPlaceOwners() -> Set<String> { owners }
 }

@@ -312,10 +312,14 @@ public struct EntryTable: Sendable {
             .map { (key: self.key(of: $0), entry: self.entry(of: $0)) }
     }
 
-    /// Whether a reader at `now` sees `record`'s value: it has one, not expired, and not of a
-    /// hidden owner (`Entry.isExpired`, and the node's own visibility rule, on a record).
-    private func isReadable(_ record: Record, at now: UInt64) -> Bool {
-        record.value != nil && !Self.isExpired(record, now) && !(record.owned && ownerHidden[Int(record.node)])
+    /// Whether a reader at `now` sees the value of the record at `index`: it has one, not
+    /// expired, and not of a hidden owner (`Entry.isExpired`, and the node's own visibility
+    /// rule, on a record). Reads the fields in place, without copying the record.
+    private func isReadable(at index: Int, _ now: UInt64) -> Bool {
+        let meta = records[index].meta
+        let expiry = meta & Self.instantMask
+        return records[index].value != nil && (expiry == 0 || now < expiry)
+            && (meta & Self.ownedBit == 0 || !ownerHidden[Int(records[index].node)])
     }
 
     /// Every stored (key, entry), in no particular order.
@@ -387,8 +391,7 @@ public struct EntryTable: Sendable {
         while next < end && keys.count < minimumKeys {
             var member = bucketHeads[next]
             while member != 0 {
-                let record = records[Int(member - 1)]
-                if isReadable(record, at: now) { keys.append(key(of: record)) }
+                if isReadable(at: Int(member - 1), now) { keys.append(key(of: records[Int(member - 1)])) }
                 member = bucketNext[Int(member - 1)]
             }
             next += 1
@@ -496,10 +499,6 @@ public struct EntryTable: Sendable {
               expiresAtMilliseconds: record.expiry == 0 ? nil : record.expiry, ownedByWriter: record.owned)
     }
 
-    private static func isExpired(_ record: Record, _ now: UInt64) -> Bool {
-        record.expiry != 0 && now >= record.expiry
-    }
-
     /// The number of `version`'s node id, interned on first sight.
     private mutating func nodeNumber(of version: Version) -> UInt32 {
         if Int(latestNode) < nodeIDs.count, nodeIDs[Int(latestNode)].hash == version.nodeHash,
@@ -563,8 +562,8 @@ public struct EntryTable: Sendable {
             record.name == Self.inlineName && record.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
-        let record = records[Int(stored - 1)]
-        return .some(isReadable(record, at: now) ? record.value : nil)
+        let record = Int(stored - 1)
+        return .some(isReadable(at: record, now) ? records[record].value : nil)
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
