@@ -305,6 +305,18 @@ extension SyncNodeTests {
             }
         }
 
+        /// Runs `body` with a peer, an endpoint of it and `count` clients it has accepted.
+        static func withConnectedClients(_ id: String, count: Int,
+                                         _ body: (TestPeer, CustomEndpoint, [TestClient]) async throws -> Void) async throws {
+            try await withPeer(id) { peer in
+                let endpoint = try CustomEndpoint(on: peer) { _ in }
+                defer { endpoint.stop() }
+                let clients = try (0..<count).map { _ in try endpoint.client() }
+                for client in clients { #expect(try client.call("PING") == .simple("PONG")) }
+                try await body(peer, endpoint, clients)
+            }
+        }
+
         /// Sends `sets[i]` from `clients[i]` while the endpoint's loop thread is held, so that
         /// every client is read in the loop's next turn, then lets the loop go.
         static func sendInOneTurn(_ endpoint: CustomEndpoint, _ clients: [TestClient], _ sets: [[UInt8]]) async throws {
@@ -322,11 +334,7 @@ extension SyncNodeTests {
         /// Clients read in one loop turn that ended their reads with plain SETs have them
         /// committed as one decision, each client answered its own `+OK`s.
         @Test func setsOfClientsReadInOneTurnCommitAsOneDecision() async throws {
-            try await withPeer("turn") { peer in
-                let endpoint = try CustomEndpoint(on: peer) { _ in }
-                defer { endpoint.stop() }
-                let clients = try (0..<8).map { _ in try endpoint.client() }
-                for client in clients { #expect(try client.call("PING") == .simple("PONG")) }
+            try await Self.withConnectedClients("turn", count: 8) { peer, endpoint, clients in
                 let before = peer.node.stateSummary.committedDecisions
                 try await Self.sendInOneTurn(endpoint, clients, clients.indices.map { index in
                     request("SET", "k\(index)", "\(index)") + request("SET", "j\(index)", "x")
@@ -348,11 +356,7 @@ extension SyncNodeTests {
         /// When the node refuses the turn's SETs together (one of them breaks a limit), they run
         /// one by one: only the bad one gets the error, and every client its own answers in order.
         @Test func aTurnRefusedTogetherAnswersEachClientItsOwn() async throws {
-            try await withPeer("turn-refused") { peer in
-                let endpoint = try CustomEndpoint(on: peer) { _ in }
-                defer { endpoint.stop() }
-                let clients = try (0..<3).map { _ in try endpoint.client() }
-                for client in clients { #expect(try client.call("PING") == .simple("PONG")) }
+            try await Self.withConnectedClients("turn-refused", count: 3) { _, endpoint, clients in
                 let longName = String(repeating: "n", count: 1025)
                 try await Self.sendInOneTurn(endpoint, clients, [
                     request("SET", "a1", "1") + request("SET", "a2", "2"),
