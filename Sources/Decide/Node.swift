@@ -203,9 +203,9 @@ public final class Node: Sendable {
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
             if writes.expires { startExpiryTimerIfNeeded() }
             let now = transaction.now
-            // Each access to a NodeCore property is a dynamic exclusivity check: the table is
-            // taken once for every write, the change log once, and the observers and the decoded
-            // cache are visited only when they hold something.
+            // The table is taken by address once for every write (`withTable`), the change log
+            // once, and the observers and the decoded cache are visited only when they hold
+            // something.
             core.withTable { table in
                 for index in 0..<writes.count {
                     let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)

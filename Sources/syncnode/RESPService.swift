@@ -214,11 +214,20 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     private func commit(_ batch: inout SetBatch, into writer: inout RESPWriter) {
         guard !batch.isEmpty else { return }
         defer { batch.removeAll() }
-        if batch.writes.count > 1, node.decide(BatchedSets(writes: batch.writes)).version != nil {
-            for _ in batch.writes { writer.simpleString("OK") }
-            return
-        }
-        for (key, value) in batch.writes where commit(RawWrite(key: key, value: value), "SET", into: &writer) {
+        let together = commitTogether(batch.writes)
+        for write in batch.writes { answer(write, committedTogether: together, into: &writer) }
+    }
+
+    /// Commits `writes` as one decision when there are several; false for a single write or
+    /// when the node refused them together (then `answer` runs each alone).
+    private func commitTogether(_ writes: [(key: StateKey, value: [UInt8])]) -> Bool {
+        writes.count > 1 && node.decide(BatchedSets(writes: writes)).version != nil
+    }
+
+    /// Answers one SET of a batch: `+OK` when the batch committed together, otherwise commits it
+    /// alone and answers what that gave.
+    private func answer(_ write: (key: StateKey, value: [UInt8]), committedTogether: Bool, into writer: inout RESPWriter) {
+        if committedTogether || commit(RawWrite(key: write.key, value: write.value), "SET", into: &writer) {
             writer.simpleString("OK")
         }
     }
@@ -249,17 +258,14 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         let clients = turnClients
         turnBatch.removeAll()
         turnClients.removeAll(keepingCapacity: true)
-        let together = writes.count > 1 && node.decide(BatchedSets(writes: writes)).version != nil
+        let together = commitTogether(writes)
         var next = 0
         for (session, count) in clients {
             session.waitingSets -= count
             let connection = session.connection
             let answered = !connection.isClosing
             if answered { swap(&session.writer.bytes, &connection.output) }
-            for (key, value) in writes[next..<next + count]
-            where together || commit(RawWrite(key: key, value: value), "SET", into: &session.writer) {
-                session.writer.simpleString("OK")
-            }
+            for write in writes[next..<next + count] { answer(write, committedTogether: together, into: &session.writer) }
             if answered {
                 swap(&session.writer.bytes, &connection.output)
                 server.writeAtEndOfTurn(connection)

@@ -76,26 +76,26 @@ import Testing
         let queue = StorageWriteQueue(capacityCommits: 2, eager: false)
         #expect(queue.admit() == nil)
         #expect(queue.admit() == nil)
-        let admitted = Atomic<Int>(0)
+        let admitted = Recorder<Void>()
         Thread {
-            if queue.admit() == nil { admitted.add(1, ordering: .releasing) }
+            if queue.admit() == nil { admitted.append(()) }
         }.start()
         // The negative half cannot be proven by waiting; 200 ms is far longer than admission takes.
         try await Task.sleep(for: .milliseconds(200))
-        #expect(admitted.load(ordering: .acquiring) == 0, "a third commit was admitted into a queue of two")
+        #expect(admitted.all.isEmpty, "a third commit was admitted into a queue of two")
         queue.cancelAdmission()
-        #expect(await waitUntil { admitted.load(ordering: .acquiring) == 1 }, "cancelling a slot did not wake the waiting admitter")
+        #expect(await admitted.wait { $0.count == 1 }, "cancelling a slot did not wake the waiting admitter")
 
         // Full again (the appended one and the woken admitter's): the writer taking frees both.
         _ = queue.append(changeCount: 1, clock: .zero) { _ in .upsert(StateKey(name: "x"), Entry(version: Version(timestamp: .zero, node: "a"), value: [1])) }
         Thread {
-            if queue.admit() == nil { admitted.add(1, ordering: .releasing) }
+            if queue.admit() == nil { admitted.append(()) }
         }.start()
         try await Task.sleep(for: .milliseconds(200))
-        #expect(admitted.load(ordering: .acquiring) == 1)
+        #expect(admitted.all.count == 1)
         let taken = try #require(queue.take(dueAt: .distantPast))
         #expect(taken.group.commits == 1)
-        #expect(await waitUntil { admitted.load(ordering: .acquiring) == 2 }, "the writer taking the queue did not wake the admitter")
+        #expect(await admitted.wait { $0.count == 2 }, "the writer taking the queue did not wake the admitter")
 
         queue.stop(with: .closed(path: "test"), dropPending: true)
         #expect(queue.admit() == .closed(path: "test"))
@@ -163,13 +163,5 @@ import Testing
         #expect(newest.withLock { $0 }.values.allSatisfy { $0.version == last })
         #expect(newest.withLock { $0.count } == threads)
         queue.stop(with: .closed(path: "test"), dropPending: false)
-    }
-
-    func waitUntil(_ condition: @Sendable () -> Bool) async -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
     }
 }
