@@ -15,26 +15,49 @@ struct MembershipFile: Sendable {
         let description: String
     }
 
-    func read() throws -> [ReplicationMessage.MemberRecord] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+    /// What the file holds: member records, and the forgotten id hashes oldest first.
+    struct Contents: Equatable {
+        var records: [ReplicationMessage.MemberRecord] = []
+        var forgotten: [UInt64] = []
+    }
+
+    func read() throws -> Contents {
+        guard let data = FileManager.default.contents(atPath: path) else { return Contents() }
         guard let list = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
             throw Problem(description: "\(path) is not a JSON list of members")
         }
-        return try list.map { object in
+        var contents = Contents()
+        for object in list {
+            if object["status"] as? String == Self.forgottenStatus {
+                guard let hashes = object["idHashes"] as? [String] else {
+                    throw Problem(description: "\(path) has a forgotten entry without a list of idHashes")
+                }
+                for text in hashes {
+                    guard text.utf8.count == 16, let hash = UInt64(text, radix: 16) else {
+                        throw Problem(description: "\(path) has a forgotten id hash that is not 16 hex digits: \(text.prefix(40))")
+                    }
+                    contents.forgotten.append(hash)
+                }
+                continue
+            }
             guard let id = object["id"] as? String, let address = object["address"] as? String,
                   let statusName = object["status"] as? String, let incarnation = object["incarnation"] as? String,
                   let status = Self.statuses[statusName], let number = UInt64(incarnation) else {
                 throw Problem(description: "\(path) has a member entry without id, address, status or incarnation")
             }
-            return ReplicationMessage.MemberRecord(nodeID: id, address: address, status: status, incarnation: number)
+            contents.records.append(.init(nodeID: id, address: address, status: status, incarnation: number))
         }
+        return contents
     }
 
-    func write(_ records: [ReplicationMessage.MemberRecord]) throws {
-        let list: [[String: String]] = records.map { record in
+    func write(_ contents: Contents) throws {
+        var list: [[String: Any]] = contents.records.map { record in
             ["id": record.nodeID, "address": record.address,
              "status": Self.statuses.first { $0.value == record.status }!.key,
              "incarnation": "\(record.incarnation)"]
+        }
+        if !contents.forgotten.isEmpty {
+            list.append(["status": Self.forgottenStatus, "idHashes": contents.forgotten.map(Self.hex)])
         }
         let data = try JSONSerialization.data(withJSONObject: list, options: [.prettyPrinted, .sortedKeys])
         let temporary = path + ".tmp"
@@ -47,6 +70,13 @@ struct MembershipFile: Sendable {
             _ = Foundation.close(descriptor)
         }
         guard rename(temporary, path) == 0 else { throw Problem(description: "cannot rename \(temporary) to \(path)") }
+    }
+
+    private static let forgottenStatus = "forgotten"
+
+    private static func hex(_ hash: UInt64) -> String {
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     private static let statuses: [String: ReplicationMessage.MemberRecord.Status] = [

@@ -1071,38 +1071,52 @@ public final class Node: Sendable {
         }
     }
 
-    /// Removes tombstones, and values expired at this node's `nowMilliseconds`, whose version is
-    /// older than `horizon`; returns how many. The
+    /// Removes tombstones, values expired at this node's `nowMilliseconds`, and owned values of
+    /// members removed for good, whose version is older than `horizon`; returns how many. The
     /// replication engine calls it only with a bound that every member of the cluster is known
     /// to cover (docs/consistency.md, "Deletes and tombstones"). From then on a tombstone below
     /// `horizon` that arrives again for a key this node no longer holds is not stored (a peer
-    /// that has not collected it yet sends it back; it collects it within one interval). With a store, the tombstones are deleted from it too (in the next group commit; this
-    /// call does not wait for the disk).
+    /// that has not collected it yet sends it back; it collects it within one interval). With a
+    /// store, the tombstones are deleted from it too (in the next group commit; this call does
+    /// not wait for the disk).
+    ///
+    /// The table is swept in slices of `collectionSliceRecords` records, the state lock let go
+    /// between them, so decisions and peers' batches wait for one slice, not for a scan of the
+    /// whole state (docs/benchmarks.md, "collection"). A record written during the sweep may
+    /// wait for the next one.
     @discardableResult
     public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
-        let admitted = admitToStorage()
-        return core.withLock { core in
-            if core.collectedBelow < horizon { core.collectedBelow = horizon }
-            let now = hybridNow(core)
-            // Values that expired since the last sweep count too (a sweep first reports them).
-            let expiredNow = core.table.expire(dueAtMilliseconds: now)
-            if !expiredNow.isEmpty { reportExpired(core, expiredNow) }
-            guard core.table.tombstoneCount > 0 || core.table.expiredCount > 0 || !core.removedOwners.isEmpty else {
-                _ = appendToStorage(admitted, [], clock: core.clock.last)
-                return 0
+        var cursor = EntryTable.SweepCursor.start
+        var total = 0
+        while !cursor.isFinished {
+            let admitted = admitToStorage()
+            let collected = core.withLock { core -> Int in
+                if core.collectedBelow < horizon { core.collectedBelow = horizon }
+                let now = hybridNow(core)
+                if cursor == .start {
+                    // Values that expired since the last sweep count too (a sweep first reports them).
+                    let expiredNow = core.table.expire(dueAtMilliseconds: now)
+                    if !expiredNow.isEmpty { reportExpired(core, expiredNow) }
+                    guard core.table.mayHoldAbsentForGood(isRemovedOwner: core.isRemovedOwner) else {
+                        _ = appendToStorage(admitted, [], clock: core.clock.last)
+                        cursor = EntryTable.SweepCursor.finished
+                        return 0
+                    }
+                }
+                let removed = core.table.collectAbsent(
+                    below: horizon, atMilliseconds: now, isRemovedOwner: core.isRemovedOwner,
+                    from: &cursor, budget: Self.collectionSliceRecords)
+                _ = appendToStorage(admitted, removed.map { .remove($0.key, upTo: $0.version) }, clock: core.clock.last)
+                return removed.count
             }
-            let removed = core.removedOwners
-            let collectable = core.table.entries.filter {
-                $0.entry.version.timestamp < horizon && $0.entry.isAbsentForGood(atMilliseconds: now, removedOwners: removed)
-            }
-            for item in collectable {
-                core.table.collect(item.key, version: item.entry.version, absentAtMilliseconds: now, removedOwners: removed)
-            }
-            _ = appendToStorage(
-                admitted, collectable.map { .remove($0.key, upTo: $0.entry.version) }, clock: core.clock.last)
-            return collectable.count
+            total += collected
         }
+        return total
     }
+
+    /// Records one collection slice examines under the state lock (about a millisecond's work
+    /// here; `make bench` prints the longest hold at a million keys).
+    static let collectionSliceRecords = 32_768
 
     // MARK: expiry
 
@@ -1140,13 +1154,14 @@ public final class Node: Sendable {
     }
 
     /// The replication engine's view of the cluster: `present` are the members linked to this
-    /// node now (this node is added), `removed` the members removed for good. Owned values
+    /// node now (this node is added), `removed` the members removed for good (`forgotten`: the
+    /// id hashes of removals the engine keeps no record of, `ForgottenMembers`). Owned values
     /// (`Entry.ownedByWriter`) of any other writer read as absent from now on; observers and
     /// listeners (`.ownerGone` / `.ownerBack`) hear of every key that disappears or returns,
     /// once per change. Without a call, every owner counts as present.
-    package func setPresentOwners(_ present: Set<String>, removed: Set<String>) {
+    package func setPresentOwners(_ present: Set<String>, removed: Set<String>, forgotten: Set<UInt64> = []) {
         let changed = core.withLock { core -> Bool in
-            let (appeared, disappeared) = core.setOwners(present: present, removed: removed)
+            let (appeared, disappeared) = core.setOwners(present: present, removed: removed, forgotten: forgotten)
             guard !appeared.isEmpty || !disappeared.isEmpty else { return false }
             let now = hybridNow(core)
             for (owners, origin) in [(disappeared, CommittedDelta.Origin.ownerGone), (appeared, .ownerBack)] where !owners.isEmpty {

@@ -94,8 +94,16 @@ final class NodeCore: @unchecked Sendable {
     /// replication engine says (`Node.setPresentOwners`): then every owner's do.
     private(set) var presentOwners: Set<String>?
     /// Members removed from the cluster for good: their owned values never return, and are
-    /// collected like tombstones.
+    /// collected like tombstones. By id, and past the engine's `maxMembers` removal records by
+    /// id hash (`ForgottenMembers`): `isRemovedOwner` consults both.
     private(set) var removedOwners: Set<String> = []
+    private(set) var forgottenOwnerHashes: Set<UInt64> = []
+
+    /// Whether `nodeID` was removed from the cluster for good (by id or by id hash).
+    func isRemovedOwner(_ nodeID: String) -> Bool {
+        removedOwners.contains(nodeID)
+            || (!forgottenOwnerHashes.isEmpty && forgottenOwnerHashes.contains(ForgottenMembers.hash(nodeID)))
+    }
 
     /// Whether a reader at hybrid-clock instant `now` sees `entry`: not expired, and not owned
     /// by a node that is not a live member here. Tombstones are "seen" (as deletes).
@@ -105,14 +113,16 @@ final class NodeCore: @unchecked Sendable {
         return entry.version.node == nodeID || presentOwners.contains(entry.version.node)
     }
 
-    /// Sets who is present and removed (this node is added to `present`); returns the owners
-    /// whose values appear and disappear with the change.
-    func setOwners(present: Set<String>, removed: Set<String>) -> (appeared: Set<String>, disappeared: Set<String>) {
+    /// Sets who is present and removed (this node is added to `present`; `forgotten` are the
+    /// id hashes of removals past the engine's records); returns the owners whose values
+    /// appear and disappear with the change.
+    func setOwners(present: Set<String>, removed: Set<String>, forgotten: Set<UInt64>) -> (appeared: Set<String>, disappeared: Set<String>) {
         var present = present
         present.insert(nodeID)
         let before = presentOwners
         presentOwners = present
         removedOwners = removed
+        forgottenOwnerHashes = forgotten
         withTable { $0.pointee.setPresentOwners(present) }
         guard let before else {
             // Until now every owner was present: the ones not present now disappear.
@@ -126,7 +136,7 @@ final class NodeCore: @unchecked Sendable {
     /// value of a removed owner, of the kind this node already collected below
     /// `collectedBelow`, for an absent `key`.
     func isCollected(_ entry: Entry, for key: StateKey, now: UInt64) -> Bool {
-        guard entry.version.timestamp < collectedBelow, entry.isAbsentForGood(atMilliseconds: now, removedOwners: removedOwners),
+        guard entry.version.timestamp < collectedBelow, entry.isAbsentForGood(atMilliseconds: now, isRemovedOwner: isRemovedOwner),
               self.entry(for: key) == nil else { return false }
         droppedCollectedTombstones += 1
         return true

@@ -59,4 +59,8 @@ public struct ReplicationStatus: Hashable, Sendable {
     /// Tombstones below this (raw HLC) are collected: every member reported covering it. Nil
     /// while any member has not reported, or counts other members than this node does.
     public let tombstoneBound: UInt64?
+    /// Removals remembered by id hash only, past the `maxMembers` full removal records
+    /// (`maxForgottenMemberIDs` at most): such a member is refused if it returns, and gossip
+    /// that lists it brings its removal back.
+    public let forgottenMemberIDs: Int
 }

@@ -78,7 +78,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         self.logger = logger
         self.metrics = configuration.metricsIntervalMilliseconds.map { ReplicationMetrics(nodeID: node.id, intervalMilliseconds: $0) }
         membershipFile = configuration.membershipPath.map(MembershipFile.init(path:))
-        var remembered: [ReplicationMessage.MemberRecord] = []
+        var remembered = MembershipFile.Contents()
         if let membershipFile {
             do {
                 remembered = try membershipFile.read()
@@ -89,7 +89,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         self.state = Mutex(ReplicatorState(
             selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed),
-            now: (clock ?? node.configuration.clock).nowMilliseconds(), remembered: remembered))
+            now: (clock ?? node.configuration.clock).nowMilliseconds(), remembered: remembered.records,
+            forgotten: remembered.forgotten))
         if state.withLock({ $0.removedFromCluster }) {
             logger.critical("this node was removed from its cluster: it links with nobody; start it with an empty data directory and a new node id")
         }
@@ -147,6 +148,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
         guard configuration.catchUpWindowMessages >= 1, configuration.maxMembers >= 1 else {
             throw .init("catchUpWindowMessages and maxMembers must be at least 1")
+        }
+        guard configuration.maxForgottenMemberIDs >= 0 else {
+            throw .init("maxForgottenMemberIDs must not be negative (0 remembers no removal past maxMembers)")
         }
         guard configuration.maxInboundDeltaBytes >= configuration.maxFrameBytes else {
             throw .init("maxInboundDeltaBytes must be at least maxFrameBytes \(configuration.maxFrameBytes): one delta must fit")
@@ -239,7 +243,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             return (actions, state.coverageNow(clock: nodeClock), state.advertisedCoverage, state.ownerViewIfChanged())
         }
         perform(actions)
-        if let owners { node.setPresentOwners(owners.present, removed: owners.removed) }
+        if let owners { node.setPresentOwners(owners.present, removed: owners.removed, forgotten: owners.forgotten) }
         if proposed > advertised {
             // Report coverage only once the store holds what it covers: a crash must not take
             // back a tombstone this node told the others it holds.
@@ -368,9 +372,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         guard let membershipFile else { return }
         let due = membershipDirty.withLock { dirty -> Bool in defer { dirty = false }; return dirty || force }
         guard due else { return }
-        let records = state.withLock { $0.rememberedRecords() }
+        let contents = state.withLock { MembershipFile.Contents(records: $0.rememberedRecords(), forgotten: $0.forgotten.oldestFirst) }
         do {
-            try membershipFile.write(records)
+            try membershipFile.write(contents)
         } catch {
             membershipDirty.withLock { $0 = true }
             logger.warning("cannot save the member list", metadata: ["path": "\(membershipFile.path)", "error": "\(error)"])

@@ -39,6 +39,11 @@ extension Replicator {
         /// The most members (this node not included) the engine keeps; gossip that would pass
         /// it closes the link that sent it. Removed members are kept too, up to the same number.
         public var maxMembers = 1_024
+        /// Past `maxMembers` removal records, the most removals a node still remembers by a
+        /// 64-bit hash of the member's id (oldest dropped first; about 24 bytes each in memory,
+        /// 26 in the member file). A peer that gossips a remembered member as alive gets its
+        /// removal back instead of bringing the member back in. 0 remembers none.
+        public var maxForgottenMemberIDs = 65_536
         /// How often tombstone collection runs.
         public var tombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
         /// The size a catch-up message (summary, key requests, entries) is cut at; a single

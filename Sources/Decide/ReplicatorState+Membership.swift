@@ -8,10 +8,11 @@ extension ReplicatorState {
 
     /// Which members' owned values read as present here (docs/consistency.md, "Node-owned
     /// keys"): those alive with an open, handshaken link to this node now; and the members
-    /// removed for good. Nil when it is what the node was last told. A member that crashes
+    /// removed for good, by id and, past `maxMembers` records, by id hash (`forgotten`). Nil
+    /// when it is what the node was last told. A member that crashes
     /// leaves `present` when its link closes: at once when its socket closes, after
     /// `failureTimeoutMilliseconds` of silence when the host or the network fails.
-    mutating func ownerViewIfChanged() -> (present: Set<String>, removed: Set<String>)? {
+    mutating func ownerViewIfChanged() -> (present: Set<String>, removed: Set<String>, forgotten: Set<UInt64>)? {
         var present = Set<String>(), removed = Set<String>()
         for member in members.values {
             if member.removed {
@@ -20,9 +21,10 @@ extension ReplicatorState {
                 present.insert(member.nodeID)
             }
         }
-        if let reported = reportedOwners, reported.present == present, reported.removed == removed { return nil }
-        reportedOwners = (present, removed)
-        return (present, removed)
+        if let reported = reportedOwners, reported.present == present, reported.removed == removed,
+           reported.forgottenGeneration == forgotten.generation { return nil }
+        reportedOwners = (present, removed, forgotten.generation)
+        return (present, removed, forgotten.hashes)
     }
 
     /// A hash of the ids of every member not removed, this node included, in byte order: two
@@ -77,6 +79,14 @@ extension ReplicatorState {
             if record.status == .removed {
                 markRemoved(record.nodeID, address: record.address, incarnation: record.incarnation, now: now,
                             why: "learnt from \(peer)", into: &actions)
+                continue
+            }
+            if members[record.nodeID] == nil && forgotten.contains(record.nodeID) {
+                // A peer still lists a member this node removed and dropped the record of: the
+                // removal comes back as a full record, and the next gossip teaches it to the peer.
+                markRemoved(record.nodeID, address: record.address, incarnation: record.incarnation, now: now,
+                            why: "\(peer) still listed it after this node had dropped its removal record (remembered by id hash)",
+                            restoring: true, into: &actions)
                 continue
             }
             guard var member = members[record.nodeID] else {
@@ -161,14 +171,23 @@ extension ReplicatorState {
 
     /// Removes `nodeID` from the cluster for good (operator `forget`, the dead-member timeout,
     /// or gossip saying another node did): it no longer counts for tombstones, is not dialled,
-    /// and is refused if it comes back.
+    /// and is refused if it comes back. News of the removal of a member this node does not know
+    /// is kept as a full record while there are fewer than `maxMembers` of them, and by id hash
+    /// only past that; `restoring` brings back the full record of a removal kept by hash.
     mutating func markRemoved(_ nodeID: String, address: String, incarnation: UInt64, now: UInt64, why: String,
-                              into actions: inout ReplicatorActions) {
+                              restoring: Bool = false, into actions: inout ReplicatorActions) {
         guard nodeID != selfID else { return }
         var member = members[nodeID]
             ?? Member(nodeID: nodeID, address: address, status: .left, incarnation: incarnation, lastSeen: now)
         guard !member.removed else { return }
-        guard members[nodeID] != nil || removedCount < configuration.maxMembers else { return }
+        if members[nodeID] == nil && !restoring {
+            guard !forgotten.contains(nodeID) else { return }
+            guard removedCount < configuration.maxMembers else {
+                forgotten.insert(nodeID)
+                actions.membershipChanged = true
+                return
+            }
+        }
         member.removed = true
         member.lastSeen = now
         if let connection = member.connection, peers[connection] != nil {
@@ -185,10 +204,14 @@ extension ReplicatorState {
 
     private var removedCount: Int { members.values.filter(\.removed).count }
 
-    /// Keeps at most `maxMembers` removed records, dropping the oldest removals first.
+    /// Keeps at most `maxMembers` removed records, dropping the oldest removals first; a dropped
+    /// removal is still remembered by the hash of its id (`forgotten`).
     private mutating func pruneRemoved() {
         let removed = members.values.filter(\.removed).sorted { ($0.lastSeen, $0.nodeID) < ($1.lastSeen, $1.nodeID) }
-        for member in removed.prefix(max(0, removed.count - configuration.maxMembers)) { members[member.nodeID] = nil }
+        for member in removed.prefix(max(0, removed.count - configuration.maxMembers)) {
+            members[member.nodeID] = nil
+            forgotten.insert(member.nodeID)
+        }
     }
 
     enum ForgetOutcome: Equatable { case removed, unknown, isSelf, alreadyRemoved }
@@ -196,7 +219,7 @@ extension ReplicatorState {
     mutating func forget(_ nodeID: String, now: UInt64) -> (ForgetOutcome, ReplicatorActions) {
         var actions = ReplicatorActions()
         if nodeID == selfID { return (.isSelf, actions) }
-        guard let member = members[nodeID] else { return (.unknown, actions) }
+        guard let member = members[nodeID] else { return (forgotten.contains(nodeID) ? .alreadyRemoved : .unknown, actions) }
         if member.removed { return (.alreadyRemoved, actions) }
         markRemoved(nodeID, address: member.address, incarnation: member.incarnation, now: now,
                     why: "forgotten by the operator", into: &actions)

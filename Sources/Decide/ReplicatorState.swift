@@ -173,6 +173,8 @@ struct ReplicatorState {
     var removedFromCluster = false
     var peers: [ConnectionID: Link] = [:]
     var members: [String: Member] = [:]
+    /// Removals whose full records `members` no longer holds (past `maxMembers` of them).
+    var forgotten: ForgottenMembers
     var dials: [String: Dial] = [:]
     /// Addresses that turned out to reach this node itself, or a node reached by another link.
     var addressOwners: [String: String] = [:]
@@ -182,7 +184,7 @@ struct ReplicatorState {
     var lastGossip: UInt64 = 0
     var lastTombstoneCollection: UInt64 = 0
     /// The owner view last handed to the node (`ownerViewIfChanged`).
-    var reportedOwners: (present: Set<String>, removed: Set<String>)?
+    var reportedOwners: (present: Set<String>, removed: Set<String>, forgottenGeneration: Int)?
     /// The highest collection bound reached (raw HLC; 0 for none).
     var highestCollectionBound: UInt64 = 0
     var nextNonce: UInt64 = 0
@@ -190,8 +192,10 @@ struct ReplicatorState {
     var loggedForgedIncarnation: UInt64 = 0
 
     init(selfID: String, configuration: Replicator.Configuration, random: SplitMix64, now: UInt64,
-         remembered: [ReplicationMessage.MemberRecord] = []) {
+         remembered: [ReplicationMessage.MemberRecord] = [], forgotten: [UInt64] = []) {
         self.selfID = selfID
+        self.forgotten = ForgottenMembers(capacity: configuration.maxForgottenMemberIDs,
+                                          oldestFirst: forgotten.suffix(configuration.maxForgottenMemberIDs))
         self.configuration = configuration
         self.random = random
         self.incarnation = configuration.incarnation
@@ -339,7 +343,7 @@ struct ReplicatorState {
             actions.close.append((connection, "this node was removed from the cluster"))
             return actions
         }
-        if members[peer.nodeID]?.removed == true {
+        if members[peer.nodeID]?.removed ?? forgotten.contains(peer.nodeID) {
             actions.refuse.append((connection, Self.removedReason(peer.nodeID)))
             actions.log(.warning, "refused a removed member", [
                 "peer": "\(peer.nodeID)",
@@ -600,6 +604,7 @@ struct ReplicatorState {
                 coveredClock: member.covered, reportedCoverage: member.coverage))
         }
         return ReplicationStatus(nodeID: selfID, incarnation: incarnation, members: rows,
-                                 coverage: advertisedCoverage, tombstoneBound: collectionBound())
+                                 coverage: advertisedCoverage, tombstoneBound: collectionBound(),
+                                 forgottenMemberIDs: forgotten.count)
     }
 }

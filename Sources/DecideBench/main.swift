@@ -6,7 +6,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "join-child" { JoinBench.child(Array(arguments.dropFirst())) }
 if arguments.first == "memory-child" { MemoryBench.child(Array(arguments.dropFirst())) }
-let known = ["core", "memory", "transport", "replication", "anti-entropy", "durability", "join"]
+let known = ["core", "memory", "transport", "replication", "anti-entropy", "durability", "join", "collection"]
 let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
@@ -19,6 +19,7 @@ for section in sections {
     case "anti-entropy": AntiEntropyBench.run()
     case "durability": DurabilityBench.run(seconds: seconds)
     case "join": JoinBench.run()
+    case "collection": CollectionBench.run()
     case "compare": CompareBench.run()
     default:
         FileHandle.standardError.write(Data("unknown bench section \(section); known: \(known.joined(separator: ", "))\n".utf8))

@@ -46,10 +46,11 @@ public struct Entry: Hashable, Sendable {
     }
 
     /// Whether this entry reads as absent for good at hybrid-clock instant `now`: a tombstone, an
-    /// expired value, or a value owned by a node of `removedOwners` (which never returns). Such
-    /// an entry is what collection removes once every member holds it (docs/consistency.md §6).
-    public func isAbsentForGood(atMilliseconds now: UInt64, removedOwners: Set<String>) -> Bool {
-        isTombstone || isExpired(atMilliseconds: now) || (ownedByWriter && removedOwners.contains(version.node))
+    /// expired value, or a value owned by a node `isRemovedOwner` names (removed from the
+    /// cluster: it never returns). Such an entry is what collection removes once every member
+    /// holds it (docs/consistency.md §6).
+    public func isAbsentForGood(atMilliseconds now: UInt64, isRemovedOwner: (String) -> Bool) -> Bool {
+        isTombstone || isExpired(atMilliseconds: now) || (ownedByWriter && isRemovedOwner(version.node))
     }
 
     /// Last-writer-wins: the entry that survives when `self` and `other` meet.

@@ -251,18 +251,81 @@ public struct EntryTable: Sendable {
 
     /// Removes the entry of `key` if it is still the one at `version` and reads as absent for
     /// good: a tombstone, a value expired at hybrid-clock instant `now`, or a value owned by a
-    /// node of `removedOwners` (collection); returns whether it was removed. A value that reads
-    /// as present, or whose owner may return, is never removed here.
+    /// node `isRemovedOwner` names (collection); returns whether it was removed. A value that
+    /// reads as present, or whose owner may return, is never removed here.
     @discardableResult
     public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64,
-                                 removedOwners: Set<String> = []) -> Bool {
+                                 isRemovedOwner: (String) -> Bool = { _ in false }) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
         let entry = self.entry(of: records[position])
-        guard entry.version == version, entry.isAbsentForGood(atMilliseconds: now, removedOwners: removedOwners) else { return false }
+        guard entry.version == version, entry.isAbsentForGood(atMilliseconds: now, isRemovedOwner: isRemovedOwner) else { return false }
         remove(at: position, cell: cell)
         return true
+    }
+
+    /// Where a collection sweep (`collectAbsent`) goes on from: the records it has not examined
+    /// yet. `start` begins a sweep; `isFinished` once every record was examined.
+    public struct SweepCursor: Sendable, Equatable {
+        /// The records below this position are still to be examined.
+        fileprivate var position: Int
+        public static let start = SweepCursor(position: .max)
+        /// A sweep with nothing left to examine.
+        public static let finished = SweepCursor(position: 0)
+        public var isFinished: Bool { position <= 0 }
+    }
+
+    /// Whether a collection sweep could find anything: a tombstone, a value reported expired
+    /// (`expire(dueAtMilliseconds:)`), or an owned value of a node `isRemovedOwner` names.
+    /// O(node ids), so a caller skips the sweep when there is nothing to collect.
+    public func mayHoldAbsentForGood(isRemovedOwner: (String) -> Bool) -> Bool {
+        tombstoneCount > 0 || expiredCount > 0
+            || ownedCounts.indices.contains { ownedCounts[$0] > 0 && isRemovedOwner(nodeIDs[$0].id) }
+    }
+
+    /// Examines up to `budget` records from `cursor` on and removes each whose timestamp is
+    /// below `horizon` and that reads as absent for good at hybrid-clock instant `now` (as
+    /// `collect` judges one key); returns the removed keys with the versions they held, and
+    /// moves `cursor` past what it examined. A caller collects a table of any size in slices,
+    /// letting go of its lock between them: a record that enters or moves between two calls
+    /// may be examined twice or not at all in that sweep (the next sweep sees it), and a record
+    /// is only ever removed when it qualifies as it is examined. A key is built only for a
+    /// removed record.
+    public mutating func collectAbsent(below horizon: HLCTimestamp, atMilliseconds now: UInt64,
+                                       isRemovedOwner: (String) -> Bool, from cursor: inout SweepCursor,
+                                       budget: Int) -> [(key: StateKey, version: Version)] {
+        let removedNodes = nodeIDs.map { isRemovedOwner($0.id) }
+        var position = min(cursor.position, records.count)
+        var examined = 0
+        var collected: [(key: StateKey, version: Version)] = []
+        while position > 0 && examined < budget {
+            position -= 1
+            examined += 1
+            // Fields read in place: copying the record would retain its value and key bytes.
+            guard records[position].timestamp < horizon else { continue }
+            let meta = records[position].meta
+            let expiry = meta & Self.instantMask
+            let absent = records[position].value == nil || (expiry != 0 && now >= expiry)
+                || (meta & Self.ownedBit != 0 && removedNodes[Int(records[position].node)])
+            guard absent else { continue }
+            let record = records[position]
+            collected.append((key(of: record), version(of: record)))
+            // The last record moves into `position`: it was examined already (positions are
+            // walked downwards), so the walk goes on below it.
+            remove(at: position, cell: cell(ofRecord: position))
+        }
+        cursor.position = position
+        return collected
+    }
+
+    /// The index cell that holds record `position` (it is in the index).
+    private func cell(ofRecord position: Int) -> Int {
+        let mask = index.count - 1
+        let target = UInt32(position + 1)
+        var cell = Int(truncatingIfNeeded: Self.spread(records[position].keyHash)) & mask
+        while index[cell] != target { cell = (cell + 1) & mask }
+        return cell
     }
 
     /// Reports each stored value whose expiry instant is at or before `now` (hybrid-clock

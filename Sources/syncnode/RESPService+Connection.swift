@@ -364,6 +364,7 @@ extension RESPService {
                      "listen:\(identity.listen)",
                      "durability:\(identity.durability)",
                      "incarnation:\(status.incarnation)",
+                     "forgotten_members:\(status.forgottenMemberIDs)",
                      "entries:\(summary.entryCount)",
                      "tombstones:\(summary.tombstoneCount)",
                      "expiring:\(summary.expiringCount)",

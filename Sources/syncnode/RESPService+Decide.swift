@@ -111,6 +111,7 @@ extension RESPService {
             ("appliedRemoteDeltas", .number(String(summary.appliedRemoteDeltas))),
             ("coverage", ReplyJSON.hlc(replication.coverage)),
             ("tombstoneBound", ReplyJSON.hlc(replication.tombstoneBound)),
+            ("forgottenMembers", .number(String(replication.forgottenMemberIDs))),
             ("members", .array(members)),
         ]))
     }

@@ -29,6 +29,9 @@ enum StatusTable {
         lines.append("entries \(text(reply["entries"])) (\(counts))  digest \(text(reply["digest"]))")
         lines.append("tombstones \(text(reply["tombstones"]))  coverage \(clock(reply["coverage"], now: nowMilliseconds))"
                      + "  tombstone bound \(clock(reply["tombstoneBound"], now: nowMilliseconds))")
+        if let forgotten = reply["forgottenMembers"], text(forgotten) != "0" {
+            lines.append("removals remembered by id hash only: \(text(forgotten))")
+        }
         lines.append("")
         guard case .array(let members)? = reply["members"], !members.isEmpty else {
             lines.append("no other members known")

@@ -179,6 +179,40 @@ import Testing
         await a.stop()
         await b.node.shutdown()
     }
+
+    /// Past `maxMembers` removal records a node remembers removals by id hash, in its member
+    /// file too: restarted from that file, it still refuses a member whose record it dropped.
+    @Test(.timeLimit(.minutes(2))) func aMemberForgottenPastMaxMembersIsRefusedAfterARestart() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-forgotten-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let membersFile = directory.appendingPathComponent("members.json").path
+        let small: (inout Node.Configuration, inout Replicator.Configuration) -> Void = { _, configuration in
+            configuration.maxMembers = 1
+            configuration.membershipPath = membersFile
+        }
+        var a = try Peer("a", seeds: [], configure: small)
+        // c and then d join a, go away for good, and are forgotten: a keeps d's record only.
+        for id in ["c", "d"] {
+            let member = try Peer(id, seeds: [a.address])
+            #expect(await eventually { a.connectedPeers() == [id] }, "\(id) never linked: \(a.replicator.status.members)")
+            await member.stop()
+            #expect(await eventually { a.connectedPeers().isEmpty })
+            try a.replicator.forget(id)
+        }
+        #expect(a.replicator.status.members.map(\.nodeID) == ["d"])
+        #expect(a.replicator.status.forgottenMemberIDs == 1)
+        await a.stop()
+        a = try Peer("a", seeds: [], configure: small)
+        #expect(a.replicator.status.forgottenMemberIDs == 1, "the restart lost the remembered removal")
+        #expect(throws: ForgetError.alreadyRemoved("c")) { try a.replicator.forget("c") }
+        // c comes back with its old id: refused, never linked, for longer than many redials.
+        let c = try Peer("c", seeds: [a.address])
+        #expect(await holds(1.5) { !a.connectedPeers().contains("c") && c.connectedPeers().isEmpty },
+                "a let c back in: \(a.replicator.status.members)")
+        await c.stop()
+        await a.stop()
+    }
 }
 
 /// The one-call embedding: `ReplicatedNode` starts node, transport and engine together.

@@ -164,6 +164,66 @@ import Testing
         }
     }
 
+    /// A node keeps full removal records for `maxMembers` members only. One that dropped the
+    /// record of a removal still remembers it by id hash, so a peer that was partitioned away
+    /// while the member was removed, and still lists it as alive, cannot gossip it back in
+    /// (where, never reporting, it would hold back tombstone collection on every node): the
+    /// removal comes back instead and reaches the peer, after one `forget` on one node.
+    @Test func aRemovalDroppedPastMaxMembersIsRememberedAndTaughtToAPeerThatMissedIt() {
+        for seed in SimulationTests.seeds(Self.seedCount(5), salt: 26 << 32) {
+            let cluster = SimCluster(seed: seed, ids: ["a", "b"], configure: { $0.maxMembers = 2 })
+            cluster.join("c1", seed: "a")
+            var waited = 0
+            while !cluster.replicator("b").status.members.contains(where: { $0.nodeID == "c1" && $0.link == .connected }), waited < 100 {
+                cluster.run(milliseconds: 100)
+                waited += 1
+            }
+            #expect(waited < 100, "b never linked with c1, \(cluster.describe())")
+            // c1's presence (owned by c1) reaches both: once c1 is removed it is gone for good.
+            cluster.node("c1").decide(OwnedKeyTests.Publish(id: "c1"))
+            cluster.run(milliseconds: 1_000)
+            for id in ["a", "b"] {
+                #expect(cluster.node(id).entry(for: OwnedKeyTests.presence("c1")) != nil, "\(id) never got c1's presence, seed \(seed)")
+            }
+            // b is cut off while c1, c2 and c3 come and go and are forgotten on a: a keeps the
+            // removal records of the last two only.
+            cluster.network.partition(groups: [["b"], ["a", "c1", "c2", "c3"]])
+            cluster.crash("c1")
+            cluster.run(milliseconds: 2_000)
+            try? cluster.replicator("a").forget("c1")
+            for id in ["c2", "c3"] {
+                cluster.join(id, seed: "a")
+                cluster.run(milliseconds: 3_000)
+                cluster.crash(id)
+                cluster.run(milliseconds: 2_000)
+                try? cluster.replicator("a").forget(id)
+            }
+            let rowsOnA = cluster.replicator("a").status
+            #expect(!rowsOnA.members.contains { $0.nodeID == "c1" }, "a still holds c1's full record, seed \(seed)")
+            #expect(rowsOnA.forgottenMemberIDs == 1, "seed \(seed): \(rowsOnA)")
+            #expect(throws: ForgetError.self) { try cluster.replicator("a").forget("c1") }
+            // b comes back listing c1 as alive; a delete made now must still be collected.
+            cluster.network.heal()
+            Self.write(cluster, on: "a", [(Self.key(0), Self.value(0))])
+            Self.write(cluster, on: "a", [(Self.key(0), nil)])
+            #expect(Self.runUntilCollected(cluster, ["a", "b"], maxMilliseconds: 60_000, step: 500),
+                    "a removed member came back and holds back collection, \(cluster.describe())")
+            for id in ["a", "b"] {
+                let c1 = cluster.replicator(id).status.members.first { $0.nodeID == "c1" }
+                #expect(c1 == nil || c1!.link == .removed, "\(id) lists c1 as \(String(describing: c1?.link)), seed \(seed)")
+                #expect(cluster.node(id).entry(for: OwnedKeyTests.presence("c1")) == nil,
+                        "\(id) still stores the presence of removed c1, seed \(seed)")
+            }
+            // c1 returns with its old state: refused by both, the hash on a and the record on b.
+            cluster.restart("c1", empty: false, seeds: [SimCluster.address("a"), SimCluster.address("b")])
+            cluster.run(milliseconds: 5_000)
+            for id in ["a", "b"] {
+                let connected = cluster.replicator(id).status.members.filter { $0.link == .connected }.map(\.nodeID)
+                #expect(connected == (id == "a" ? ["b"] : ["a"]), "\(id) let c1 back in: \(connected), seed \(seed)")
+            }
+        }
+    }
+
     @Test func theDeadMemberTimeoutRemovesAMemberThatStaysAway() {
         for seed in SimulationTests.seeds(Self.seedCount(3), salt: 24 << 32) {
             let cluster = SimCluster(seed: seed, ids: ["a", "b", "c"], timeScale: Self.weeks, configure: { configuration in
