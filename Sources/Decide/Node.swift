@@ -1116,7 +1116,7 @@ public final class Node: Sendable {
 
     /// Records one collection slice examines under the state lock (about a millisecond's work
     /// here; `make bench` prints the longest hold at a million keys).
-    static let collectionSliceRecords = 32_768
+    static let collectionSliceRecords = 16_384
 
     // MARK: expiry
 

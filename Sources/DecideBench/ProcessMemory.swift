@@ -12,6 +12,11 @@ enum ProcessMemory {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
 
+    /// Consolidates and trims glibc's free lists now (`malloc_trim`), so a bench's setup that
+    /// freed many small blocks does not bill the consolidation to the next large allocation of
+    /// the operation it times.
+    static func settleHeap() { _ = releaseFreeHeapMemory(0) }
+
     /// glibc's `malloc_trim` (not in the Glibc module map).
     @_silgen_name("malloc_trim")
     private static func releaseFreeHeapMemory(_ pad: Int) -> Int32

@@ -365,14 +365,24 @@ public struct EntryTable: Sendable {
         ownerHidden = nodeIDs.map { node in owners.map { !$0.contains(node.id) } ?? false }
     }
 
-    /// Every stored owned value (not tombstones) whose writer is in `owners`, with its entry:
-    /// the keys that appear or disappear when those nodes come or go. A scan of the table.
+    /// Every stored owned value (not tombstones, not reported expired) whose writer is in
+    /// `owners`, with its entry: the keys that appear or disappear when those nodes come or go.
+    /// A scan of the table, reading each record's fields in place, and none at all when those
+    /// nodes own no such value (`ownedCounts`), which is every link change of a cluster that
+    /// does not use owned keys.
     public func ownedEntries(of owners: Set<String>) -> [(key: StateKey, entry: Entry)] {
         guard !owners.isEmpty else { return [] }
-        let numbers = Set(nodeIDs.indices.filter { owners.contains(nodeIDs[$0].id) }.map(UInt32.init))
-        guard !numbers.isEmpty else { return [] }
-        return records.lazy.filter { $0.owned && $0.value != nil && numbers.contains($0.node) }
-            .map { (key: self.key(of: $0), entry: self.entry(of: $0)) }
+        let wanted = nodeIDs.indices.map { ownedCounts[$0] > 0 && owners.contains(nodeIDs[$0].id) }
+        guard wanted.contains(true) else { return [] }
+        var found: [(key: StateKey, entry: Entry)] = []
+        for position in records.indices {
+            let meta = records[position].meta
+            guard meta & Self.ownedBit != 0, meta & Self.sweptBit == 0, records[position].value != nil,
+                  wanted[Int(records[position].node)] else { continue }
+            let record = records[position]
+            found.append((key(of: record), entry(of: record)))
+        }
+        return found
     }
 
     /// Whether a reader at `now` sees the value of the record at `index`: it has one, not

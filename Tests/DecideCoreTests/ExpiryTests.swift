@@ -207,6 +207,22 @@ import Testing
         #expect(read(theirs) == .some([9]))
     }
 
+    @Test func ownedEntriesNameOnlyLiveOwnedValuesOfTheOwnersAsked() {
+        var table = EntryTable()
+        let live = StateKey(name: "presence-b"), expiring = StateKey(name: "lease-b"), shared = StateKey(name: "config")
+        table.merge(Entry(version: version(5, "b"), value: [1], ownedByWriter: true), for: live)
+        table.merge(Entry(version: version(5, "b"), value: [2], expiresAtMilliseconds: 100, ownedByWriter: true), for: expiring)
+        table.merge(Entry(version: version(5, "c"), value: [3]), for: shared)
+        #expect(Set(table.ownedEntries(of: ["b"]).map(\.key)) == [live, expiring])
+        #expect(table.ownedEntries(of: ["c"]).isEmpty, "c wrote a shared value only")
+        #expect(table.ownedEntries(of: ["x"]).isEmpty, "x never wrote")
+        // Once reported expired, a value no longer appears or disappears with its owner.
+        #expect(table.expire(dueAtMilliseconds: 100).map(\.key) == [expiring])
+        #expect(table.ownedEntries(of: ["b"]).map(\.key) == [live])
+        table.merge(Entry(version: version(6, "a"), value: [9]), for: live)
+        #expect(table.ownedEntries(of: ["b"]).isEmpty, "a's shared write replaced b's owned value")
+    }
+
     @Test func onlyARemovedOwnersValuesAreCollectedForOwnership() {
         var table = EntryTable()
         let key = StateKey(name: "presence-b")
