@@ -92,6 +92,18 @@ public struct EntryTable: Sendable {
         if meta & Self.ownedBit != 0 && !swept { ownedCounts[Int(node)] += step }
     }
 
+    /// Adds or takes out the record at `position` in its node's `ownedPositions`, when `meta`
+    /// carries the owned bit.
+    @inline(__always)
+    private mutating func trackOwned(meta: UInt64, node: UInt32, position: Int, adding: Bool) {
+        guard meta & Self.ownedBit != 0 else { return }
+        if adding {
+            ownedPositions[Int(node)].insert(UInt32(position))
+        } else {
+            ownedPositions[Int(node)].remove(UInt32(position))
+        }
+    }
+
     /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
 
@@ -143,6 +155,10 @@ public struct EntryTable: Sendable {
     private var ownerHidden: [Bool] = []
     /// By node number: its owned values stored and not reported expired.
     private var ownedCounts: [Int] = []
+    /// By node number: the positions of its records that carry the owned bit (reported expired
+    /// or not), so the keys a member owns are found without a scan of the table
+    /// (`ownedEntries`). About 10 bytes per owned record; nothing for the others.
+    private var ownedPositions: [Set<UInt32>] = []
 
     /// Stored owned values (not reported expired) whose owner is hidden now: they read as
     /// absent. O(node ids).
@@ -183,11 +199,16 @@ public struct EntryTable: Sendable {
             let storedTimestamp = records[position].timestamp
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
-            tally(isTombstone: records[position].value == nil, meta: records[position].meta, node: records[position].node, by: -1)
+            let (oldMeta, oldNode) = (records[position].meta, records[position].node)
+            tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
             let meta = Self.meta(of: entry)
+            if (oldMeta | meta) & Self.ownedBit != 0, oldMeta & Self.ownedBit != meta & Self.ownedBit || oldNode != node {
+                trackOwned(meta: oldMeta, node: oldNode, position: position, adding: false)
+                trackOwned(meta: meta, node: node, position: position, adding: true)
+            }
             records.withUnsafeMutableBufferPointer { records in
                 records[position].timestamp = entry.version.timestamp
                 // Bound first: assigning `entry.value` as an optional copies it through the generic
@@ -219,6 +240,7 @@ public struct EntryTable: Sendable {
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
                                   value: entry.value, keyBytes: keyBytes, name: name, node: node, meta: meta))
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
+            trackOwned(meta: meta, node: node, position: Int(number), adding: true)
             index[cell] = number + 1
             digest.toggle(contribution: contribution, of: key)
             let bucket = digest.bucket(of: key)
@@ -367,20 +389,16 @@ public struct EntryTable: Sendable {
 
     /// Every stored owned value (not tombstones, not reported expired) whose writer is in
     /// `owners`, with its entry: the keys that appear or disappear when those nodes come or go.
-    /// A scan of the table, reading each record's fields in place, and none at all when those
-    /// nodes own no such value (`ownedCounts`), which is every link change of a cluster that
-    /// does not use owned keys.
+    /// O(the records those nodes own), from `ownedPositions`: no scan of the table.
     public func ownedEntries(of owners: Set<String>) -> [(key: StateKey, entry: Entry)] {
         guard !owners.isEmpty else { return [] }
-        let wanted = nodeIDs.indices.map { ownedCounts[$0] > 0 && owners.contains(nodeIDs[$0].id) }
-        guard wanted.contains(true) else { return [] }
         var found: [(key: StateKey, entry: Entry)] = []
-        for position in records.indices {
-            let meta = records[position].meta
-            guard meta & Self.ownedBit != 0, meta & Self.sweptBit == 0, records[position].value != nil,
-                  wanted[Int(records[position].node)] else { continue }
-            let record = records[position]
-            found.append((key(of: record), entry(of: record)))
+        for number in nodeIDs.indices where ownedCounts[number] > 0 && owners.contains(nodeIDs[number].id) {
+            for position in ownedPositions[number] {
+                let record = records[Int(position)]
+                guard !record.swept, record.value != nil else { continue }
+                found.append((key(of: record), entry(of: record)))
+            }
         }
         return found
     }
@@ -586,6 +604,7 @@ public struct EntryTable: Sendable {
         nodeIDs.append((version.node, version.nodeHash))
         ownerHidden.append(presentOwners.map { !$0.contains(version.node) } ?? false)
         ownedCounts.append(0)
+        ownedPositions.append([])
         nodeNumbers[version.node] = number
         latestNode = number
         return number
@@ -666,6 +685,7 @@ public struct EntryTable: Sendable {
     private mutating func remove(at position: Int, cell: Int) {
         let record = records[position]
         tally(isTombstone: record.value == nil, meta: record.meta, node: record.node, by: -1)
+        trackOwned(meta: record.meta, node: record.node, position: position, adding: false)
         let removedKey = key(of: record)
         digest.toggle(contribution: record.contribution, of: removedKey)
         let bucket = digest.bucket(of: removedKey)
@@ -701,6 +721,8 @@ public struct EntryTable: Sendable {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
             }
             memberSlots[position] = memberSlots[last]
+            trackOwned(meta: moved.meta, node: moved.node, position: last, adding: false)
+            trackOwned(meta: moved.meta, node: moved.node, position: position, adding: true)
             records[position] = moved
         }
         records.removeLast()
