@@ -8,7 +8,8 @@ import Synchronization
 /// (default 1,000,000), 1,000 of them deleted, a tenth written by a peer and 1,000 owned by
 /// another: a tombstone collection (`Node.collectTombstones`, every
 /// `tombstoneCollectionIntervalMilliseconds`) and a member's link dropping
-/// (`Node.setPresentOwners`: that member's owned values read as absent). Every
+/// (`Node.setPresentOwners`: that member's owned values read as absent); and the read behind
+/// `syncnode dump` (`Node.entriesReadInSlices`). Every
 /// decision, every peer's batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
@@ -96,6 +97,8 @@ enum CollectionBench {
             return "1,000 owned hidden"
         }
         rows.append(row("an owner's link drops", ownerDrop))
+        let dump = whileWriting(node, keys: keys, stride: stride) { "\(node.entriesReadInSlices().count) entries" }
+        rows.append(row("syncnode dump's read (in slices)", dump))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])

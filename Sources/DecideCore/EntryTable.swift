@@ -341,6 +341,20 @@ public struct EntryTable: Sendable {
         return collected
     }
 
+    /// Up to `budget` stored (key, entry) pairs (tombstones, expired values and those of hidden
+    /// owners included) from `cursor` on, moving `cursor` past them: a caller reads a table of
+    /// any size in slices, letting go of its lock between them. Over a whole walk from `start`,
+    /// every key stored for the whole walk is read at least once; a removal between two calls can
+    /// move an already-read record into the part still to read, so a key may be read twice
+    /// (with its entry as of each read: keep the newer). Keys stored after the walk began may be
+    /// read or not.
+    public func entries(from cursor: inout SweepCursor, budget: Int) -> [(key: StateKey, entry: Entry)] {
+        let end = min(cursor.position, records.count)
+        let start = max(0, end - max(budget, 1))
+        cursor.position = start
+        return records[start..<end].map { (key(of: $0), entry(of: $0)) }
+    }
+
     /// The index cell that holds record `position` (it is in the index).
     private func cell(ofRecord position: Int) -> Int {
         let mask = index.count - 1

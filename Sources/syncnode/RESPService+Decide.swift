@@ -118,11 +118,13 @@ extension RESPService {
 
     // MARK: dump
 
-    /// DECIDE.DUMP: every entry of one snapshot, tombstones included, sorted by key, as an array
-    /// of JSON lines, written `dumpChunkBytes` at a time as the socket drains. The client's
-    /// later commands wait until it is written.
+    /// DECIDE.DUMP: every entry, tombstones included, sorted by key, as an array of JSON lines,
+    /// written `dumpChunkBytes` at a time as the socket drains. The entries are read in slices
+    /// (`Node.entriesReadInSlices`), so the node's decisions and peers never wait for the whole
+    /// state: each key once, as of when its slice was read. The client's later commands wait
+    /// until it is written.
     func startDump(_ session: RESPSession) {
-        let entries = node.entries()
+        let entries = node.entriesReadInSlices()
         let now = node.nowMilliseconds
         session.writer.arrayHeader(entries.count)
         session.dump = RESPSession.DumpCursor(entries: entries, now: now)
