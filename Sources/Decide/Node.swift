@@ -1110,8 +1110,9 @@ public final class Node: Sendable {
         }
     }
 
-    /// Removes tombstones, values expired at this node's `nowMilliseconds`, and owned values of
-    /// members removed for good, whose version is older than `horizon`; returns how many. The
+    /// Removes tombstones, expired values (after reporting any newly due: `expireDue`), and owned
+    /// values of members removed for good, whose version is older than `horizon`; returns how
+    /// many. The
     /// replication engine calls it only with a bound that every member of the cluster is known
     /// to cover (docs/consistency.md, "Deletes and tombstones"). From then on a tombstone below
     /// `horizon` that arrives again for a key this node no longer holds is not stored (a peer
@@ -1125,30 +1126,25 @@ public final class Node: Sendable {
     /// wait for the next one.
     @discardableResult
     public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
+        // Values that expired since the last sweep count too: they are reported first (only a
+        // reported expiry is collected).
+        expireDue()
         var cursor = EntryTable.SweepCursor.start
         var total = 0
         while !cursor.isFinished {
             let admitted = admitToStorage()
-            let collected = core.withLock { core -> Int in
+            total += core.withLock { core -> Int in
                 if core.collectedBelow < horizon { core.collectedBelow = horizon }
-                let now = hybridNow(core)
-                if cursor == .start {
-                    // Values that expired since the last sweep count too (a sweep first reports them).
-                    let expiredNow = core.table.expire(dueAtMilliseconds: now)
-                    if !expiredNow.isEmpty { reportExpired(core, expiredNow) }
-                    guard core.table.mayHoldAbsentForGood(isRemovedOwner: core.isRemovedOwner) else {
-                        _ = appendToStorage(admitted, [], clock: core.clock.last)
-                        cursor = EntryTable.SweepCursor.finished
-                        return 0
-                    }
+                if cursor == .start, !core.table.mayHoldAbsentForGood(isRemovedOwner: core.isRemovedOwner) {
+                    _ = appendToStorage(admitted, [], clock: core.clock.last)
+                    cursor = EntryTable.SweepCursor.finished
+                    return 0
                 }
-                let removed = core.table.collectAbsent(
-                    below: horizon, atMilliseconds: now, isRemovedOwner: core.isRemovedOwner,
-                    from: &cursor, budget: Self.collectionSliceRecords)
+                let removed = core.table.collectAbsent(below: horizon, isRemovedOwner: core.isRemovedOwner,
+                                                       from: &cursor, budget: Self.collectionSliceRecords)
                 _ = appendToStorage(admitted, removed.map { .remove($0.key, upTo: $0.version) }, clock: core.clock.last)
                 return removed.count
             }
-            total += collected
         }
         return total
     }
@@ -1156,6 +1152,10 @@ public final class Node: Sendable {
     /// Records one collection slice examines under the state lock (about a millisecond's work
     /// here; `make bench` prints the longest hold at a million keys).
     static let collectionSliceRecords = 16_384
+
+    /// Values one batch of `expireDue` reports under the state lock (each is popped from the
+    /// schedule, looked up and announced: about a microsecond apiece here).
+    static let expirySliceValues = 1_024
 
     /// Records one slice of `entriesReadInSlices` reads under the state lock: fewer than a
     /// collection slice, since each builds its key and entry (about a millisecond here).
@@ -1170,13 +1170,22 @@ public final class Node: Sendable {
     /// a node without one runs it on a timer of its own every `expiryCheckIntervalMilliseconds`.
     @discardableResult
     public func expireDue() -> Int {
-        let count = core.withLock { core -> Int in
-            let expired = core.table.expire(dueAtMilliseconds: hybridNow(core))
-            if !expired.isEmpty { reportExpired(core, expired) }
-            return expired.count
+        // One instant for the whole call, reported `expirySliceValues` at a time with the
+        // lock let go between batches: a million keys due at once do not stall decisions.
+        var instant: UInt64?
+        var total = 0
+        while true {
+            let (count, more) = core.withLock { core -> (Int, Bool) in
+                let now = instant ?? hybridNow(core)
+                instant = now
+                let expired = core.table.expire(dueAtMilliseconds: now, limit: Self.expirySliceValues)
+                if !expired.isEmpty { reportExpired(core, expired) }
+                return (expired.count, (core.table.nextExpiryMilliseconds ?? .max) <= now)
+            }
+            total += count
+            if count > 0 { delivery.drain() }
+            if !more { return total }
         }
-        if count > 0 { delivery.drain() }
-        return count
     }
 
     /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one

@@ -9,7 +9,8 @@ import Synchronization
 /// another: a tombstone collection (`Node.collectTombstones`, every
 /// `tombstoneCollectionIntervalMilliseconds`) and a member's link dropping
 /// (`Node.setPresentOwners`: that member's owned values read as absent); and the read behind
-/// `syncnode dump` (`Node.entriesReadInSlices`). Every
+/// `syncnode dump` (`Node.entriesReadInSlices`); and 100,000 keys expiring at one instant
+/// (`Node.expireDue`, on every engine tick). Every
 /// decision, every peer's batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
@@ -28,6 +29,20 @@ enum CollectionBench {
         let range: Range<Int>
         func execute(read: StorageReader, write: StorageWriter) -> Effect {
             for index in range { write("value-\(index)", into: Item.self, at: index) }
+            return .none
+        }
+    }
+
+    struct Session: CollectionState {
+        static func defaultValue(at id: Int) -> String { "" }
+        static var name: String { "bench.session" }
+    }
+
+    /// Sessions `range`, each living one second.
+    struct Grant: Decision {
+        let range: Range<Int>
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            for index in range { write("open", into: Session.self, at: index, expiringAfter: .seconds(1)) }
             return .none
         }
     }
@@ -51,7 +66,10 @@ enum CollectionBench {
         let environment = ProcessInfo.processInfo.environment
         let keys = max(deletedKeys * 2, Int(environment["BENCH_COLLECTION_KEYS"] ?? "") ?? 1_000_000)
         print("== collection: the longest decision while housekeeping holds the state lock, \(keys) keys, \(deletedKeys) of them deleted, a tenth written by a peer, 1,000 owned by another")
-        let node = try! Node(configuration: .init(id: "collection"))
+        var configuration = Node.Configuration(id: "collection")
+        // The bench calls `expireDue` itself, timed; the node's own timer stays out of the way.
+        configuration.expiryCheckIntervalMilliseconds = 60_000
+        let node = try! Node(configuration: configuration)
         var start = 0
         while start < keys {
             let end = min(keys, start + 10_000)
@@ -99,6 +117,16 @@ enum CollectionBench {
         rows.append(row("an owner's link drops", ownerDrop))
         let dump = whileWriting(node, keys: keys, stride: stride) { "\(node.entriesReadInSlices().count) entries" }
         rows.append(row("syncnode dump's read (in slices)", dump))
+        // 100,000 sessions granted together expire together.
+        let sessions = 100_000
+        var granted = 0
+        while granted < sessions {
+            node.decide(Grant(range: granted..<min(sessions, granted + 10_000)))
+            granted += 10_000
+        }
+        Thread.sleep(forTimeInterval: 1.2)
+        let expiry = whileWriting(node, keys: keys, stride: stride) { "\(node.expireDue()) expired" }
+        rows.append(row("100,000 keys expire at once", expiry))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])

@@ -307,14 +307,16 @@ public struct EntryTable: Sendable {
     }
 
     /// Examines up to `budget` records from `cursor` on and removes each whose timestamp is
-    /// below `horizon` and that reads as absent for good at hybrid-clock instant `now` (as
-    /// `collect` judges one key); returns the removed keys with the versions they held, and
-    /// moves `cursor` past what it examined. A caller collects a table of any size in slices,
+    /// below `horizon` and that is absent for good: a tombstone, a value already reported
+    /// expired (`expire(dueAtMilliseconds:)`: one due but not reported yet waits, so no expiry
+    /// goes untold), or an owned value of a node `isRemovedOwner` names; returns the removed keys
+    /// with the versions they held, and moves `cursor` past what it examined. A caller collects
+    /// a table of any size in slices,
     /// letting go of its lock between them: a record that enters or moves between two calls
     /// may be examined twice or not at all in that sweep (the next sweep sees it), and a record
     /// is only ever removed when it qualifies as it is examined. A key is built only for a
     /// removed record.
-    public mutating func collectAbsent(below horizon: HLCTimestamp, atMilliseconds now: UInt64,
+    public mutating func collectAbsent(below horizon: HLCTimestamp,
                                        isRemovedOwner: (String) -> Bool, from cursor: inout SweepCursor,
                                        budget: Int) -> [(key: StateKey, version: Version)] {
         let removedNodes = nodeIDs.map { isRemovedOwner($0.id) }
@@ -327,8 +329,7 @@ public struct EntryTable: Sendable {
             // Fields read in place: copying the record would retain its value and key bytes.
             guard records[position].timestamp < horizon else { continue }
             let meta = records[position].meta
-            let expiry = meta & Self.instantMask
-            let absent = records[position].value == nil || (expiry != 0 && now >= expiry)
+            let absent = records[position].value == nil || meta & Self.sweptBit != 0
                 || (meta & Self.ownedBit != 0 && removedNodes[Int(records[position].node)])
             guard absent else { continue }
             let record = records[position]
@@ -367,11 +368,13 @@ public struct EntryTable: Sendable {
     /// Reports each stored value whose expiry instant is at or before `now` (hybrid-clock
     /// milliseconds) and that was not reported before: once per entry, earliest first, so the
     /// node tells its observers that the key is gone. The entries stay stored (see the type's
-    /// notes) and count in `expiredCount`.
-    public mutating func expire(dueAtMilliseconds now: UInt64) -> [(key: StateKey, entry: Entry)] {
+    /// notes) and count in `expiredCount`. At most `limit` scheduled items are looked at, so a
+    /// caller that lets go of its lock between calls bounds each hold; `nextExpiryMilliseconds`
+    /// then says whether more are due.
+    public mutating func expire(dueAtMilliseconds now: UInt64, limit: Int = .max) -> [(key: StateKey, entry: Entry)] {
         guard let next = expirySchedule.nextInstant, next <= now else { return [] }
         var expired: [(key: StateKey, entry: Entry)] = []
-        for key in expirySchedule.popDue(atMilliseconds: now) {
+        for key in expirySchedule.popDue(atMilliseconds: now, limit: limit) {
             guard let position = find(key) else { continue }
             let expiry = records[position].expiry
             guard expiry != 0, !records[position].swept else { continue }

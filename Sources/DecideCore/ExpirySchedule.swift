@@ -32,10 +32,13 @@ struct ExpirySchedule: Sendable {
         if heap.count > 2 * due.count + 64 { rebuild() }
     }
 
-    /// Removes and returns the keys due at or before `now`, earliest first.
-    mutating func popDue(atMilliseconds now: UInt64) -> [StateKey] {
+    /// Removes and returns the keys due at or before `now`, earliest first; at most `limit` items
+    /// are taken off the schedule (stale ones included), so a caller bounds the work of one call.
+    mutating func popDue(atMilliseconds now: UInt64, limit: Int = .max) -> [StateKey] {
         var keys: [StateKey] = []
-        while let first = heap.first, first.instant <= now {
+        var popped = 0
+        while popped < limit, let first = heap.first, first.instant <= now {
+            popped += 1
             let item = pop()
             guard due[item.key] == item.instant else { continue }
             due[item.key] = nil

@@ -40,7 +40,7 @@ import Testing
                 var cursor = EntryTable.SweepCursor.start
                 while !cursor.isFinished {
                     for item in table.collectAbsent(below: HLCTimestamp(physicalMilliseconds: max(clock, 100) - 100, logical: 0),
-                                                    atMilliseconds: clock, isRemovedOwner: { $0 == "d" },
+                                                    isRemovedOwner: { $0 == "d" },
                                                     from: &cursor, budget: 300) {
                         swept.remove(item.key)
                     }

@@ -71,6 +71,41 @@ import Testing
         #expect(summary.entryCount == 2 && summary.expiredCount == 2 && summary.tombstoneCount == 0)
     }
 
+    struct Grant: Decision {
+        let range: Range<Int>
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            for index in range { write(index, into: Fixture.Quota.self, at: "tenant-\(index)", expiringAfter: .seconds(1)) }
+            return .none
+        }
+    }
+
+    /// More keys due at one instant than one batch of `expireDue` takes: each is reported once,
+    /// whichever call gets to it, and a collection (which reports what is due first) removes
+    /// every one of them.
+    @Test(arguments: [false, true])
+    func fiftyThousandKeysDueAtOnceAreEachReportedOnceAndCollected(collectFirst: Bool) {
+        let clock = TestClock(startMilliseconds: Self.start)
+        let node = Self.node(clock)
+        let keys = 50_000
+        node.decide(Grant(range: 0..<keys))
+        let expired = Recorder<String>()
+        _ = node.addCommitListener { delta in
+            guard delta.origin == .expired else { return }
+            for write in delta.delta.writes { expired.append(write.key.description) }
+        }
+        clock.set(milliseconds: Self.start + 1_000)
+        let horizon = HLCTimestamp(physicalMilliseconds: Self.start + 10_000, logical: 0)
+        if collectFirst {
+            #expect(node.collectTombstones(olderThan: horizon) == keys)
+        } else {
+            #expect(node.expireDue() == keys)
+            #expect(node.expireDue() == 0)
+            #expect(node.collectTombstones(olderThan: horizon) == keys)
+        }
+        #expect(expired.all.count == keys && Set(expired.all).count == keys, "each key reported once")
+        #expect(node.stateSummary.entryCount == 0)
+    }
+
     @Test func aRenewalIsAWriteAndTheOldInstantNoLongerCounts() {
         let clock = TestClock(startMilliseconds: Self.start)
         let node = Self.node(clock)
