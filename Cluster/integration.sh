@@ -729,6 +729,15 @@ fi
 # SETs arrive pipelined, so runs of them commit as one decision each (docs/operations.md,
 # "Pipelined SETs"): every decision on a is one delta to b and one to c, and b receives each.
 scrape() { curl -sf --max-time 5 "http://$(peer_metrics "$1")/metrics"; }
+# (r) just rotated the secret, and a link may still be redialling (operations.md §3): a decision
+# goes out as a delta only on the links up at that moment. Wait until a is linked to b and c and
+# neither link is catching up, so the counts below are about the 50 SETs alone.
+a_links_settled() {
+    local info
+    info=$(rcli a INFO replication | tr -d '\r')
+    [ "$(grep -cE '^peer[0-9]+:id=(b|c),.*link=connected,.*catch_up=idle' <<<"$info")" = 2 ]
+}
+wait_until 15 "a linked to b and c, neither catching up" a_links_settled || true
 metric() { scrape "$1" | awk -v name="$2" '$1 == name {print $2; exit}'; }
 sent_before=$(metric a "decide_deltas_sent_total{node=\"a\"}")
 received_before=$(metric b "decide_deltas_received_total{node=\"b\"}")
