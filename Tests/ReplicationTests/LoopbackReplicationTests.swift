@@ -206,10 +206,11 @@ import Testing
         a = try Peer("a", seeds: [], configure: small)
         #expect(a.replicator.status.forgottenMemberIDs == 1, "the restart lost the remembered removal")
         #expect(throws: ForgetError.alreadyRemoved("c")) { try a.replicator.forget("c") }
-        // c comes back with its old id: refused, never linked, for longer than many redials.
+        // c comes back with its old id: a never links it, for longer than many redials. (c may
+        // list a for the moment between a's hello and a's refusal: a judges, c learns.)
         let c = try Peer("c", seeds: [a.address])
-        #expect(await holds(1.5) { !a.connectedPeers().contains("c") && c.connectedPeers().isEmpty },
-                "a let c back in: \(a.replicator.status.members)")
+        #expect(await holds(1.5) { !a.connectedPeers().contains("c") }, "a let c back in: \(a.replicator.status.members)")
+        #expect(await eventually { c.connectedPeers().isEmpty }, "c stayed linked: \(c.replicator.status.members)")
         await c.stop()
         await a.stop()
     }
