@@ -15,19 +15,17 @@ import DecideCore
 /// removal, so a restart that reads `oldestFirst` back keeps the same eviction order.
 /// A hash collision would make a new member with an unlucky id read as removed: with 64-bit
 /// hashes and the default capacity full, about one chance in 2.8 × 10^14 per new id.
-struct ForgottenMembers {
+package struct ForgottenMembers: Sendable {
     /// The most hashes kept (`Replicator.Configuration.maxForgottenMemberIDs`).
     let capacity: Int
     private var ring: [UInt64] = []
     /// Where the oldest hash sits in `ring` once it is full.
     private var oldest = 0
-    /// Every hash held (what a node consults, with `ForgottenMembers.hash`, to tell whether an
-    /// owner of stored values was removed).
-    private(set) var hashes: Set<UInt64> = []
+    private var hashes: Set<UInt64> = []
     /// Counts insertions: equal generations hold equal hashes (compared instead of the sets).
     private(set) var generation = 0
 
-    init(capacity: Int, oldestFirst: [UInt64] = []) {
+    package init(capacity: Int, oldestFirst: [UInt64] = []) {
         self.capacity = max(0, capacity)
         for hash in oldestFirst { insert(hash: hash) }
     }
@@ -41,11 +39,13 @@ struct ForgottenMembers {
 
     var count: Int { hashes.count }
 
-    func contains(_ nodeID: String) -> Bool {
+    /// Whether `nodeID` was removed and is remembered here (the engine's handshake and gossip,
+    /// and the node's collection of owned values, all ask this).
+    package func contains(_ nodeID: String) -> Bool {
         !hashes.isEmpty && hashes.contains(Self.hash(nodeID))
     }
 
-    mutating func insert(_ nodeID: String) { insert(hash: Self.hash(nodeID)) }
+    package mutating func insert(_ nodeID: String) { insert(hash: Self.hash(nodeID)) }
 
     private mutating func insert(hash: UInt64) {
         guard capacity > 0, !hashes.contains(hash) else { return }

@@ -466,12 +466,12 @@ public final class Node: Sendable {
             for item in slice { found.append(KeyedEntry(key: item.key, entry: item.entry)) }
         }
         slices = []
-        return Self.sortedKeepingNewest(found)
+        return Self.sortedKeepingNewest(consume found)
     }
 
     /// `entries` sorted by key, one per key: of a key read more than once, its newest entry.
-    static func sortedKeepingNewest(_ entries: [KeyedEntry]) -> [KeyedEntry] {
-        var entries = entries
+    /// Consumed, so a caller that hands over its only copy has it sorted in place.
+    static func sortedKeepingNewest(_ entries: consuming [KeyedEntry]) -> [KeyedEntry] {
         // Sorted by key, then newest first: the first of each key is the one kept.
         entries.sort { $0.key == $1.key ? $0.entry.version > $1.entry.version : $0.key < $1.key }
         var kept = 0
@@ -1207,11 +1207,12 @@ public final class Node: Sendable {
 
     /// The replication engine's view of the cluster: `present` are the members linked to this
     /// node now (this node is added), `removed` the members removed for good (`forgotten`: the
-    /// id hashes of removals the engine keeps no record of, `ForgottenMembers`). Owned values
+    /// removals the engine keeps by id hash only). Owned values
     /// (`Entry.ownedByWriter`) of any other writer read as absent from now on; observers and
     /// listeners (`.ownerGone` / `.ownerBack`) hear of every key that disappears or returns,
     /// once per change. Without a call, every owner counts as present.
-    package func setPresentOwners(_ present: Set<String>, removed: Set<String>, forgotten: Set<UInt64> = []) {
+    package func setPresentOwners(_ present: Set<String>, removed: Set<String>,
+                                  forgotten: ForgottenMembers = ForgottenMembers(capacity: 0)) {
         let changed = core.withLock { core -> Bool in
             let (appeared, disappeared) = core.setOwners(present: present, removed: removed, forgotten: forgotten)
             guard !appeared.isEmpty || !disappeared.isEmpty else { return false }

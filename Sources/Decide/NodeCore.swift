@@ -97,12 +97,11 @@ final class NodeCore: @unchecked Sendable {
     /// collected like tombstones. By id, and past the engine's `maxMembers` removal records by
     /// id hash (`ForgottenMembers`): `isRemovedOwner` consults both.
     private(set) var removedOwners: Set<String> = []
-    private(set) var forgottenOwnerHashes: Set<UInt64> = []
+    private(set) var forgottenOwners = ForgottenMembers(capacity: 0)
 
     /// Whether `nodeID` was removed from the cluster for good (by id or by id hash).
     func isRemovedOwner(_ nodeID: String) -> Bool {
-        removedOwners.contains(nodeID)
-            || (!forgottenOwnerHashes.isEmpty && forgottenOwnerHashes.contains(ForgottenMembers.hash(nodeID)))
+        removedOwners.contains(nodeID) || forgottenOwners.contains(nodeID)
     }
 
     /// Whether a reader at hybrid-clock instant `now` sees `entry`: not expired, and not owned
@@ -113,16 +112,16 @@ final class NodeCore: @unchecked Sendable {
         return entry.version.node == nodeID || presentOwners.contains(entry.version.node)
     }
 
-    /// Sets who is present and removed (this node is added to `present`; `forgotten` are the
-    /// id hashes of removals past the engine's records); returns the owners whose values
-    /// appear and disappear with the change.
-    func setOwners(present: Set<String>, removed: Set<String>, forgotten: Set<UInt64>) -> (appeared: Set<String>, disappeared: Set<String>) {
+    /// Sets who is present and removed (this node is added to `present`; `forgotten` holds the
+    /// removals past the engine's records, by id hash); returns the owners whose values appear
+    /// and disappear with the change.
+    func setOwners(present: Set<String>, removed: Set<String>, forgotten: ForgottenMembers) -> (appeared: Set<String>, disappeared: Set<String>) {
         var present = present
         present.insert(nodeID)
         let before = presentOwners
         presentOwners = present
         removedOwners = removed
-        forgottenOwnerHashes = forgotten
+        forgottenOwners = forgotten
         withTable { $0.pointee.setPresentOwners(present) }
         guard let before else {
             // Until now every owner was present: the ones not present now disappear.

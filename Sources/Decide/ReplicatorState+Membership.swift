@@ -12,7 +12,7 @@ extension ReplicatorState {
     /// when it is what the node was last told. A member that crashes
     /// leaves `present` when its link closes: at once when its socket closes, after
     /// `failureTimeoutMilliseconds` of silence when the host or the network fails.
-    mutating func ownerViewIfChanged() -> (present: Set<String>, removed: Set<String>, forgotten: Set<UInt64>)? {
+    mutating func ownerViewIfChanged() -> (present: Set<String>, removed: Set<String>, forgotten: ForgottenMembers)? {
         var present = Set<String>(), removed = Set<String>()
         for member in members.values {
             if member.removed {
@@ -24,7 +24,7 @@ extension ReplicatorState {
         if let reported = reportedOwners, reported.present == present, reported.removed == removed,
            reported.forgottenGeneration == forgotten.generation { return nil }
         reportedOwners = (present, removed, forgotten.generation)
-        return (present, removed, forgotten.hashes)
+        return (present, removed, forgotten)
     }
 
     /// A hash of the ids of every member not removed, this node included, in byte order: two

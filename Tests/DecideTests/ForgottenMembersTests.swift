@@ -85,7 +85,9 @@ import Testing
             OwnedKeyTests.remote("b", OwnedKeyTests.presenceKey("api@b"), "up", owned: true),
             OwnedKeyTests.remote("c", OwnedKeyTests.presenceKey("api@c"), "up", owned: true),
         ])
-        node.setPresentOwners([], removed: [], forgotten: [ForgottenMembers.hash("c")])
+        var forgotten = ForgottenMembers(capacity: 4)
+        forgotten.insert("c")
+        node.setPresentOwners([], removed: [], forgotten: forgotten)
         let horizon = HLCTimestamp(physicalMilliseconds: 1_800_000_000_000, logical: 0)
         #expect(node.collectTombstones(olderThan: horizon) == 1, "c is gone for good (by id hash); b may return")
         #expect(node.entry(for: OwnedKeyTests.presenceKey("api@c")) == nil)
