@@ -191,10 +191,15 @@ final class NodeCore: @unchecked Sendable {
         changes.record(writes)
     }
 
-    /// The keys changed after sequence number `sequence` (each once), or nil when more changes
-    /// than the log holds happened since.
+    /// The stored keys changed after sequence number `sequence` (each once; a key removed
+    /// since is not among them, and a key sharing a changed key's stable hash may be), or nil
+    /// when more changes than the log holds happened since.
     func keysChanged(after sequence: UInt64) -> [StateKey]? {
-        changes.keys(after: sequence)
+        guard let hashes = changes.hashes(after: sequence) else { return nil }
+        var keys: [StateKey] = []
+        keys.reserveCapacity(hashes.count)
+        for hash in hashes { keys.append(contentsOf: table.keys(withStableHash: hash)) }
+        return keys
     }
 
     func makeID() -> UInt64 {

@@ -20,8 +20,11 @@ struct PendingWrites {
     private(set) var writes: [PendingWrite] = []
     /// Whether any write of the decision expires or is owned (most decisions: none).
     private var hasOptions = false
-    /// Built only for decisions with many writes; small ones search `writes` linearly.
-    private var positions: [StateKey: Int] = [:]
+    /// Built only for decisions with many writes (small ones search `writes` linearly): where
+    /// each key is in `writes`, by its stable hash, with open addressing (a cell holds the
+    /// position plus one; 0 is empty). Not a `Dictionary<StateKey, Int>`: that hashed every key
+    /// again with a seeded `Hasher` and retained it, and clearing it released every key.
+    private var cells: [Int32] = []
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
     /// size check at commit is one addition.
     private(set) var entryBytes = 0
@@ -54,14 +57,18 @@ struct PendingWrites {
         // One `removeLast` per write: `removeAll(keepingCapacity:)` is a generic
         // `replaceSubrange`, ~650 instructions for the one or ten writes of a usual decision.
         while !writes.isEmpty { writes.removeLast() }
-        if !positions.isEmpty { positions.removeAll(keepingCapacity: true) }
+        if !cells.isEmpty {
+            // Kept for the next large decision, unless one huge decision grew it (then freed,
+            // so every later decision does not clear it whole).
+            if cells.count > Self.maxKeptCells { cells = [] } else { cells.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        }
         hasOptions = false
         entryBytes = 0
     }
 
     /// Where `key` was written in this decision, if it was.
     func position(of key: StateKey) -> Int? {
-        if writes.count > Self.linearSearchLimit { return positions[key] }
+        if writes.count > Self.linearSearchLimit { return indexedPosition(of: key) }
         for index in writes.indices where writes[index].key.stableHash == key.stableHash && writes[index].key == key {
             return index
         }
@@ -114,12 +121,55 @@ struct PendingWrites {
         entryBytes += bytes(value)
         writes.append(PendingWrite(key: key, value: value, decoded: typed, options: options))
         if writes.count > Self.linearSearchLimit {
-            if positions.isEmpty {
-                for (index, write) in writes.enumerated() { positions[write.key] = index }
+            // Built whole when the decision first outgrows the linear search (cells kept from
+            // an earlier decision are empty), and again when half full.
+            if writes.count == Self.linearSearchLimit + 1 || writes.count * 2 > cells.count {
+                rebuildCells()
             } else {
-                positions[key] = writes.count - 1
+                insertCell(for: writes.count - 1)
             }
         }
+    }
+}
+
+extension PendingWrites {
+    /// `cells` is freed, not cleared, above this many (256 KiB).
+    fileprivate static let maxKeptCells = 65_536
+
+    /// The cell `hash` starts probing at (stable hashes are already mixed: `StableHash.value`).
+    private func firstCell(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & (cells.count - 1) }
+
+    fileprivate func indexedPosition(of key: StateKey) -> Int? {
+        guard !cells.isEmpty else { return nil }
+        let mask = cells.count - 1
+        var cell = firstCell(key.stableHash)
+        while cells[cell] != 0 {
+            let position = Int(cells[cell] - 1)
+            if writes[position].key.stableHash == key.stableHash && writes[position].key == key { return position }
+            cell = (cell + 1) & mask
+        }
+        return nil
+    }
+
+    /// Places the write at `position` (a key not in the cells yet) in the first free cell of
+    /// its probe sequence; the caller keeps the cells at most half full.
+    fileprivate mutating func insertCell(for position: Int) {
+        let mask = cells.count - 1
+        var cell = firstCell(writes[position].key.stableHash)
+        while cells[cell] != 0 { cell = (cell + 1) & mask }
+        cells[cell] = Int32(position + 1)
+    }
+
+    /// Sizes the cells to at least four times the writes (a power of two) and places every write.
+    fileprivate mutating func rebuildCells() {
+        var size = 64
+        while size < writes.count * 4 { size *= 2 }
+        if cells.count == size {
+            cells.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        } else {
+            cells = [Int32](repeating: 0, count: size)
+        }
+        for position in writes.indices { insertCell(for: position) }
     }
 }
 

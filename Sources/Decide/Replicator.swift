@@ -54,8 +54,6 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     private let writeRefusal = Mutex<String?>(nil)
     /// Callers of `decide(_:acknowledgedBy:...)` waiting for their peers, by id.
     private let waiters = Mutex<(next: UInt64, byID: [UInt64: AcknowledgementWaiter])>((0, [:]))
-    /// The timestamp (raw) of the newest local decision broadcast: what `WAIT` waits for.
-    private let lastBroadcast = Mutex<UInt64>(0)
     /// The store ticket of the newest batch of deltas applied here (strict durability: an
     /// `applied` answer waits for it).
     private let lastAppliedTicket = Mutex<UInt64>(0)
@@ -168,7 +166,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     public func leave() {
         let connections = state.withLock { state -> [ConnectionID] in
             state.leaving = true
-            return state.peers.keys.sorted { $0.rawValue < $1.rawValue }
+            return state.linkOrder
         }
         let frame = codec.encode(.leave)
         for connection in connections { _ = transport.send(frame, to: connection) }
@@ -329,7 +327,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     }
 
     /// The timestamp (raw) of the newest decision of this node sent to its peers (0: none).
-    package var lastBroadcastTimestamp: UInt64 { lastBroadcast.withLock { $0 } }
+    package var lastBroadcastTimestamp: UInt64 { state.withLock { $0.lastBroadcast } }
 
     /// Completes the waiters that have their acknowledgements, or whose time is up (or all of
     /// them once the engine stopped), outside the locks.
@@ -406,12 +404,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// durability): encode once, queue to every peer.
     private func broadcast(_ delta: Delta) {
         let timestamp = delta.version.timestamp.rawValue
-        lastBroadcast.withLock { $0 = max($0, timestamp) }
-        // Sorted: the order of sends must not depend on hashing (the simulator replays seeds).
         let connections = state.withLock { state in
-            var connections = Array(state.peers.keys)
-            if connections.count > 1 { connections.sort { $0.rawValue < $1.rawValue } }
-            // In place: copying a `Link` out and back costs its dictionaries' reference counts.
+            state.lastBroadcast = max(state.lastBroadcast, timestamp)
+            let connections = state.linkOrder
             for connection in connections {
                 state.deltaCounts[connection, default: .init()].noteQueued(timestamp)
             }

@@ -171,7 +171,16 @@ struct ReplicatorState {
     var leaving = false
     /// Another member told this node it was removed from the cluster: it links with nobody.
     var removedFromCluster = false
-    var peers: [ConnectionID: Link] = [:]
+    var peers: [ConnectionID: Link] = [:] {
+        // Kept beside the dictionary so a broadcast (every decision) neither allocates nor
+        // sorts. A simple didSet (no oldValue) keeps in-place mutation of `peers` in place.
+        didSet { if peers.count != linkOrder.count { linkOrder = peers.keys.sorted { $0.rawValue < $1.rawValue } } }
+    }
+    /// The connections of `peers`, sorted by id: the order deltas are sent in, which must not
+    /// depend on hashing (the simulator replays seeds).
+    private(set) var linkOrder: [ConnectionID] = []
+    /// The timestamp (raw) of the newest local decision broadcast: what `WAIT` waits for.
+    var lastBroadcast: UInt64 = 0
     var members: [String: Member] = [:]
     /// Removals whose full records `members` no longer holds (past `maxMembers` of them).
     var forgotten: ForgottenMembers
@@ -223,7 +232,7 @@ struct ReplicatorState {
             actions.close.append((connection, "refused"))
         }
         guard !leaving, !removedFromCluster else { return actions }
-        for connection in peers.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+        for connection in linkOrder {
             guard var link = peers[connection], !link.closing else { continue }
             let silent = elapsed(since: link.lastHeard, now: now)
             if silent > configuration.failureTimeoutMilliseconds {

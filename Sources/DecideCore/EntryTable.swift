@@ -533,6 +533,22 @@ public struct EntryTable: Sendable {
         return StateKey(name: names[Int(record.name)].name, element: record.keyBytes.array, stableHash: record.keyHash)
     }
 
+    /// The stored keys whose `stableHash` is `hash` (nearly always none or one; a hash shared
+    /// by two keys gives both). No allocation beyond the result: the index's probe sequence
+    /// for `hash` is walked to its first empty cell.
+    public func keys(withStableHash hash: UInt64) -> [StateKey] {
+        var found: [StateKey] = []
+        guard !index.isEmpty else { return found }
+        let mask = index.count - 1
+        var cell = Int(truncatingIfNeeded: Self.spread(hash)) & mask
+        while index[cell] != 0 {
+            let record = records[Int(index[cell] - 1)]
+            if record.keyHash == hash { found.append(key(of: record)) }
+            cell = (cell + 1) & mask
+        }
+        return found
+    }
+
     /// Whether `record` is `key`'s (its stable hash already matched).
     private func holds(_ record: Record, _ key: StateKey) -> Bool {
         guard record.name == Self.inlineName else {

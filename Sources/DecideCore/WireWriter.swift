@@ -31,13 +31,20 @@ public struct WireWriter: Sendable {
         bytes.append(contentsOf: value)
     }
 
-    /// A varint length, then the UTF-8 bytes.
-    public mutating func writeString(_ value: String) { writeBytes(value.utf8) }
+    /// A varint length, then the UTF-8 bytes (copied in one piece from the string's storage).
+    public mutating func writeString(_ value: String) {
+        var value = value
+        value.withUTF8 { writeBytes($0) }
+    }
 
     /// The bytes as they are, with no length.
     public mutating func writeRaw<Bytes: Sequence<UInt8>>(_ value: Bytes) { bytes.append(contentsOf: value) }
 
+    /// The low `byteCount` bytes of `value`, copied in one piece (a byte-by-byte copy of a
+    /// slice cost more than the rest of a delta's header).
     private mutating func writeLittleEndian(_ value: UInt64, byteCount: Int) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0.prefix(byteCount)) }
+        withUnsafeBytes(of: value.littleEndian) { raw in
+            raw.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<byteCount])) }
+        }
     }
 }

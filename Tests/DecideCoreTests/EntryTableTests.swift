@@ -100,4 +100,30 @@ import Testing
         #expect(left == [kept])
         #expect(table.entry(for: kept)?.value == [1])
     }
+
+    /// `keys(withStableHash:)` finds every stored key of a hash (the change log's way back from
+    /// a hash to keys): each of 20,000 keys by its own hash, two keys forced onto one hash both,
+    /// and nothing for a hash no key has or for a key removed since.
+    @Test func keysAreFoundByTheirStableHash() throws {
+        var table = EntryTable()
+        let version = Version(timestamp: HLCTimestamp(rawValue: 1), node: "a")
+        let keys = (0..<20_000).map { StateKey(name: "k", element: Array("\($0)".utf8)) } + [StateKey(name: "atomic")]
+        for key in keys { table.merge(Entry(version: version, value: [1]), for: key) }
+        for key in keys { #expect(table.keys(withStableHash: key.stableHash) == [key]) }
+        // Two different keys that share one hash (built with the hash given, as a stored key
+        // hands it back): both come back.
+        let shared: UInt64 = 0xDEAD_BEEF_0000_0001
+        let first = StateKey(name: "x", element: [1], stableHash: shared)
+        let second = StateKey(name: "y", element: [], stableHash: shared)
+        table.merge(Entry(version: version, value: [2]), for: first)
+        table.merge(Entry(version: version, value: [3]), for: second)
+        #expect(Set(table.keys(withStableHash: shared)) == [first, second])
+        #expect(table.keys(withStableHash: 0x1234_5678).isEmpty)
+        let tombstone = Version(timestamp: HLCTimestamp(rawValue: 2), node: "a")
+        table.merge(Entry(version: tombstone, value: nil), for: first)
+        let collected = table.collectTombstone(for: first, version: tombstone)
+        #expect(collected)
+        #expect(table.keys(withStableHash: shared) == [second])
+        #expect(EntryTable().keys(withStableHash: shared).isEmpty)
+    }
 }

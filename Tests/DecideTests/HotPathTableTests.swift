@@ -28,14 +28,17 @@ import Testing
 
     /// Writes in any order, with keys rewritten, past the linear-search size: one write per key
     /// in first-write order, the last value kept, and `decisionBytes` equal to `Node`'s count.
+    /// One `PendingWrites` serves every decision, as on a node: the key index kept from a larger
+    /// decision, or freed after a huge one (20,000 writes), must not answer for the next.
     @Test func pendingWritesKeepTheLastWriteOfEachKeyAndTheirExactSize() {
+        var pending = PendingWrites(nodeID: "node")
         for seed in 0..<40 {
             var random = SplitMix64(seed: UInt64(seed))
-            var pending = PendingWrites(nodeID: "node-\(seed)")
             var order: [StateKey] = []
             var latest: [StateKey: [UInt8]?] = [:]
-            let distinctKeys = 1 + Int(random.next() % 60)
-            for _ in 0..<(Int(random.next() % 120)) {
+            let huge = seed % 10 == 9
+            let distinctKeys = huge ? 30_000 : 1 + Int(random.next() % 60)
+            for _ in 0..<(huge ? 20_000 : Int(random.next() % 120)) {
                 let key = StateKey(name: "k", element: Array("\(random.next() % UInt64(distinctKeys))".utf8))
                 let value: [UInt8]? = random.next() % 5 == 0 ? nil : [UInt8](repeating: 7, count: Int(random.next() % 40))
                 let existing = pending.position(of: key)
@@ -47,10 +50,10 @@ import Testing
             }
             #expect(pending.writes.map(\.key) == order)
             #expect(pending.writes.map(\.value) == order.map { latest[$0]! })
-            let expected = Node.decisionBytes(nodeID: "node-\(seed)", writes: order.map { ($0, latest[$0]!) })
+            let expected = Node.decisionBytes(nodeID: "node", writes: order.map { ($0, latest[$0]!) })
             #expect(pending.decisionBytes == expected)
             pending.removeAll()
-            #expect(pending.isEmpty && pending.decisionBytes == Node.decisionBytes(nodeID: "node-\(seed)", writes: []))
+            #expect(pending.isEmpty && pending.decisionBytes == Node.decisionBytes(nodeID: "node", writes: []))
         }
     }
 
@@ -73,8 +76,9 @@ import Testing
         #expect(again && !pending.expires)
     }
 
-    /// The change ring answers like the whole history it summarises, across many wraps: the keys
-    /// changed after any sequence number it still covers, newest first and each once; nil beyond.
+    /// The change ring answers like the whole history it summarises, across many wraps: the
+    /// hashes of the keys changed after any sequence number it still covers, newest first and
+    /// each once; nil beyond.
     @Test func changeLogAnswersLikeTheWholeHistory() {
         for capacity in [1, 2, 3, 7, 64] {
             var random = SplitMix64(seed: UInt64(capacity))
@@ -90,16 +94,50 @@ import Testing
                 history.append(key)
                 #expect(log.sequence == UInt64(history.count))
                 for after in 0...history.count {
-                    let answer = log.keys(after: UInt64(after))
+                    let answer = log.hashes(after: UInt64(after))
                     guard history.count - after <= capacity else {
                         #expect(answer == nil)
                         continue
                     }
-                    var expected: [StateKey] = []
-                    for key in history[after...].reversed() where !expected.contains(key) { expected.append(key) }
+                    var expected: [UInt64] = []
+                    for key in history[after...].reversed() where !expected.contains(key.stableHash) { expected.append(key.stableHash) }
                     #expect(answer == expected)
                 }
             }
+        }
+    }
+
+    /// A walk's "changed since" set, found again from the ring's hashes: the keys written after
+    /// a sequence number, each once, with their current entries; not a key removed since; nil
+    /// once more changes than the ring holds happened.
+    @Test func aWalkFindsTheChangedKeysFromTheirHashes() {
+        let node = Fixture.node { $0.recentChangeCapacity = 64 }
+        let ids = (0..<10).map { "id\($0)" }
+        for id in ids.prefix(5) { node.set(1, into: Fixture.Quota.self, at: id) }
+        let start = node.walkStart.sequence
+        for id in ids.suffix(5) { node.set(2, into: Fixture.Quota.self, at: id) }
+        node.set(3, into: Fixture.Quota.self, at: "id9")
+        let changed = node.walkEntries(keys: [], changedAfter: start) ?? []
+        let expected = Set(ids.suffix(5).map { StateKey(name: Fixture.Quota.name, element: Array("\"\($0)\"".utf8)) })
+        #expect(Set(changed.map(\.key)) == expected)
+        #expect(changed.count == 5)
+        #expect(changed.first { $0.key.element == Array("\"id9\"".utf8) }?.entry.value == Array("3".utf8))
+
+        let beforeRemoval = node.walkStart.sequence
+        node.set(4, into: Fixture.Quota.self, at: "gone")
+        node.decide(RemoveQuota(id: "gone"))
+        #expect(node.collectTombstones(olderThan: HLCTimestamp(physicalMilliseconds: HLCTimestamp.maxPhysicalMilliseconds, logical: 0)) == 1)
+        #expect(node.walkEntries(keys: [], changedAfter: beforeRemoval)?.isEmpty == true)
+
+        for round in 0..<64 { node.set(round, into: Fixture.Quota.self, at: "id0") }
+        #expect(node.walkEntries(keys: [], changedAfter: start) == nil)
+    }
+
+    struct RemoveQuota: Decision {
+        let id: String
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write.delete(Fixture.Quota.self, at: id)
+            return .none
         }
     }
 
