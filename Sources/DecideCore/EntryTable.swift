@@ -263,28 +263,37 @@ public struct EntryTable: Sendable {
         return outcome
     }
 
-    /// Removes the tombstone of `key` if it is still the one at `version` (tombstone
-    /// collection); returns whether it was removed. Live entries are never removed here.
+    /// Removes the tombstone of `key` if it is still the one at `version`; returns whether it
+    /// was removed. Live entries are never removed here.
     @discardableResult
-    public mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
-        // At instant 0 nothing has expired, and with no removed owners only a tombstone qualifies.
-        collect(key, version: version, absentAtMilliseconds: 0)
+    package mutating func collectTombstone(for key: StateKey, version: Version) -> Bool {
+        collect(key, version: version)
     }
 
-    /// Removes the entry of `key` if it is still the one at `version` and reads as absent for
-    /// good: a tombstone, a value expired at hybrid-clock instant `now`, or a value owned by a
-    /// node `isRemovedOwner` names (collection); returns whether it was removed. A value that
-    /// reads as present, or whose owner may return, is never removed here.
+    /// Removes the entry of `key` if it is still the one at `version` and is absent for good by
+    /// the rule a collection sweep applies (`collectAbsent`): a tombstone, a value already
+    /// reported expired (`expire(dueAtMilliseconds:)`), or a value owned by a node
+    /// `isRemovedOwner` names; returns whether it was removed. One key at a time, for tests and
+    /// tools: the node collects with `collectAbsent`.
     @discardableResult
-    public mutating func collect(_ key: StateKey, version: Version, absentAtMilliseconds now: UInt64,
-                                 isRemovedOwner: (String) -> Bool = { _ in false }) -> Bool {
+    package mutating func collect(_ key: StateKey, version: Version, isRemovedOwner: (String) -> Bool = { _ in false }) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
-        let entry = self.entry(of: records[position])
-        guard entry.version == version, entry.isAbsentForGood(atMilliseconds: now, isRemovedOwner: isRemovedOwner) else { return false }
+        guard self.version(of: records[position]) == version,
+              isAbsentForGood(position, ownerRemoved: { isRemovedOwner(nodeIDs[Int($0)].id) }) else { return false }
         remove(at: position, cell: cell)
         return true
+    }
+
+    /// The one rule of collection: record `position` is a tombstone, a value reported expired
+    /// (one due but not reported yet is not: no expiry goes untold), or an owned value of a node
+    /// (by number) that `ownerRemoved` names.
+    @inline(__always)
+    private func isAbsentForGood(_ position: Int, ownerRemoved: (UInt32) -> Bool) -> Bool {
+        let meta = records[position].meta
+        return records[position].value == nil || meta & Self.sweptBit != 0
+            || (meta & Self.ownedBit != 0 && ownerRemoved(records[position].node))
     }
 
     /// Where a collection sweep (`collectAbsent`) goes on from: the records it has not examined
@@ -328,10 +337,7 @@ public struct EntryTable: Sendable {
             examined += 1
             // Fields read in place: copying the record would retain its value and key bytes.
             guard records[position].timestamp < horizon else { continue }
-            let meta = records[position].meta
-            let absent = records[position].value == nil || meta & Self.sweptBit != 0
-                || (meta & Self.ownedBit != 0 && removedNodes[Int(records[position].node)])
-            guard absent else { continue }
+            guard isAbsentForGood(position, ownerRemoved: { removedNodes[Int($0)] }) else { continue }
             let record = records[position]
             collected.append((key(of: record), version(of: record)))
             // The last record moves into `position`: it was examined already (positions are

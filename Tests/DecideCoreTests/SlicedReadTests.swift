@@ -21,7 +21,7 @@ import Testing
             read += table.entries(from: &cursor, budget: 100).map(\.key)
             for _ in 0..<20 {
                 let index = Int(random.next() % 5_000) * 4
-                table.collect(StateKey(name: "k\(index)"), version: version, absentAtMilliseconds: 0)
+                table.collect(StateKey(name: "k\(index)"), version: version)
             }
             table.merge(Entry(version: version, value: [1]), for: StateKey(name: "new\(fresh)"))
             fresh += 1
