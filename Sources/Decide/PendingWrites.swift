@@ -54,14 +54,15 @@ struct PendingWrites {
     mutating func removeAll() {
         if !indexOrders.isEmpty { indexOrders.removeAll() }
         guard !writes.isEmpty else { return }
+        if writes.count > Self.linearSearchLimit {
+            // The cells were in use: cleared for the next large decision (which rebuilds them
+            // whole when it outgrows the linear search), or freed when one huge decision grew
+            // them. Only then: a small decision must not clear a large decision's cells.
+            if cells.count > Self.maxKeptCells { cells = [] } else { cells.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        }
         // One `removeLast` per write: `removeAll(keepingCapacity:)` is a generic
         // `replaceSubrange`, ~650 instructions for the one or ten writes of a usual decision.
         while !writes.isEmpty { writes.removeLast() }
-        if !cells.isEmpty {
-            // Kept for the next large decision, unless one huge decision grew it (then freed,
-            // so every later decision does not clear it whole).
-            if cells.count > Self.maxKeptCells { cells = [] } else { cells.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
-        }
         hasOptions = false
         entryBytes = 0
     }
