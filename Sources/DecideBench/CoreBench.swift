@@ -43,18 +43,21 @@ enum CoreBench {
         }
     }
 
+    /// `BENCH_CORE_DECISIONS=one` or `ten`: only that row (and its baseline), so a callgrind
+    /// count (`BENCH_CORE_OPERATIONS`) covers one kind of decision; both rows by default.
+    static let onlyDecisions = ProcessInfo.processInfo.environment["BENCH_CORE_DECISIONS"]
+
     static func run(seconds: Double) {
         print("== core: decisions per second on one node, in memory (best of 3 runs of \(seconds) s each)")
-        let baselineOne = best { baselineRate(writesPerOperation: 1, seconds: seconds) }
-        let decideOne = best { decideRate(seconds: seconds) { WriteOne(value: $0) } }
-        let baselineTen = best { baselineRate(writesPerOperation: 10, seconds: seconds) }
-        let decideTen = best { decideRate(seconds: seconds) { WriteTen(value: $0) } }
-        BenchTable.print(rows: [
-            ["one-write", format(decideOne), format(baselineOne), ratio(baselineOne, decideOne),
-             BenchTable.verdict(baselineOne / decideOne <= 4)],
-            ["ten-write", format(decideTen), format(baselineTen), ratio(baselineTen, decideTen),
-             BenchTable.verdict(baselineTen / decideTen <= 4)],
-        ], header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide", "goal ≤ 4×"])
+        var rows: [[String]] = []
+        for (label, writes) in [("one-write", 1), ("ten-write", 10)] where onlyDecisions == nil || label.hasPrefix(onlyDecisions!) {
+            let baseline = best { baselineRate(writesPerOperation: writes, seconds: seconds) }
+            let decide = writes == 1
+                ? best { decideRate(seconds: seconds) { WriteOne(value: $0) } }
+                : best { decideRate(seconds: seconds) { WriteTen(value: $0) } }
+            rows.append([label, format(decide), format(baseline), ratio(baseline, decide), BenchTable.verdict(baseline / decide <= 4)])
+        }
+        BenchTable.print(rows: rows, header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide", "goal ≤ 4×"])
     }
 
     static func best(_ measure: () -> Double) -> Double {
