@@ -309,7 +309,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         let now = clock.nowMilliseconds()
         // Who holds it already, and what to ask each open link: how many deltas were queued on it.
         let (held, requests) = state.withLock { state -> ([String], [(ConnectionID, UInt64)]) in
-            let open = state.peers.filter { !$0.value.closing }.keys.sorted { $0.rawValue < $1.rawValue }
+            let open = state.liveConnections()
             return (state.acknowledging(timestamp), open.map { ($0, state.deltaCounts[$0]?.queued ?? 0) })
         }
         guard required > 0, held.count < required, timestamp > 0, !stopped.withLock({ $0 }) else {

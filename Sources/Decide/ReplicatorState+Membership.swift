@@ -223,7 +223,7 @@ extension ReplicatorState {
         if member.removed { return (.alreadyRemoved, actions) }
         markRemoved(nodeID, address: member.address, incarnation: member.incarnation, now: now,
                     why: "forgotten by the operator", into: &actions)
-        actions.gossipTo = peers.values.filter { !$0.closing }.map(\.connection).sorted { $0.rawValue < $1.rawValue }
+        actions.gossipTo = liveConnections()
         return (.removed, actions)
     }
 

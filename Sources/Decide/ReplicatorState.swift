@@ -328,8 +328,10 @@ struct ReplicatorState {
         }
     }
 
-    private func liveConnections() -> [ConnectionID] {
-        peers.values.filter { !$0.closing }.map(\.connection).sorted { $0.rawValue < $1.rawValue }
+    /// The links this side is not closing, in `linkOrder` (sorted by id): where gossip and
+    /// acknowledgement requests go.
+    func liveConnections() -> [ConnectionID] {
+        linkOrder.filter { peers[$0]?.closing == false }
     }
 
     // MARK: links

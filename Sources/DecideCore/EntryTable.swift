@@ -281,16 +281,18 @@ public struct EntryTable: Sendable {
         guard index[cell] != 0 else { return false }
         let position = Int(index[cell] - 1)
         guard self.version(of: records[position]) == version,
-              isAbsentForGood(position, ownerRemoved: { isRemovedOwner(nodeIDs[Int($0)].id) }) else { return false }
+              isCollectable(position, ownerRemoved: { isRemovedOwner(nodeIDs[Int($0)].id) }) else { return false }
         remove(at: position, cell: cell)
         return true
     }
 
-    /// The one rule of collection: record `position` is a tombstone, a value reported expired
-    /// (one due but not reported yet is not: no expiry goes untold), or an owned value of a node
-    /// (by number) that `ownerRemoved` names.
+    /// The rule both collections of stored records apply (`collect`, `collectAbsent`): record
+    /// `position` is a tombstone, a value reported expired (one due but not reported yet is not:
+    /// no expiry goes untold), or an owned value of a node (by number) that `ownerRemoved` names.
+    /// An arriving entry carries no "reported" mark and is judged by the clock instead
+    /// (`Entry.isAbsentForGood`).
     @inline(__always)
-    private func isAbsentForGood(_ position: Int, ownerRemoved: (UInt32) -> Bool) -> Bool {
+    private func isCollectable(_ position: Int, ownerRemoved: (UInt32) -> Bool) -> Bool {
         let meta = records[position].meta
         return records[position].value == nil || meta & Self.sweptBit != 0
             || (meta & Self.ownedBit != 0 && ownerRemoved(records[position].node))
@@ -337,7 +339,7 @@ public struct EntryTable: Sendable {
             examined += 1
             // Fields read in place: copying the record would retain its value and key bytes.
             guard records[position].timestamp < horizon else { continue }
-            guard isAbsentForGood(position, ownerRemoved: { removedNodes[Int($0)] }) else { continue }
+            guard isCollectable(position, ownerRemoved: { removedNodes[Int($0)] }) else { continue }
             let record = records[position]
             collected.append((key(of: record), version(of: record)))
             // The last record moves into `position`: it was examined already (positions are
@@ -542,14 +544,15 @@ public struct EntryTable: Sendable {
     /// The stored keys whose `stableHash` is `hash` (nearly always none or one; a hash shared
     /// by two keys gives both). No allocation beyond the result: the index's probe sequence
     /// for `hash` is walked to its first empty cell.
-    public func keys(withStableHash hash: UInt64) -> [StateKey] {
+    package func keys(withStableHash hash: UInt64) -> [StateKey] {
         var found: [StateKey] = []
         guard !index.isEmpty else { return found }
         let mask = index.count - 1
         var cell = Int(truncatingIfNeeded: Self.spread(hash)) & mask
         while index[cell] != 0 {
-            let record = records[Int(index[cell] - 1)]
-            if record.keyHash == hash { found.append(key(of: record)) }
+            // The hash read in place: only a matching record is copied (a copy retains its bytes).
+            let position = Int(index[cell] - 1)
+            if records[position].keyHash == hash { found.append(key(of: records[position])) }
             cell = (cell + 1) & mask
         }
         return found
