@@ -759,7 +759,9 @@ if [ -n "$sent_before" ] && batch_ok "$RUN_DIR/metered.rep" 50 && wait_until 15 
     && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(peer_metrics a)/nothing")" = 404 ]; then
     pass "(s) curl scrapes a and b: 50 pipelined SETs on a move decide_decisions_total, decide_deltas_sent_total (one per decision to b and to c), b's decide_deltas_received_total and its propagation-lag histogram"
 else
-    fail "(s) Prometheus metrics move with the work" "a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b: $(scrape b | grep -E '^decide_deltas_received|lag_seconds_count' | tr '\n' ' ')"
+    # The counts before the SETs and a's links now, so a failure says which inequality broke
+    # and on which link.
+    fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b: $(scrape b | grep -E '^decide_deltas_received|lag_seconds_count' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' ')"
 fi
 
 # --- (q) -----------------------------------------------------------------------------------
