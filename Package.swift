@@ -25,11 +25,14 @@ let package = Package(
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
         .target(name: "DecideCore"),
+        // Processor hints Swift cannot spell (cache prefetch), as inline C; no I/O, no state.
+        .target(name: "CDecideHints"),
         // The node: keys, decisions, effects, task pool, observation, replication seam.
         .target(
             name: "Decide",
             dependencies: [
                 "DecideCore",
+                "CDecideHints",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -1,3 +1,4 @@
+import CDecideHints
 import DecideCore
 import Logging
 
@@ -241,6 +242,12 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
+    /// Has the processor fetch the table lines that merging these keys will touch
+    /// (`EntryTable.prefetch`), in place: docs/benchmarks.md, "The prefetch pass".
+    func prefetch(count: Int, hash: (Int) -> UInt64) {
+        withTable { $0.pointee.inPlacePrefetch(count: count, hash: hash) }
+    }
+
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
@@ -250,6 +257,12 @@ final class NodeCore: @unchecked Sendable {
 /// They change nothing.
 private extension EntryTable {
     mutating func inPlaceEntry(for key: StateKey) -> Entry? { entry(for: key) }
+
+    mutating func inPlacePrefetch(count: Int, hash: (Int) -> UInt64) {
+        prefetch(count: count, hash: hash) { address, forWriting in
+            if forWriting { decide_prefetch_write(address) } else { decide_prefetch_read(address) }
+        }
+    }
 
     mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
         value(ofAtomicNamed: name, atMilliseconds: now)

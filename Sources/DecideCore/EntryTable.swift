@@ -263,6 +263,40 @@ public struct EntryTable: Sendable {
         return outcome
     }
 
+    /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
+    /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
+    /// record a cell names, then the stored value a merge would replace (`forWriting`: its
+    /// reference count is about to drop). The caller turns each address into a processor
+    /// prefetch (DecideCore has no way to; `NodeCore.prefetch` in Decide does), so a batch of
+    /// merges of keys spread over a large table waits for its cache misses together instead of
+    /// one after another. Reads only the index and the records, changes nothing, and a key that
+    /// is absent or not in its first cell costs a wasted hint, never a wrong merge.
+    package func prefetch(count: Int, hash: (Int) -> UInt64, hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
+        guard count > 1, !records.isEmpty else { return }
+        let mask = index.count - 1
+        let valueOffset = MemoryLayout<Record>.offset(of: \Record.value)!
+        index.withUnsafeBufferPointer { cells in
+            records.withUnsafeBufferPointer { records in
+                guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
+                for item in 0..<count {
+                    hint(UnsafeRawPointer(cellBase + Int(truncatingIfNeeded: Self.spread(hash(item))) & mask), false)
+                }
+                for item in 0..<count {
+                    let stored = cellBase[Int(truncatingIfNeeded: Self.spread(hash(item))) & mask]
+                    if stored != 0 { hint(UnsafeRawPointer(recordBase + Int(stored - 1)), false) }
+                }
+                for item in 0..<count {
+                    let stored = cellBase[Int(truncatingIfNeeded: Self.spread(hash(item))) & mask]
+                    guard stored != 0 else { continue }
+                    // The value's storage object, read as the bare pointer it is (no retain, which
+                    // would wait for the line): 0 for a tombstone.
+                    let object = UnsafeRawPointer(recordBase + Int(stored - 1)).load(fromByteOffset: valueOffset, as: UInt.self)
+                    if let address = UnsafeRawPointer(bitPattern: object) { hint(address, true) }
+                }
+            }
+        }
+    }
+
     /// Removes the tombstone of `key` if it is still the one at `version`; returns whether it
     /// was removed. Live entries are never removed here.
     @discardableResult

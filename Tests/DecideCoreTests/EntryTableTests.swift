@@ -126,4 +126,73 @@ import Testing
         #expect(table.keys(withStableHash: shared) == [second])
         #expect(EntryTable().keys(withStableHash: shared).isEmpty)
     }
+
+    /// `prefetch` names each key's index cell, the record of each stored key and the value of
+    /// each stored live key (for writing), and nothing else: over an empty table, one of
+    /// tombstones, and one of 50,000 keys (values, tombstones, empty values, collected keys),
+    /// for stored, absent and made-up hashes and every batch size. It changes no entry and not
+    /// the digest, and merges after it land as without it.
+    @Test func prefetchNamesTheCellsRecordsAndValuesAMergeWillTouch() throws {
+        struct Hints {
+            var reads = 0
+            var writes = 0
+        }
+        func hints(_ table: EntryTable, _ hashes: [UInt64]) -> Hints {
+            var counted = Hints()
+            table.prefetch(count: hashes.count, hash: { hashes[$0] }) { _, forWriting in
+                if forWriting { counted.writes += 1 } else { counted.reads += 1 }
+            }
+            return counted
+        }
+        #expect(hints(EntryTable(), [1, 2, 3]).reads == 0)
+
+        let first = Version(timestamp: HLCTimestamp(rawValue: 1), node: "a")
+        let later = Version(timestamp: HLCTimestamp(rawValue: 2), node: "b")
+        let keys = (0..<50_000).map { StateKey(name: "k", element: Array("\($0)".utf8)) } + [StateKey(name: "atomic")]
+        var tombstones = EntryTable()
+        tombstones.merge(Entry(version: first, value: nil), for: keys[0])
+        tombstones.merge(Entry(version: first, value: nil), for: keys[1])
+        let onTombstones = hints(tombstones, keys.prefix(1_000).map(\.stableHash))
+        #expect(onTombstones.writes == 0)
+        #expect(onTombstones.reads >= 1_000 + 2)
+
+        var table = EntryTable()
+        for (number, key) in keys.enumerated() {
+            table.merge(Entry(version: first, value: number % 7 == 0 ? nil : number % 11 == 0 ? [] : Array(repeating: UInt8(number & 0xFF), count: number % 90)), for: key)
+        }
+        for key in keys.prefix(500) where table.entry(for: key)?.isTombstone == true {
+            table.collectTombstone(for: key, version: first)
+        }
+        let before = keys.map { table.entry(for: $0) }
+        let digest = table.digest
+
+        // Every stored key: one cell and one record each, one value per live key. (A key not
+        // in its first cell may name its neighbour's record instead, so the counts are of
+        // hints, not of the keys' own lines.)
+        let stored = keys.filter { table.entry(for: $0) != nil }
+        let live = stored.filter { table.entry(for: $0)?.isTombstone == false }
+        let all = hints(table, stored.map(\.stableHash))
+        #expect(all.reads >= stored.count * 2 - stored.count / 4 && all.reads <= stored.count * 2)
+        #expect(all.writes >= live.count - live.count / 4 && all.writes <= live.count)
+        // Absent keys: one cell each, and a record only where the cell is taken by another key.
+        let absent = (0..<1_000).map { StateKey(name: "absent", element: Array("\($0)".utf8)).stableHash }
+        #expect(hints(table, absent).reads < 1_000 * 2)
+        #expect(hints(table, absent).reads >= 1_000)
+        #expect(hints(table, [0, .max, 1, 0xDEAD_BEEF]).reads >= 4)
+        for size in [0, 1] { #expect(hints(table, Array(stored.prefix(size).map(\.stableHash))).reads == 0) }
+        #expect(keys.map { table.entry(for: $0) } == before)
+        #expect(table.digest == digest)
+
+        // Merges right after a prefetch of their keys: the same table as merges without one.
+        var hinted = table
+        var plain = table
+        let batch = Array(keys[1_000..<1_128])
+        _ = hints(hinted, batch.map(\.stableHash))
+        for key in batch {
+            hinted.merge(Entry(version: later, value: [9]), for: key)
+            plain.merge(Entry(version: later, value: [9]), for: key)
+        }
+        #expect(keys.map { hinted.entry(for: $0) } == keys.map { plain.entry(for: $0) })
+        #expect(hinted.digest == plain.digest)
+    }
 }

@@ -1,0 +1,2 @@
+// CDecideHints is header-only (include/CDecideHints.h); SwiftPM needs one source file per C target.
+#include "CDecideHints.h"
