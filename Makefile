@@ -10,7 +10,7 @@
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
-APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev redis-tools curl iproute2 iptables
+APT_PACKAGES := libuv1-dev pkg-config libsqlite3-dev libjemalloc-dev redis-tools curl iproute2 iptables
 # The Python clients of the integration tests (redis-py), in a virtual environment of our own.
 VENV := .build-venv
 PYTHON_REQUIREMENTS := Cluster/python-requirements.txt

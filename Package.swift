@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// syncnode links jemalloc (docs/operations.md, "Memory allocator"), except in a sanitizer's
+// build, whose runtime must own malloc: `make test-transport-asan` sets DECIDE_SANITIZED=1.
+let linksJemalloc = Context.environment["DECIDE_SANITIZED"] == nil
+
 let package = Package(
     name: "Decide",
     platforms: [.macOS(.v15)],
@@ -50,6 +54,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // jemalloc through pkg-config, syncnode's allocator; `make deps` installs libjemalloc-dev.
+        .systemLibrary(
+            name: "CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
+        ),
         // The libuv Transport: loop thread, TCP, framing, backpressure, handshake.
         .target(
             name: "DecideUV",
@@ -95,7 +105,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ] + (linksJemalloc ? ["CJemalloc"] : []),
+            swiftSettings: linksJemalloc ? [.define("DECIDE_JEMALLOC")] : []
         ),
         // `make bench`: figures against baselines measured in the same run.
         .executableTarget(

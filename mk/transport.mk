@@ -43,6 +43,8 @@ $(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
 FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
 FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
 FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(wildcard Sources/DecideCore/*.swift) $(wildcard Sources/Decide/*.swift)
+# Decide's prefetch hints: a header-only C module, found by its module map.
+FUZZ_ENGINE_HEADERS := Sources/CDecideHints/include/CDecideHints.h Sources/CDecideHints/include/module.modulemap
 DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
 # Decide also imports swift-metrics' CoreMetrics (ReplicationMetrics, the store's sync timer).
 DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
@@ -50,12 +52,12 @@ DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
 $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE): | deps
 	$(SWIFT) build
 
-$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
+$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
 	mkdir -p $(FUZZ_ENGINE_MODULES)
 	cp $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) $(FUZZ_ENGINE_MODULES)/
 	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
 	swiftc -O -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
-		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite $(FUZZ_ENGINE_FLAGS) \
+		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite -I Sources/CDecideHints/include $(FUZZ_ENGINE_FLAGS) \
 		$(FUZZ_ENGINE_SOURCES) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
 
 $(FUZZ_BIN): $(FUZZ_SOURCES)
@@ -88,8 +90,10 @@ fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_B
 	$(FUZZ_RESP_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
 
+# DECIDE_SANITIZED=1: syncnode (linked into the test product) leaves jemalloc out, since
+# AddressSanitizer's runtime must own malloc (Package.swift).
 test-transport-asan: deps
-	swift test --sanitize=address --build-path .build-asan --disable-xctest --filter DecideUVTests
+	DECIDE_SANITIZED=1 swift test --sanitize=address --build-path .build-asan --disable-xctest --filter DecideUVTests
 
 bench-transport: deps
 	swift build -c release --build-path .build-bench --product DecideBench

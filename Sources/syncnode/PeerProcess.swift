@@ -162,7 +162,7 @@ final class PeerProcess: Sendable {
             "seeds": "\(settings.peers.joined(separator: ","))", "incarnation": "\(replication.incarnation)",
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
             "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
-            "metrics": "\(metricsAddress ?? "off")",
+            "metrics": "\(metricsAddress ?? "off")", "allocator": "\(MemoryAllocator.name)",
         ])
     }
 

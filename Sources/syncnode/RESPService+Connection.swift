@@ -290,10 +290,10 @@ extension RESPService {
 
     // MARK: INFO
 
-    /// INFO [section ...]: server, clients, replication (every peer's link and lag), keyspace,
-    /// and decide; `all`, `everything` and `default` name them all.
+    /// INFO [section ...]: server, clients, memory, replication (every peer's link and lag),
+    /// keyspace, and decide; `all`, `everything` and `default` name them all.
     func info(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        let all = ["server", "clients", "replication", "keyspace", "decide"]
+        let all = ["server", "clients", "memory", "replication", "keyspace", "decide"]
         var wanted: [String] = []
         for argument in arguments.dropFirst() {
             let name = String(decoding: argument, as: UTF8.self).lowercased()
@@ -332,6 +332,10 @@ extension RESPService {
                      "pubsub_clients:\(subscribers.count)",
                      "total_connections_received:\(totalConnections)",
                      "total_commands_processed:\(totalCommands)"]
+        case "memory":
+            lines = ["# Memory"]
+            if let resident = MemoryAllocator.residentBytes() { lines.append("used_memory_rss:\(resident)") }
+            lines.append("mem_allocator:\(MemoryAllocator.name)")
         case "replication":
             let status = replicator.status
             let links = configuration.secrets?.links() ?? []

@@ -242,13 +242,18 @@ extension SyncNodeTests {
                 let keyspace = try #require(try client.call("INFO", "keyspace").text)
                 #expect(keyspace == "# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n", "\(keyspace)")
                 let all = try #require(try client.call("INFO").text)
-                for header in ["# Server", "# Clients", "# Replication", "# Keyspace", "# Decide"] {
+                for header in ["# Server", "# Clients", "# Memory", "# Replication", "# Keyspace", "# Decide"] {
                     #expect(all.contains(header + "\r\n"), "INFO lacks \(header)")
                 }
                 #expect(all.contains("redis_version:7.0.0\r\n"))
                 #expect(all.contains("decide_node:b\r\n"))
                 #expect(all.contains("connected_clients:1\r\n"))
                 #expect(all.contains("tombstones:1\r\n"))
+                // syncnode links jemalloc, and so does this test process, through the syncnode
+                // module (except in the sanitizer's build, which does not run this suite).
+                let memory = try #require(try client.call("INFO", "memory").text)
+                #expect(memory.hasPrefix("# Memory\r\nused_memory_rss:"), "\(memory)")
+                #expect(memory.contains("\r\nmem_allocator:jemalloc-5."), "\(memory)")
                 let two = try #require(try client.call("INFO", "server", "CLIENTS").text)
                 #expect(two.contains("# Server") && two.contains("# Clients") && !two.contains("# Keyspace"))
                 #expect(try client.call("INFO", "everything").text?.contains("# Decide\r\n") == true)
