@@ -810,6 +810,9 @@ public final class Node: Sendable {
     /// misses in groups, as one large delta does.
     private func prefetchAhead<Deltas: Collection<Delta>>(_ core: NodeCore, from start: Deltas.Index, of deltas: Deltas,
                                                           hashes: inout [UInt64]) -> Deltas.Index {
+        // A table that stays in the cache gets no hints (`EntryTable.prefetchMinimumRecords`):
+        // no keys gathered either, for the whole batch.
+        guard core.withTable({ $0.pointee.count }) >= EntryTable.prefetchMinimumRecords else { return deltas.endIndex }
         hashes.removeAll(keepingCapacity: true)
         var end = start
         while end != deltas.endIndex {

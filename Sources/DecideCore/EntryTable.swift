@@ -263,6 +263,11 @@ public struct EntryTable: Sendable {
         return outcome
     }
 
+    /// Below this many records `prefetch` names nothing: a table that small (about 150 bytes a
+    /// key with its index cells and value) stays in a core's cache, where the hints are pure
+    /// cost (7 % of a ten-write decision over ten keys, `make bench`).
+    package static let prefetchMinimumRecords = 4_096
+
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
     /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
     /// record a cell names, then the stored value a merge would replace (`forWriting`: its
@@ -270,9 +275,10 @@ public struct EntryTable: Sendable {
     /// prefetch (DecideCore has no way to; `NodeCore.prefetch` in Decide does), so a batch of
     /// merges of keys spread over a large table waits for its cache misses together instead of
     /// one after another. Reads only the index and the records, changes nothing, and a key that
-    /// is absent or not in its first cell costs a wasted hint, never a wrong merge.
+    /// is absent or not in its first cell costs a wasted hint, never a wrong merge. Names
+    /// nothing for fewer than two keys or a table below `prefetchMinimumRecords`.
     package func prefetch(count: Int, hash: (Int) -> UInt64, hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
-        guard count > 1, !records.isEmpty else { return }
+        guard count > 1, records.count >= Self.prefetchMinimumRecords else { return }
         let mask = index.count - 1
         let valueOffset = MemoryLayout<Record>.offset(of: \Record.value)!
         index.withUnsafeBufferPointer { cells in
