@@ -5,7 +5,8 @@
 #   Decide: two syncnode peers (memory durability), and two library nodes linked by DecideUV
 #           in one process.
 #   (a) The same redis-benchmark command line against the Redis master and syncnode peer 1:
-#       SET and GET, -d 64 -c 50, -P 1 and -P 16, -n and -r COMPARE_KEYS. After each SET run
+#       SET and GET, -d 64 -c 50, -P 1 and -P 16, -r COMPARE_KEYS and -n COMPARE_KEYS × P (so a
+#       run at -P 16 lasts about as long as one at -P 1, not a seventh of it). After each SET run
 #       the second server is polled until it holds everything the first does (Redis: the
 #       replica's replication offset reaches the master's; syncnode: peer 2's state digest
 #       equals peer 1's), which gives the replicated rate: writes ÷ time until then.
@@ -192,22 +193,23 @@ syncnode_converged() { [ "$(info_field "$ADMIN2" decide digest)" = "$(info_field
 # run_benchmark NAME ADDRESS CONVERGED: redis-benchmark SET and GET at -P 1 and 16 against
 # ADDRESS; after each SET run, polls CONVERGED until the second server holds everything.
 run_benchmark() {
-    local name=$1 address=$2 converged=$3 pipeline test csv rps start end
+    local name=$1 address=$2 converged=$3 pipeline test csv rps start end requests
     for pipeline in 1 16; do
+        requests=$(( KEYS * pipeline ))
         for test in set get; do
             start=$(date +%s%N)
             csv=$(redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
-                  -n "$KEYS" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep -i "^\"$test\"" || true)
+                  -n "$requests" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep -i "^\"$test\"" || true)
             rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
             [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
             record "${name}_${test}_p${pipeline}_per_s" "$rps"
             if [ $test = set ]; then
                 wait_for 120 "$name's second server to hold every write" "$converged"
                 end=$(date +%s%N)
-                record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$KEYS" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
-                echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
+                record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
+                echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
             else
-                echo "   $name: redis-benchmark -t get -d 64 -c $CLIENTS -P $pipeline -n $KEYS -r $KEYS: $rps requests/s"
+                echo "   $name: redis-benchmark -t get -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s"
             fi
         done
     done
@@ -290,7 +292,7 @@ BLOCK="$WORK/block.md"
     echo "Measured $WHEN on $CORES cores ($MODEL), $MEMORY memory, load average at the end $LOAD;"
     echo "Redis $REDIS_VERSION (no persistence), Decide release build, syncnode with memory durability."
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
-    echo "redis-benchmark rows: the same command line against both servers; the Redis stream and the library;"
+    echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
     echo "each figure the best of $ROUNDS alternating rounds (\`COMPARE_ROUNDS\`)."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo

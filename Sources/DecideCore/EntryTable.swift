@@ -265,7 +265,7 @@ public struct EntryTable: Sendable {
 
     /// Below this many records `prefetch` names nothing: a table that small (about 150 bytes a
     /// key with its index cells and value) stays in a core's cache, where the hints are pure
-    /// cost (7 % of a ten-write decision over ten keys, `make bench`).
+    /// cost (`make bench`'s ten-write decision writes ten keys over and over).
     package static let prefetchMinimumRecords = 4_096
 
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
