@@ -5,7 +5,8 @@
 // Input: byte 0 picks the limits (small ones half the time, so every limit is reached), bytes 1-2
 // a split position, the rest is the stream.
 //
-// Oracles: nothing traps; the request stream fed whole, split at the chosen position, and (when
+// Oracles: nothing traps; a peek ahead sees exactly the next commands and consumes nothing;
+// the request stream fed whole, split at the chosen position, and (when
 // short) byte by byte gives the same commands and the same error; every command re-encoded as a
 // multibulk parses back to itself, and written as an array of bulk strings reads back as one;
 // the reply parser is split-invariant the same way; glob matching the input's halves
@@ -82,7 +83,22 @@ private func fuzzRequests(
         parser.append(contentsOf: stream[from..<cut])
         from = cut
         do {
-            while let command = try parser.next() { commands.append(command.map { Array($0) }) }
+            while true {
+                // Every peeked command is what `next()` returns next, and peeking consumes nothing.
+                var peeked: [[[UInt8]]] = []
+                let buffered = parser.bufferedBytes
+                parser.peekCommands(maxCommands: 3) { command in
+                    peeked.append((0..<command.count).map { Array(command[$0]) })
+                    return true
+                }
+                precondition(parser.bufferedBytes == buffered, "a peek consumed bytes")
+                var ahead = parser
+                for expected in peeked {
+                    precondition((try? ahead.next())?.map({ Array($0) }) == expected, "a peek saw another command")
+                }
+                guard let command = try parser.next() else { break }
+                commands.append(command.map { Array($0) })
+            }
         } catch {
             // Poisoned: the same error again, whatever arrives next.
             parser.append(contentsOf: [UInt8(ascii: "\n")])

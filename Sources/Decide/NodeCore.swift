@@ -244,8 +244,8 @@ final class NodeCore: @unchecked Sendable {
     /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
     /// Has the processor fetch the table lines that merging these keys will touch
     /// (`EntryTable.prefetch`), in place: docs/benchmarks.md, "The prefetch pass".
-    func prefetch(count: Int, hash: (Int) -> UInt64) {
-        withTable { $0.pointee.inPlacePrefetch(count: count, hash: hash) }
+    func prefetch(count: Int, readingValues: Bool = false, hash: (Int) -> UInt64) {
+        withTable { $0.pointee.inPlacePrefetch(count: count, readingValues: readingValues, hash: hash) }
     }
 
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
@@ -258,8 +258,8 @@ final class NodeCore: @unchecked Sendable {
 private extension EntryTable {
     mutating func inPlaceEntry(for key: StateKey) -> Entry? { entry(for: key) }
 
-    mutating func inPlacePrefetch(count: Int, hash: (Int) -> UInt64) {
-        prefetch(count: count, hash: hash) { address, forWriting in
+    mutating func inPlacePrefetch(count: Int, readingValues: Bool, hash: (Int) -> UInt64) {
+        prefetch(count: count, readingValues: readingValues, hash: hash) { address, forWriting in
             if forWriting { decide_prefetch_write(address) } else { decide_prefetch_read(address) }
         }
     }

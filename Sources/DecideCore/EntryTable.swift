@@ -271,13 +271,15 @@ public struct EntryTable: Sendable {
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
     /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
     /// record a cell names, then the stored value a merge would replace (`forWriting`: its
-    /// reference count is about to drop). The caller turns each address into a processor
+    /// reference count is about to drop; with `readingValues`, for a reader about to retain and
+    /// copy it, also the value's next line). The caller turns each address into a processor
     /// prefetch (DecideCore has no way to; `NodeCore.prefetch` in Decide does), so a batch of
     /// merges of keys spread over a large table waits for its cache misses together instead of
     /// one after another. Reads only the index and the records, changes nothing, and a key that
     /// is absent or not in its first cell costs a wasted hint, never a wrong merge. Names
     /// nothing for fewer than two keys or a table below `prefetchMinimumRecords`.
-    package func prefetch(count: Int, hash: (Int) -> UInt64, hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
+    package func prefetch(count: Int, readingValues: Bool = false, hash: (Int) -> UInt64,
+                          hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
         guard count > 1, records.count >= Self.prefetchMinimumRecords else { return }
         let mask = index.count - 1
         let valueOffset = MemoryLayout<Record>.offset(of: \Record.value)!
@@ -297,7 +299,11 @@ public struct EntryTable: Sendable {
                     // The value's storage object, read as the bare pointer it is (no retain, which
                     // would wait for the line): 0 for a tombstone.
                     let object = UnsafeRawPointer(recordBase + Int(stored - 1)).load(fromByteOffset: valueOffset, as: UInt.self)
-                    if let address = UnsafeRawPointer(bitPattern: object) { hint(address, true) }
+                    guard let address = UnsafeRawPointer(bitPattern: object) else { continue }
+                    hint(address, true)
+                    // A reader copies the bytes too: the line after the header's holds most of
+                    // a short value.
+                    if readingValues { hint(address + 64, false) }
                 }
             }
         }
@@ -729,15 +735,21 @@ public struct EntryTable: Sendable {
     /// tombstone, an expired value, or an owned value of a hidden owner (`setPresentOwners`). No
     /// `StateKey` (and no `String`) is built; bytes that are not UTF-8 match no stored key.
     public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
-        var hash = StableHash()
-        hash.combine(buffer: name)
-        hash.combine(buffer: UnsafeRawBufferPointer(start: nil, count: 0))
-        let stored = index[probe(hash: hash.value) { record in
+        let stored = index[probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
             record.name == Self.inlineName && record.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
         let record = Int(stored - 1)
         return .some(isReadable(at: record, now) ? records[record].value : nil)
+    }
+
+    /// The `StateKey.stableHash` of the atomic key whose name is the UTF-8 bytes `name`,
+    /// without building the key.
+    package static func stableHash(ofAtomicNamed name: UnsafeRawBufferPointer) -> UInt64 {
+        var hash = StableHash()
+        hash.combine(buffer: name)
+        hash.combine(buffer: UnsafeRawBufferPointer(start: nil, count: 0))
+        return hash.value
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the

@@ -92,6 +92,43 @@ public struct RESPRequestParser: Sendable {
         }
     }
 
+    /// A whole command `peekCommands` found ahead: its arguments as bytes of the parser's
+    /// buffer, valid only inside the `body` call that received it.
+    public struct PeekedCommand {
+        fileprivate let bytes: UnsafeBufferPointer<UInt8>
+        fileprivate let start: Int
+        fileprivate let ranges: [Range<Int>]
+
+        /// How many arguments the command has (at least one).
+        public var count: Int { ranges.count }
+
+        /// Argument `index` (0 is the command's name).
+        public subscript(index: Int) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(rebasing: bytes[(start + ranges[index].lowerBound)..<(start + ranges[index].upperBound)])
+        }
+    }
+
+    /// Looks at up to `maxCommands` whole multibulk commands already received after those
+    /// `next()` returned, without consuming them or building their arguments, and hands each to
+    /// `body`, in order, until it returns false. It stops early at an inline command, a command
+    /// not wholly received, or a protocol fault (which `next()` then throws in its turn). What
+    /// `next()` returns afterwards is unchanged. For hints, such as prefetching the keys a
+    /// pipelined run of reads will look up.
+    public func peekCommands(maxCommands: Int, _ body: (PeekedCommand) -> Bool) {
+        guard failure == nil, maxCommands > 0 else { return }
+        var ahead = cursor
+        let limits = self.limits
+        buffer.withUnsafeBufferPointer { bytes in
+            for _ in 0..<maxCommands {
+                let outcome: Outcome
+                do { outcome = try ahead.advance(bytes, limits) } catch { return }
+                guard case .multibulk(let commandStart) = outcome else { return }
+                guard body(PeekedCommand(bytes: bytes, start: commandStart, ranges: ahead.argumentRanges)) else { return }
+                ahead.argumentRanges.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+
     /// Drops consumed bytes when that is cheap relative to what was consumed: at once when
     /// everything was consumed, otherwise only once the consumed prefix is at least 4 KB and
     /// at least as long as the rest, so each byte is moved at most once on average. Gives

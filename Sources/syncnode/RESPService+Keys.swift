@@ -24,7 +24,7 @@ extension RESPService {
 
     /// Whether `bytes` is a KEY that `KeySyntax` reads as `StateKey(name:)` of the same bytes:
     /// non-empty ASCII without `[` or `]` (so also valid UTF-8).
-    static func isPlainName(_ bytes: ArraySlice<UInt8>) -> Bool {
+    static func isPlainName(_ bytes: some Collection<UInt8>) -> Bool {
         guard !bytes.isEmpty else { return false }
         for byte in bytes where byte >= 0x80 || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") { return false }
         return true

@@ -77,6 +77,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     private var turnBatch = SetBatch()
     /// Whose SETs `turnBatch` holds, in order, and how many in a row: who gets each `+OK`.
     private var turnClients: [(session: RESPSession, writes: Int)] = []
+    /// The keys `prefetchGets` hands the node, kept to reuse its storage (loop thread).
+    private var prefetchHashes: [UInt64] = []
 
     init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
         self.node = node
@@ -152,6 +154,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var inputDone = false
         var closeAfter = false
         var batch = SetBatch()
+        // Commands after the current one whose GET keys were prefetched (`prefetchGets`).
+        var prefetchedAhead = 0
         while !session.busy && !session.finished {
             if session.writer.bytes.count + connection.bytesInFlight > server.configuration.pauseReadingAboveBytes { break }
             let arguments: [ArraySlice<UInt8>]?
@@ -177,6 +181,11 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
                 continue
             }
             commit(&batch, into: &session.writer)
+            if prefetchedAhead > 0 {
+                prefetchedAhead -= 1
+            } else if arguments.count == 2, RESPCommand.named(arguments[0]) == .get, Self.isPlainName(arguments[1]) {
+                prefetchedAhead = prefetchGets(after: arguments[1], session: session)
+            }
             if execute(arguments, session: session, server: server) == .closeAfterReply {
                 session.finished = true
                 closeAfter = true
@@ -196,6 +205,34 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     }
 
     enum Outcome { case done, closeAfterReply }
+
+    /// How many received commands past a GET `prefetchGets` looks at.
+    static let prefetchLookaheadCommands = 32
+
+    /// Has the node prefetch the table lines of the GET of plain name `key` about to run and
+    /// of the plain GETs among the next `prefetchLookaheadCommands` commands already received,
+    /// so the cache misses of a pipelined run of GETs over a large table overlap instead of
+    /// coming one per GET (docs/benchmarks.md, "The prefetch and allocator pass"). It only
+    /// looks (`RESPRequestParser.peekCommands`): nothing is consumed, and a fault ahead is met
+    /// in its turn. Returns how many commands it looked at, which need no look of their own.
+    private func prefetchGets(after key: ArraySlice<UInt8>, session: RESPSession) -> Int {
+        prefetchHashes.removeAll(keepingCapacity: true)
+        var looked = 0
+        session.parser.peekCommands(maxCommands: Self.prefetchLookaheadCommands) { command in
+            looked += 1
+            let name = command[0]
+            if command.count == 2, name.count == 3, name[0] | 0x20 == UInt8(ascii: "g"),
+               name[1] | 0x20 == UInt8(ascii: "e"), name[2] | 0x20 == UInt8(ascii: "t"), Self.isPlainName(command[1]) {
+                prefetchHashes.append(EntryTable.stableHash(ofAtomicNamed: UnsafeRawBufferPointer(command[1])))
+            }
+            return true
+        }
+        if !prefetchHashes.isEmpty {
+            prefetchHashes.append(key.withUnsafeBytes { EntryTable.stableHash(ofAtomicNamed: $0) })
+            node.prefetchValues(stableHashes: prefetchHashes)
+        }
+        return looked
+    }
 
     /// The key and stored value of a SET without options that `process` may commit together
     /// with its neighbours (`SetBatch`); nil for any other command, and for a SET that would be

@@ -137,9 +137,9 @@ import Testing
             var reads = 0
             var writes = 0
         }
-        func hints(_ table: EntryTable, _ hashes: [UInt64]) -> Hints {
+        func hints(_ table: EntryTable, _ hashes: [UInt64], readingValues: Bool = false) -> Hints {
             var counted = Hints()
-            table.prefetch(count: hashes.count, hash: { hashes[$0] }) { _, forWriting in
+            table.prefetch(count: hashes.count, readingValues: readingValues, hash: { hashes[$0] }) { _, forWriting in
                 if forWriting { counted.writes += 1 } else { counted.reads += 1 }
             }
             return counted
@@ -177,6 +177,10 @@ import Testing
         let all = hints(table, stored.map(\.stableHash))
         #expect(all.reads >= stored.count * 2 - stored.count / 4 && all.reads <= stored.count * 2)
         #expect(all.writes >= live.count - live.count / 4 && all.writes <= live.count)
+        // A reader's hints add the line after each value's first.
+        let reading = hints(table, stored.map(\.stableHash), readingValues: true)
+        #expect(reading.writes == all.writes)
+        #expect(reading.reads == all.reads + all.writes)
         // Absent keys: one cell each, and a record only where the cell is taken by another key.
         let absent = (0..<1_000).map { StateKey(name: "absent", element: Array("\($0)".utf8)).stableHash }
         #expect(hints(table, absent).reads < 1_000 * 2)

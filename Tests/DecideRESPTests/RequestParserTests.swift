@@ -332,4 +332,103 @@ import Testing
         while try parser.next() != nil {}
         #expect(command.map { Array($0) } == [bytes("SET"), bytes("key"), bytes("value")])
     }
+
+    // MARK: - Looking ahead
+
+    /// `peekCommands` hands over, in order, exactly the multibulk commands `next()` then
+    /// returns, up to its limit, stopping at the first inline command, partial command or fault;
+    /// it consumes nothing (`bufferedBytes` unchanged) and what `next()` returns (or throws)
+    /// afterwards is the same as without it. Random streams, some broken, fed in random cuts,
+    /// peeking after every command.
+    @Test func peekingAheadSeesTheNextMulticommandsAndChangesNothing() throws {
+        var small = RESPLimits()
+        small.maxArguments = 3
+        small.maxBulkBytes = 5
+        small.maxRequestBytes = 40
+        forEachSeed(0..<400) { seed, random in
+            let stream = randomStream(&random)
+            for limits in [RESPLimits(), small] {
+                var plain = RESPRequestParser(limits: limits)
+                var peeking = RESPRequestParser(limits: limits)
+                var offset = 0
+                var failed = false
+                while offset <= stream.count && !failed {
+                    let cut = min(stream.count, offset + random.int(0...12))
+                    plain.append(contentsOf: stream[offset..<cut])
+                    peeking.append(contentsOf: stream[offset..<cut])
+                    offset = cut == stream.count ? stream.count + 1 : cut
+                    while true {
+                        let limit = random.int(0...4)
+                        var seen: [[[UInt8]]] = []
+                        let buffered = peeking.bufferedBytes
+                        peeking.peekCommands(maxCommands: limit) { command in
+                            seen.append((0..<command.count).map { Array(command[$0]) })
+                            return true
+                        }
+                        #expect(peeking.bufferedBytes == buffered, "seed \(seed)")
+                        #expect(seen.count <= limit, "seed \(seed)")
+                        // What the plain parser returns next: the peeked commands first, in order.
+                        var ahead = plain
+                        for expected in seen {
+                            let next = try? ahead.next()
+                            #expect(next.map { $0.map { Array($0) } } == expected, "seed \(seed)")
+                        }
+                        let a = Result { () throws(RESPProtocolError) in try plain.next() }
+                        let b = Result { () throws(RESPProtocolError) in try peeking.next() }
+                        switch (a, b) {
+                        case (.success(let x), .success(let y)):
+                            #expect(x.map { $0.map { Array($0) } } == y.map { $0.map { Array($0) } }, "seed \(seed)")
+                            if x == nil { break }
+                            continue
+                        case (.failure(let x), .failure(let y)):
+                            #expect(x == y, "seed \(seed)")
+                            failed = true
+                        default:
+                            Issue.record("seed \(seed): \(a) vs \(b)")
+                            failed = true
+                        }
+                        break
+                    }
+                }
+            }
+        }
+    }
+
+    /// A peek stops where `next()` could not return a multibulk command: at an inline command,
+    /// at a command not wholly received, and before a fault, which `next()` still throws; and
+    /// `body` returning false stops it too.
+    @Test func peekingStopsAtInlinePartialFaultAndWhenAsked() throws {
+        func peeked(_ parser: RESPRequestParser, _ limit: Int = 10, stopAfter: Int = .max) -> [String] {
+            var names: [String] = []
+            parser.peekCommands(maxCommands: limit) { command in
+                names.append(String(decoding: command[0], as: UTF8.self) + (command.count > 1 ? " " + String(decoding: command[1], as: UTF8.self) : ""))
+                return names.count < stopAfter
+            }
+            return names
+        }
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: multibulk("GET", "a") + multibulk("GET", "b") + bytes("PING\r\n") + multibulk("GET", "c"))
+        #expect(peeked(parser) == ["GET a", "GET b"])
+        #expect(peeked(parser, 1) == ["GET a"])
+        #expect(peeked(parser, stopAfter: 1) == ["GET a"])
+        #expect(peeked(parser, 0) == [])
+        _ = try parser.next()
+        #expect(peeked(parser) == ["GET b"])
+        _ = try parser.next()
+        #expect(peeked(parser) == [])
+        #expect(try parser.next()?.map { Array($0) } == [bytes("PING")])
+        #expect(peeked(parser) == ["GET c"])
+
+        var partial = RESPRequestParser()
+        partial.append(contentsOf: multibulk("GET", "a") + Array(multibulk("GET", "b").dropLast()))
+        #expect(peeked(partial) == ["GET a"])
+
+        var broken = RESPRequestParser()
+        broken.append(contentsOf: multibulk("GET", "a") + bytes("*1\r\n?3\r\n"))
+        #expect(peeked(broken) == ["GET a"])
+        #expect(try broken.next()?.map { Array($0) } == [bytes("GET"), bytes("a")])
+        #expect(peeked(broken) == [])
+        #expect(throws: RESPProtocolError.self) { try broken.next() }
+        #expect(peeked(broken) == [])
+    }
 }

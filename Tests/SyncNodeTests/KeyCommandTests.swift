@@ -371,4 +371,37 @@ extension SyncNodeTests {
                 #expect(try clients[2].call("MGET", "a1", "a2", "c") == .array(["1", "2", "3"].map(bulk)))
             }
         }
+
+        /// A pipelined run of GETs over a table large enough to be prefetched (past
+        /// `EntryTable.prefetchMinimumRecords`) answers exactly as one GET at a time would: each
+        /// sees the writes and deletes before it in the pipeline and none after, absent, deleted,
+        /// element and non-plain keys included, and a malformed request at the end is still met
+        /// in its turn, after every reply before it.
+        @Test func pipelinedGetsAnswerInOrderWhatTheyWouldAlone() async throws {
+            try await withPeer("gets") { peer in
+                let client = try peer.client()
+                let count = EntryTable.prefetchMinimumRecords + 1_000
+                for chunk in stride(from: 0, to: count, by: 500) {
+                    try client.send(raw: (chunk..<min(count, chunk + 500)).flatMap { request("SET", "key:\($0)", "v\($0)") })
+                    for _ in chunk..<min(count, chunk + 500) { #expect(try client.reply() == ok) }
+                }
+                var pipeline = request("GET", "key:1") + request("GET", "key:2") + request("SET", "key:1", "new")
+                    + request("GET", "key:1") + request("DEL", "key:2") + request("GET", "key:2") + request("GET", "absent")
+                    + request("SET", "quota[\"a\"]", "7") + request("GET", "quota[\"a\"]") + request("get", "key:3")
+                var expected: [RESPValue] = [bulk("v1"), bulk("v2"), ok, bulk("new"), .integer(1), .null, .null, ok, bulk("7"), bulk("v3")]
+                for index in stride(from: 10, to: count, by: 97) {
+                    pipeline += request("GET", "key:\(index)")
+                    expected.append(index == 2 ? .null : bulk(index == 1 ? "new" : "v\(index)"))
+                }
+                pipeline += request("SET", "key:10", "later") + request("GET", "key:10") + request("PING")
+                expected += [ok, bulk("later"), .simple("PONG")]
+                try client.send(raw: pipeline + Array("*1\r\n?3\r\n".utf8))
+                for (position, reply) in expected.enumerated() {
+                    #expect(try client.reply() == reply, "reply \(position)")
+                }
+                guard case .error(let fault) = try client.reply() else { throw TestFailure("the malformed request was not refused") }
+                #expect(fault.contains("Protocol error"), "\(fault)")
+                #expect(client.readUntilClosed().closed)
+            }
+        }
 }
