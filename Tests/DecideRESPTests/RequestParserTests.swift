@@ -218,15 +218,21 @@ import Testing
         return stream
     }
 
-    @Test func everySplitPositionGivesTheSameCommands() {
+    /// Limits the random streams reach: three arguments, 5-byte bulks, 10-byte inline lines,
+    /// 40-byte requests.
+    static var smallLimits: RESPLimits {
         var small = RESPLimits()
         small.maxArguments = 3
         small.maxBulkBytes = 5
         small.maxInlineBytes = 10
         small.maxRequestBytes = 40
+        return small
+    }
+
+    @Test func everySplitPositionGivesTheSameCommands() {
         forEachSeed(0..<300) { seed, random in
             let stream = randomStream(&random)
-            for limits in [RESPLimits(), small] {
+            for limits in [RESPLimits(), Self.smallLimits] {
                 let whole = parseRequests(stream, limits: limits)
                 #expect(parseRequestsByteByByte(stream, limits: limits) == whole, "seed \(seed)")
                 for first in 0...stream.count {
@@ -341,13 +347,9 @@ import Testing
     /// afterwards is the same as without it. Random streams, some broken, fed in random cuts,
     /// peeking after every command.
     @Test func peekingAheadSeesTheNextMulticommandsAndChangesNothing() throws {
-        var small = RESPLimits()
-        small.maxArguments = 3
-        small.maxBulkBytes = 5
-        small.maxRequestBytes = 40
         forEachSeed(0..<400) { seed, random in
             let stream = randomStream(&random)
-            for limits in [RESPLimits(), small] {
+            for limits in [RESPLimits(), Self.smallLimits] {
                 var plain = RESPRequestParser(limits: limits)
                 var peeking = RESPRequestParser(limits: limits)
                 var offset = 0
