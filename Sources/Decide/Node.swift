@@ -206,7 +206,8 @@ public final class Node: Sendable {
             // The table is taken by address once for every write (`withTable`), the change log
             // once, and the observers and the decoded cache are visited only when they hold
             // something.
-            core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash }
+            // One write has no misses to overlap: not even the call (67 instructions a decision).
+            if writes.count > 1 { core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash } }
             core.withTable { table in
                 for index in 0..<writes.count {
                     let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)
