@@ -37,6 +37,8 @@ extension RESPService {
             guard let key = key(argument, into: &writer) else { return }
             keys.append(key)
         }
+        // The keys' table lines are fetched together, not one miss per key (`prefetchGets`).
+        node.prefetchValues(stableHashes: keys.map(\.stableHash))
         let values = node.read { read in keys.map { read.entry($0)?.value } }
         let replyBytes = values.reduce(0) { $0 + 16 + ($1?.count ?? 0) }
         guard replyBytes <= configuration.maxReplyBytes else {

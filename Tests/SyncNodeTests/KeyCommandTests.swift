@@ -372,7 +372,7 @@ extension SyncNodeTests {
             }
         }
 
-        /// A pipelined run of GETs over a table large enough to be prefetched (past
+        /// A pipelined run of GETs (and an MGET) over a table large enough to be prefetched (past
         /// `EntryTable.prefetchMinimumRecords`) answers exactly as one GET at a time would: each
         /// sees the writes and deletes before it in the pipeline and none after, absent, deleted,
         /// element and non-plain keys included, and a malformed request at the end is still met
@@ -388,7 +388,9 @@ extension SyncNodeTests {
                 var pipeline = request("GET", "key:1") + request("GET", "key:2") + request("SET", "key:1", "new")
                     + request("GET", "key:1") + request("DEL", "key:2") + request("GET", "key:2") + request("GET", "absent")
                     + request("SET", "quota[\"a\"]", "7") + request("GET", "quota[\"a\"]") + request("get", "key:3")
-                var expected: [RESPValue] = [bulk("v1"), bulk("v2"), ok, bulk("new"), .integer(1), .null, .null, ok, bulk("7"), bulk("v3")]
+                    + request("MGET", "key:1", "key:2", "absent", "quota[\"a\"]", "key:5")
+                var expected: [RESPValue] = [bulk("v1"), bulk("v2"), ok, bulk("new"), .integer(1), .null, .null, ok, bulk("7"), bulk("v3"),
+                                             .array([bulk("new"), .null, .null, bulk("7"), bulk("v5")])]
                 for index in stride(from: 10, to: count, by: 97) {
                     pipeline += request("GET", "key:\(index)")
                     expected.append(index == 2 ? .null : bulk(index == 1 ? "new" : "v\(index)"))
