@@ -815,32 +815,6 @@ public final class Node: Sendable {
         return (outcome.changed, outcome.ticket)
     }
 
-    /// Prefetches the table lines that applying the deltas from `start` on will touch
-    /// (`EntryTable.prefetch`), for at least the delta at `start` and for up to
-    /// `prefetchedWrites` writes; returns where the next group begins. A batch of small deltas
-    /// (one write each, as a library's single-write decisions arrive) then waits for its cache
-    /// misses in groups, as one large delta does.
-    private func prefetchAhead<Deltas: Collection<Delta>>(_ core: NodeCore, from start: Deltas.Index, of deltas: Deltas,
-                                                          hashes: inout [UInt64]) -> Deltas.Index {
-        // A table that stays in the cache gets no hints (`EntryTable.prefetchMinimumRecords`):
-        // no keys gathered either, for the whole batch.
-        guard core.withTable({ $0.pointee.count }) >= EntryTable.prefetchMinimumRecords else { return deltas.endIndex }
-        hashes.removeAll(keepingCapacity: true)
-        var end = start
-        while end != deltas.endIndex {
-            let writes = deltas[end].writes
-            guard end == start || hashes.count + writes.count <= Self.prefetchedWrites else { break }
-            for write in writes.indices { hashes.append(writes[write].key.stableHash) }
-            end = deltas.index(after: end)
-        }
-        hashes.withUnsafeBufferPointer { hashes in core.prefetch(count: hashes.count) { hashes[$0] } }
-        return end
-    }
-
-    /// How many keys `prefetchAhead` fetches ahead at most: enough for the misses to overlap,
-    /// few enough that the first group's lines are still in the cache when their merges come.
-    private static let prefetchedWrites = 64
-
     /// What `apply(deltas:)` did: keys changed in all, the store ticket (0 for none), and the
     /// deltas refused by the clock rule (by their position), which changed nothing.
     package struct DeltaBatchOutcome {
@@ -859,12 +833,7 @@ public final class Node: Sendable {
             var stored: [StorageChange] = []
             let physical = configuration.clock.nowMilliseconds()
             var now = hybridNow(core, physical: physical)
-            // The keys of the deltas from `ahead` on were not prefetched yet (`prefetchAhead`).
-            var ahead = deltas.startIndex
-            var hashes: [UInt64] = []
-            var position = deltas.startIndex
             for (index, delta) in deltas.enumerated() {
-                defer { position = deltas.index(after: position) }
                 do throws(ClockError) {
                     try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: physical)
                 } catch {
@@ -873,7 +842,11 @@ public final class Node: Sendable {
                 }
                 now = max(now, min(delta.version.timestamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
                 var changed = 0
-                if position >= ahead { ahead = prefetchAhead(core, from: position, of: deltas, hashes: &hashes) }
+                // A delta of several writes (a peer's batch of SETs) has their misses overlap
+                // (`EntryTable.prefetch`). A run of one-write deltas is not gathered: over
+                // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
+                // (docs/benchmarks.md, "The prefetch and allocator pass").
+                if delta.writes.count > 1 { core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash } }
                 for write in delta.writes {
                     let entry = write.entry(at: delta.version)
                     if !core.isCollected(entry, for: write.key, now: now), core.table.merge(entry, for: write.key).changed {
