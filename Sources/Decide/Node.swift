@@ -203,11 +203,10 @@ public final class Node: Sendable {
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
             if writes.expires { startExpiryTimerIfNeeded() }
             let now = transaction.now
+            core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash }
             // The table is taken by address once for every write (`withTable`), the change log
             // once, and the observers and the decoded cache are visited only when they hold
             // something.
-            // One write has no misses to overlap: not even the call (67 instructions a decision).
-            if writes.count > 1 { core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash } }
             core.withTable { table in
                 for index in 0..<writes.count {
                     let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)
@@ -433,7 +432,7 @@ public final class Node: Sendable {
     /// for a protocol front end about to answer a pipelined run of reads, whose cache misses
     /// then overlap. Changes nothing.
     package func prefetchValues(stableHashes hashes: [UInt64]) {
-        guard hashes.count > 1 else { return }
+        guard hashes.count > 1 else { return }  // before the lock, not only inside
         core.withLock { core in
             hashes.withUnsafeBufferPointer { hashes in core.prefetch(count: hashes.count, readingValues: true) { hashes[$0] } }
         }
@@ -846,7 +845,7 @@ public final class Node: Sendable {
                 // (`EntryTable.prefetch`). A run of one-write deltas is not gathered: over
                 // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
                 // (docs/benchmarks.md, "The prefetch and allocator pass").
-                if delta.writes.count > 1 { core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash } }
+                core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash }
                 for write in delta.writes {
                     let entry = write.entry(at: delta.version)
                     if !core.isCollected(entry, for: write.key, now: now), core.table.merge(entry, for: write.key).changed {

@@ -241,13 +241,17 @@ final class NodeCore: @unchecked Sendable {
         return made
     }
 
-    /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
-    /// Has the processor fetch the table lines that merging these keys will touch
-    /// (`EntryTable.prefetch`), in place: docs/benchmarks.md, "The prefetch pass".
+    /// Has the processor fetch the table lines that merging (or, `readingValues`, reading) these
+    /// keys will touch (`EntryTable.prefetch`), in place: docs/benchmarks.md, "The prefetch and
+    /// allocator pass". A single key has no misses to overlap and returns before any call (the
+    /// call chain alone was 67 instructions of a one-write decision).
+    @inline(__always)
     func prefetch(count: Int, readingValues: Bool = false, hash: (Int) -> UInt64) {
+        guard count > 1 else { return }
         withTable { $0.pointee.inPlacePrefetch(count: count, readingValues: readingValues, hash: hash) }
     }
 
+    /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }

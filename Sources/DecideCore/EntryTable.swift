@@ -287,14 +287,14 @@ public struct EntryTable: Sendable {
             records.withUnsafeBufferPointer { records in
                 guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
                 for item in 0..<count {
-                    hint(UnsafeRawPointer(cellBase + Int(truncatingIfNeeded: Self.spread(hash(item))) & mask), false)
+                    hint(UnsafeRawPointer(cellBase + Self.homeCell(of: hash(item), mask: mask)), false)
                 }
                 for item in 0..<count {
-                    let stored = cellBase[Int(truncatingIfNeeded: Self.spread(hash(item))) & mask]
+                    let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
                     if stored != 0 { hint(UnsafeRawPointer(recordBase + Int(stored - 1)), false) }
                 }
                 for item in 0..<count {
-                    let stored = cellBase[Int(truncatingIfNeeded: Self.spread(hash(item))) & mask]
+                    let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
                     guard stored != 0 else { continue }
                     // The value's storage object, read as the bare pointer it is (no retain, which
                     // would wait for the line): 0 for a tombstone.
@@ -414,7 +414,7 @@ public struct EntryTable: Sendable {
     private func cell(ofRecord position: Int) -> Int {
         let mask = index.count - 1
         let target = UInt32(position + 1)
-        var cell = Int(truncatingIfNeeded: Self.spread(records[position].keyHash)) & mask
+        var cell = Self.homeCell(of: records[position].keyHash, mask: mask)
         while index[cell] != target { cell = (cell + 1) & mask }
         return cell
     }
@@ -594,7 +594,7 @@ public struct EntryTable: Sendable {
         var found: [StateKey] = []
         guard !index.isEmpty else { return found }
         let mask = index.count - 1
-        var cell = Int(truncatingIfNeeded: Self.spread(hash)) & mask
+        var cell = Self.homeCell(of: hash, mask: mask)
         while index[cell] != 0 {
             // The hash read in place: only a matching record is copied (a copy retains its bytes).
             let position = Int(index[cell] - 1)
@@ -716,7 +716,7 @@ public struct EntryTable: Sendable {
         let mask = index.count - 1
         return index.withUnsafeBufferPointer { cells in
             records.withUnsafeBufferPointer { records in
-                var cell = Int(truncatingIfNeeded: Self.spread(hash)) & mask
+                var cell = Self.homeCell(of: hash, mask: mask)
                 while true {
                     let stored = cells[cell]
                     if stored == 0 { return cell }
@@ -752,6 +752,12 @@ public struct EntryTable: Sendable {
         return hash.value
     }
 
+    /// The first cell a key of stable hash `hash` is probed at, in an index of `mask + 1` cells.
+    @inline(__always)
+    private static func homeCell(of hash: UInt64, mask: Int) -> Int {
+        Int(truncatingIfNeeded: spread(hash)) & mask
+    }
+
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
     /// high ones for buckets, so keys of one leaf would otherwise crowd together).
     private static func spread(_ hash: UInt64) -> UInt64 {
@@ -767,7 +773,7 @@ public struct EntryTable: Sendable {
         let mask = cells - 1
         index.withUnsafeMutableBufferPointer { index in
             for (number, record) in records.enumerated() {
-                var cell = Int(truncatingIfNeeded: Self.spread(record.keyHash)) & mask
+                var cell = Self.homeCell(of: record.keyHash, mask: mask)
                 while index[cell] != 0 { cell = (cell + 1) & mask }
                 index[cell] = UInt32(number + 1)
             }
@@ -791,7 +797,7 @@ public struct EntryTable: Sendable {
         var hole = cell
         var next = (hole + 1) & mask
         while index[next] != 0 {
-            let home = Int(truncatingIfNeeded: Self.spread(records[Int(index[next] - 1)].keyHash)) & mask
+            let home = Self.homeCell(of: records[Int(index[next] - 1)].keyHash, mask: mask)
             // Move it back when its home is not cyclically within (hole, next].
             let distanceToNext = (next - home) & mask
             let distanceToHole = (hole - home) & mask

@@ -101,8 +101,9 @@ enum RESPCommand: Int, CaseIterable {
         return table
     }()
 
-    /// The command named `name` (any case), nil when unknown.
-    static func named(_ name: ArraySlice<UInt8>) -> RESPCommand? {
+    /// The command named `name` (any case), nil when unknown: a parsed argument, or one seen
+    /// ahead in the parser's buffer (`RESPRequestParser.peekCommands`).
+    static func named<Name: RandomAccessCollection<UInt8>>(_ name: Name) -> RESPCommand? where Name.Index == Int {
         // The two commands of nearly every request, without a table lookup.
         if name.count == 3 {
             let a = name[name.startIndex] | 0x20, b = name[name.startIndex + 1] | 0x20, c = name[name.startIndex + 2] | 0x20

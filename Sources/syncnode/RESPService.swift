@@ -183,7 +183,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             commit(&batch, into: &session.writer)
             if prefetchedAhead > 0 {
                 prefetchedAhead -= 1
-            } else if arguments.count == 2, RESPCommand.named(arguments[0]) == .get, Self.isPlainName(arguments[1]) {
+            } else if Self.isPlainGet(argumentCount: arguments.count, name: arguments[0], key: arguments[1]) {
                 prefetchedAhead = prefetchGets(after: arguments[1], session: session)
             }
             if execute(arguments, session: session, server: server) == .closeAfterReply {
@@ -209,6 +209,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// How many received commands past a GET `prefetchGets` looks at.
     static let prefetchLookaheadCommands = 32
 
+    /// A GET of a plain name (`isPlainName`), answered by the node's lookup by bytes: what
+    /// `prefetchGets` prefetches. `key` is read only when there are two arguments.
+    static func isPlainGet<Bytes: RandomAccessCollection<UInt8>>(argumentCount: Int, name: Bytes, key: @autoclosure () -> Bytes) -> Bool
+    where Bytes.Index == Int {
+        argumentCount == 2 && RESPCommand.named(name) == .get && isPlainName(key())
+    }
+
     /// Has the node prefetch the table lines of the GET of plain name `key` about to run and
     /// of the plain GETs among the next `prefetchLookaheadCommands` commands already received,
     /// so the cache misses of a pipelined run of GETs over a large table overlap instead of
@@ -220,9 +227,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var looked = 0
         session.parser.peekCommands(maxCommands: Self.prefetchLookaheadCommands) { command in
             looked += 1
-            let name = command[0]
-            if command.count == 2, name.count == 3, name[0] | 0x20 == UInt8(ascii: "g"),
-               name[1] | 0x20 == UInt8(ascii: "e"), name[2] | 0x20 == UInt8(ascii: "t"), Self.isPlainName(command[1]) {
+            if Self.isPlainGet(argumentCount: command.count, name: command[0], key: command[1]) {
                 prefetchHashes.append(EntryTable.stableHash(ofAtomicNamed: UnsafeRawBufferPointer(command[1])))
             }
             return true
