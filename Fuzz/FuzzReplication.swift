@@ -3,7 +3,12 @@
 // (mk/transport.mk) with swiftc -sanitize=fuzzer,address together with Sources/DecideCore/*.swift.
 //
 // Oracles: nothing traps; whatever decodes re-encodes to exactly the bytes it came from (the
-// encodings are canonical), so no input decodes partially or ambiguously.
+// encodings are canonical), so no input decodes partially or ambiguously; and decoding with the
+// strings the inputs before left behind (`RecentWireStrings`, as a replicator decodes one
+// peer's stream) answers exactly what decoding alone does.
+
+/// The strings the previous inputs left, as one peer's stream would.
+nonisolated(unsafe) private var recent = RecentWireStrings()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzReplication(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -13,8 +18,23 @@ public func fuzzReplication(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 
     limits.maxEntriesPerMessage = 4_096
     let wire = WireCodec(limits: limits)
     let codec = ReplicationCodec(wire: wire, maxItemsPerMessage: 4_096)
-    if let message = try? codec.decode(bytes) {
+    let alone = Result { () throws(WireDecodeError) in try codec.decode(bytes) }
+    if case .success(let message) = alone {
         precondition(codec.encode(message) == bytes, "message re-encoding changed the bytes")
+    }
+    let streamed = Result { () throws(WireDecodeError) in try codec.decode(bytes, recent: &recent) }
+    switch (alone, streamed) {
+    case (.success(let one), .success(let other)):
+        precondition(one == other, "decoding with recent strings changed the message")
+        if case .delta(let one) = one, case .delta(let other) = other {
+            precondition(one.version.nodeHash == other.version.nodeHash
+                         && one.writes.map(\.key.stableHash) == other.writes.map(\.key.stableHash),
+                         "decoding with recent strings changed a hash")
+        }
+    case (.failure(let one), .failure(let other)):
+        precondition(one == other, "decoding with recent strings changed the error")
+    default:
+        preconditionFailure("decoding with recent strings changed whether the message decodes")
     }
     if let delta = try? wire.decodeDelta(bytes) {
         precondition(wire.encode(delta) == bytes, "delta re-encoding changed the bytes")

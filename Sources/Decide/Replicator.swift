@@ -47,6 +47,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// A node without a store: deltas of the current read, applied together when it ends.
     /// Touched only inside the transport's delegate calls, which come one at a time.
     private var heldDeltas: [InboundLoad.Waiting] = []
+    /// The strings of the delta decoded last (a peer's node id, a collection's name), for the
+    /// next one to reuse. Touched only inside the transport's delegate calls.
+    private var recentStrings = RecentWireStrings()
     /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
     /// with an inbound queue that reports the ends of its reads.
     private let holdsDeltas: Bool
@@ -453,7 +456,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     public func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
         let message: ReplicationMessage
         do {
-            message = try codec.decode(frame)
+            message = try codec.decode(frame, recent: &recentStrings)
         } catch {
             let peer = state.withLock { $0.peers[connection]?.nodeID ?? "?" }
             logger.warning("closing link: undecodable message", metadata: ["peer": "\(peer)", "error": "\(error)"])

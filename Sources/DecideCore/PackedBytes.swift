@@ -46,19 +46,7 @@ enum PackedBytes: Hashable, Sendable {
             return words.0 == low && words.1 == high
         case .heap(let stored):
             guard stored.count == bytes.count else { return false }
-            return stored.withUnsafeBytes { stored in
-                var offset = 0
-                while offset + 8 <= stored.count {
-                    guard stored.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                            == bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
-                    offset += 8
-                }
-                while offset < stored.count {
-                    guard stored[offset] == bytes[offset] else { return false }
-                    offset += 1
-                }
-                return true
-            }
+            return stored.withUnsafeBytes { sameBytes($0, bytes) }
         }
     }
 

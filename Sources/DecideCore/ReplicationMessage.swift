@@ -176,11 +176,11 @@ public struct ReplicationCodec: Sendable {
     public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
+        if case .delta(let delta) = message { return wire.encode(delta, afterTypeByte: ReplicationMessage.deltaType) }
         var writer = WireWriter(reservingCapacity: Self.reservedBytes(for: message))
         switch message {
-        case .delta(let delta):
-            writer.writeUInt8(ReplicationMessage.deltaType)
-            wire.encode(delta, into: &writer)
+        case .delta:
+            preconditionFailure("encoded above")
         case let .digest(round, seq, clock, shape, level, nodes):
             writer.writeUInt8(ReplicationMessage.digestType)
             writer.writeUInt64(round)
@@ -278,7 +278,6 @@ public struct ReplicationCodec: Sendable {
     /// need for the messages that carry many, a small header's worth for the others.
     private static func reservedBytes(for message: ReplicationMessage) -> Int {
         switch message {
-        case .delta(let delta): return 1 + WireCodec.estimatedBytes(of: delta)
         case .digest(_, _, _, _, _, let nodes): return 32 + nodes.count * 12
         case .summary(_, _, _, _, let groups): return 32 + groups.reduce(0) { $0 + 8 + $1.items.count * summaryItemBytes }
         case .keysRequest(_, _, _, let keys): return 16 + keys.count * 12
@@ -294,12 +293,19 @@ public struct ReplicationCodec: Sendable {
     }
 
     public func decode(_ bytes: [UInt8]) throws(WireDecodeError) -> ReplicationMessage {
+        var recent = RecentWireStrings()
+        return try decode(bytes, recent: &recent)
+    }
+
+    /// `decode`, a delta's strings taken from `recent` where the bytes say the same
+    /// (`WireCodec.decodeDelta(_:from:recent:)`): for a stream of one peer's messages.
+    package func decode(_ bytes: [UInt8], recent: inout RecentWireStrings) throws(WireDecodeError) -> ReplicationMessage {
         var reader = WireReader(bytes)
         let type = try reader.readUInt8("message.type")
         let message: ReplicationMessage
         switch type {
         case ReplicationMessage.deltaType:
-            return .delta(try wire.decodeDelta(bytes, from: 1))
+            return .delta(try wire.decodeDelta(bytes, from: 1, recent: &recent))
         case ReplicationMessage.digestType:
             let round = try reader.readUInt64("digest.round")
             let seq = try reader.readVarint("digest.seq")

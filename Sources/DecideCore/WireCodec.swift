@@ -40,30 +40,53 @@ public struct WireCodec: Sendable {
     }
 
     public func encode(_ delta: Delta) -> [UInt8] {
-        var writer = WireWriter(reservingCapacity: Self.estimatedBytes(of: delta))
-        encode(delta, into: &writer)
-        return writer.bytes
+        encode(delta, afterTypeByte: nil)
     }
 
-    /// Appends `delta`'s encoding to `writer` (a message that carries a delta writes it in
-    /// place, with no intermediate array).
-    public func encode(_ delta: Delta, into writer: inout WireWriter) {
-        writer.writeUInt8(Self.format)
-        writer.writeUInt8(Self.deltaKind)
-        writer.writeUInt64(delta.version.timestamp.rawValue)
-        writer.writeString(delta.version.node)
-        writer.writeVarint(UInt64(delta.writes.count))
-        for write in delta.writes {
-            writeKey(write.key, into: &writer)
-            writeValue(write.value, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &writer)
+    /// `delta`'s encoding, after `type` when one is given (a message that carries a delta is
+    /// its type byte and then this): one allocation of the exact size, written in place.
+    package func encode(_ delta: Delta, afterTypeByte type: UInt8?) -> [UInt8] {
+        // Written in scratch memory (on the stack when small) and copied into the array in one
+        // piece: the standard library's initialisers that hand out an array's uninitialised
+        // storage are not specialised, and looked up the storage type at run time for more
+        // than the copy costs.
+        withUnsafeTemporaryAllocation(byteCount: (type == nil ? 0 : 1) + Self.encodedBytes(of: delta), alignment: 8) { buffer in
+            var cursor = WireCursor(buffer)
+            if let type { cursor.writeUInt8(type) }
+            cursor.writeUInt8(Self.format)
+            cursor.writeUInt8(Self.deltaKind)
+            cursor.writeUInt64(delta.version.timestamp.rawValue)
+            cursor.writeString(delta.version.node)
+            cursor.writeVarint(UInt64(delta.writes.count))
+            for write in delta.writes {
+                cursor.writeString(write.key.name)
+                write.key.element.withUnsafeBytes { cursor.writeBytes($0) }
+                guard let value = write.value else {
+                    cursor.writeUInt8(0)
+                    continue
+                }
+                cursor.writeUInt8(Self.valueFlags(expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter))
+                value.withUnsafeBytes { cursor.writeBytes($0) }
+                if let expiresAt = write.expiresAtMilliseconds { cursor.writeUInt64(expiresAt) }
+            }
+            precondition(cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
+            return [UInt8](UnsafeRawBufferPointer(buffer))
         }
     }
 
-    /// About the bytes `delta` encodes to (a little more, so one allocation holds it).
-    public static func estimatedBytes(of delta: Delta) -> Int {
-        var bytes = 24 + delta.version.node.utf8.count
+    /// Exactly the bytes `encode(delta)` writes.
+    package static func encodedBytes(of delta: Delta) -> Int {
+        func string(_ text: String) -> Int {
+            let count = text.utf8.count
+            return WireCursor.varintBytes(UInt64(count)) + count
+        }
+        var bytes = 2 + 8 + string(delta.version.node) + WireCursor.varintBytes(UInt64(delta.writes.count))
         for write in delta.writes {
-            bytes += 20 + write.key.name.utf8.count + write.key.element.count + (write.value?.count ?? 0)
+            bytes += string(write.key.name) + WireCursor.varintBytes(UInt64(write.key.element.count)) + write.key.element.count + 1
+            if let value = write.value {
+                bytes += WireCursor.varintBytes(UInt64(value.count)) + value.count
+                if write.expiresAtMilliseconds != nil { bytes += 8 }
+            }
         }
         return bytes
     }
@@ -71,14 +94,22 @@ public struct WireCodec: Sendable {
     /// Decodes the delta that starts at byte `position` of `bytes` and runs to their end (a
     /// frame's payload after its type byte is read in place, not copied out first).
     public func decodeDelta(_ bytes: [UInt8], from position: Int = 0) throws(WireDecodeError) -> Delta {
+        var recent = RecentWireStrings()
+        return try decodeDelta(bytes, from: position, recent: &recent)
+    }
+
+    /// `decodeDelta`, reusing the node id and collection name of `recent` where the bytes say
+    /// the same (the same result, without building and validating them again), and leaving
+    /// this delta's in `recent` for the next one.
+    package func decodeDelta(_ bytes: [UInt8], from position: Int = 0, recent: inout RecentWireStrings) throws(WireDecodeError) -> Delta {
         var reader = WireReader(bytes, position: position)
         try readHeader(&reader, kind: Self.deltaKind)
-        let version = try readVersion(&reader)
+        let version = try readVersion(&reader, recent: &recent)
         let count = try reader.readCount("delta.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 3)
         var writes: [Delta.Write] = []
         writes.reserveCapacity(count)
         for _ in 0..<count {
-            let key = try readKey(&reader)
+            let key = try readKey(&reader, recent: &recent)
             let value = try readValue(&reader)
             writes.append(Delta.Write(key: key, value: value.bytes, expiresAtMilliseconds: value.expiresAt, ownedByWriter: value.owned))
         }
@@ -106,9 +137,10 @@ public struct WireCodec: Sendable {
         let count = try reader.readCount("entries.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 12)
         var entries: [KeyedEntry] = []
         entries.reserveCapacity(count)
+        var recent = RecentWireStrings()
         for _ in 0..<count {
-            let key = try readKey(&reader)
-            let version = try readVersion(&reader)
+            let key = try readKey(&reader, recent: &recent)
+            let version = try readVersion(&reader, recent: &recent)
             let value = try readValue(&reader)
             entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: value.bytes, expiresAtMilliseconds: value.expiresAt,
                                                              ownedByWriter: value.owned)))
@@ -131,9 +163,14 @@ public struct WireCodec: Sendable {
             writer.writeUInt8(0)
             return
         }
-        writer.writeUInt8(Self.presentFlag | (expiresAt == nil ? 0 : Self.expiresFlag) | (owned ? Self.ownedFlag : 0))
+        writer.writeUInt8(Self.valueFlags(expiresAt: expiresAt, owned: owned))
         writer.writeBytes(value)
         if let expiresAt { writer.writeUInt64(expiresAt) }
+    }
+
+    /// The flags byte of a present value.
+    private static func valueFlags(expiresAt: UInt64?, owned: Bool) -> UInt8 {
+        presentFlag | (expiresAt == nil ? 0 : expiresFlag) | (owned ? ownedFlag : 0)
     }
 
     private func readHeader(_ reader: inout WireReader, kind: UInt8) throws(WireDecodeError) {
@@ -143,16 +180,26 @@ public struct WireCodec: Sendable {
         guard found == kind else { throw .unexpectedKind(expected: kind, found: found) }
     }
 
-    private func readVersion(_ reader: inout WireReader) throws(WireDecodeError) -> Version {
+    /// A version; its node id and hash are `recent`'s when the bytes are its node id.
+    private func readVersion(_ reader: inout WireReader, recent: inout RecentWireStrings) throws(WireDecodeError) -> Version {
         let timestamp = HLCTimestamp(rawValue: try reader.readUInt64("version.timestamp"))
-        let node = try reader.readString("version.node", limit: limits.maxNodeIDBytes)
-        return Version(timestamp: timestamp, node: node)
+        let node = try reader.readString("version.node", limit: limits.maxNodeIDBytes, reusing: recent.version?.node)
+        let version = if node.reused, let known = recent.version {
+            Version(timestamp: timestamp, node: known.node, nodeHash: known.nodeHash)
+        } else {
+            Version(timestamp: timestamp, node: node.text)
+        }
+        recent.version = version
+        return version
     }
 
-    private func readKey(_ reader: inout WireReader) throws(WireDecodeError) -> StateKey {
-        let name = try reader.readString("key.name", limit: limits.maxNameBytes)
+    /// A key; its name (and the name's hash) is `recent`'s when the bytes are that name.
+    private func readKey(_ reader: inout WireReader, recent: inout RecentWireStrings) throws(WireDecodeError) -> StateKey {
+        let name = try reader.readString("key.name", limit: limits.maxNameBytes, reusing: recent.name?.text)
+        let nameHash = if name.reused, let known = recent.name { known.hash } else { StateKey.nameHash(name.text) }
+        recent.name = (name.text, nameHash)
         let element = try reader.readBytes("key.element", limit: limits.maxElementBytes)
-        return StateKey(name: name, element: element)
+        return StateKey(name: name.text, nameHash: nameHash, element: element)
     }
 
     private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?, owned: Bool) {

@@ -84,6 +84,29 @@ public struct WireReader {
         return text
     }
 
+    /// `readString`, answering `known` itself when the bytes are exactly its UTF-8 (`reused`): a
+    /// string a peer sends again and again (its node id, a collection's name) is then neither
+    /// validated nor built again.
+    package mutating func readString(_ field: String, limit: Int, reusing known: String?) throws(WireDecodeError) -> (text: String, reused: Bool) {
+        if var known {
+            let start = position
+            let length = try readVarint(field)
+            if length <= UInt64(limit), Int(length) <= remaining {
+                let same = known.withUTF8 { knownBytes in
+                    knownBytes.count == Int(length) && bytes.withUnsafeBytes { input in
+                        sameBytes(UnsafeRawBufferPointer(knownBytes), UnsafeRawBufferPointer(rebasing: input[position..<position + Int(length)]))
+                    }
+                }
+                if same {
+                    position += Int(length)
+                    return (known, true)
+                }
+            }
+            position = start
+        }
+        return (try readString(field, limit: limit), false)
+    }
+
     /// Throws unless the whole input has been read.
     public func expectEnd() throws(WireDecodeError) {
         if remaining != 0 { throw .trailingBytes(count: remaining) }

@@ -100,4 +100,116 @@ import Testing
         badFlag[badFlag.count - 1] = 2
         #expect(throws: WireDecodeError.invalidFlag(field: "value.present", value: 2)) { try codec.decodeDelta(badFlag) }
     }
+
+    /// A delta written field by field with `WireWriter`, as the format says (the oracle for the
+    /// exact-size encoder).
+    private func fieldByField(_ delta: Delta) -> [UInt8] {
+        var writer = WireWriter()
+        writer.writeUInt8(WireCodec.format)
+        writer.writeUInt8(WireCodec.deltaKind)
+        writer.writeUInt64(delta.version.timestamp.rawValue)
+        writer.writeString(delta.version.node)
+        writer.writeVarint(UInt64(delta.writes.count))
+        for write in delta.writes {
+            writer.writeString(write.key.name)
+            writer.writeBytes(write.key.element)
+            guard let value = write.value else {
+                writer.writeUInt8(0)
+                continue
+            }
+            writer.writeUInt8(1 | (write.expiresAtMilliseconds == nil ? 0 : 2) | (write.ownedByWriter ? 4 : 0))
+            writer.writeBytes(value)
+            if let expiresAt = write.expiresAtMilliseconds { writer.writeUInt64(expiresAt) }
+        }
+        return writer.bytes
+    }
+
+    @Test func theExactSizeEncoderWritesWhatTheFormatSays() throws {
+        let messages = ReplicationCodec()
+        try forEachSeed(0..<600) { seed, gen in
+            // Lengths on both sides of every varint width up to three bytes, large expiry
+            // instants and timestamps, names of every length up to the limit.
+            let sizes = [0, 1, 15, 16, 127, 128, 129, 16_383, 16_384, 70_000]
+            let writes = (0..<gen.int(0...4)).map { _ in
+                Delta.Write(key: StateKey(name: String(repeating: "n", count: gen.int(0...300)),
+                                          element: [UInt8](repeating: 7, count: sizes[gen.int(0...8)])),
+                            value: gen.int(0...4) == 0 ? nil : [UInt8](repeating: 9, count: sizes[gen.int(0...9)]),
+                            expiresAtMilliseconds: gen.bool() ? nil : UInt64(gen.int(1...Int(HLCTimestamp.maxPhysicalMilliseconds))),
+                            ownedByWriter: gen.bool())
+            }
+            let delta = Delta(version: Version(timestamp: HLCTimestamp(rawValue: UInt64.random(in: 0...UInt64.max, using: &gen.random)),
+                                               node: String(repeating: "ü", count: gen.int(0...100))),
+                              writes: writes)
+            let bytes = codec.encode(delta)
+            #expect(bytes == fieldByField(delta), "seed \(seed)")
+            #expect(bytes.count == WireCodec.encodedBytes(of: delta), "seed \(seed)")
+            #expect(messages.encode(.delta(delta)) == [ReplicationMessage.deltaType] + bytes, "seed \(seed)")
+            let decoded = try codec.decodeDelta(bytes)
+            #expect(decoded == delta, "seed \(seed)")
+        }
+    }
+
+    @Test func varintWidthsAreCountedExactly() {
+        var values: [UInt64] = [0, .max]
+        for bits in 1...63 { values += [(1 << UInt64(bits)) - 1, 1 << UInt64(bits), (1 << UInt64(bits)) + 1] }
+        var random = SplitMix64(seed: 5)
+        for _ in 0..<1_000 { values.append(UInt64.random(in: 0...UInt64.max, using: &random) >> UInt64.random(in: 0...63, using: &random)) }
+        for value in values {
+            var writer = WireWriter()
+            writer.writeVarint(value)
+            #expect(WireCursor.varintBytes(value) == writer.bytes.count, "\(value)")
+            let written = [UInt8](unsafeUninitializedCapacity: writer.bytes.count) { buffer, count in
+                var cursor = WireCursor(UnsafeMutableRawBufferPointer(buffer))
+                cursor.writeVarint(value)
+                count = buffer.count - cursor.remaining
+            }
+            #expect(written == writer.bytes, "\(value)")
+        }
+    }
+
+    @Test func recentStringsAreReusedOnlyForTheSameBytes() throws {
+        // The next string is read as `reusing` says only when its bytes are the known one's.
+        func read(_ text: [UInt8], knowing known: String?, limit: Int = 64) throws(WireDecodeError) -> (text: String, reused: Bool) {
+            var writer = WireWriter()
+            writer.writeBytes(text)
+            writer.writeUInt8(0xEE)
+            var reader = WireReader(writer.bytes)
+            let answer = try reader.readString("s", limit: limit, reusing: known)
+            #expect(try reader.readUInt8("after") == 0xEE)
+            return answer
+        }
+        #expect(try read(Array("flags".utf8), knowing: "flags") == ("flags", true))
+        #expect(try read(Array("flagz".utf8), knowing: "flags") == ("flagz", false))
+        #expect(try read(Array("flag".utf8), knowing: "flags") == ("flag", false))
+        #expect(try read(Array("flags!".utf8), knowing: "flags") == ("flags!", false))
+        #expect(try read(Array("node-ü".utf8), knowing: "node-ü") == ("node-ü", true))
+        #expect(try read([], knowing: "") == ("", true))
+        #expect(try read(Array("a much longer name than sixteen bytes".utf8), knowing: "a much longer name than sixteen bytes").reused)
+        #expect(throws: WireDecodeError.invalidUTF8(field: "s")) { try read([0xC3, 0x28], knowing: "ab") }
+        #expect(throws: WireDecodeError.tooLarge(field: "s", length: 5, limit: 4)) { try read(Array("flags".utf8), knowing: "flags", limit: 4) }
+        var cut = WireReader([5, UInt8(ascii: "f"), UInt8(ascii: "l")])
+        #expect(throws: WireDecodeError.truncated(field: "s", needed: 3)) { try cut.readString("s", limit: 64, reusing: "flags") }
+
+        // A stream of deltas decoded with one `RecentWireStrings`: the same deltas, versions and
+        // key hashes as decoded alone, whatever came before (a failed decode included).
+        let messages = ReplicationCodec()
+        var recent = RecentWireStrings()
+        try forEachSeed(0..<2_000) { seed, gen in
+            let delta = gen.delta()
+            var frame = messages.encode(.delta(delta))
+            if gen.int(0...9) == 0 { frame.removeLast(gen.int(1...frame.count - 1)) }
+            let alone = Result { () throws(WireDecodeError) in try messages.decode(frame) }
+            let streamed = Result { () throws(WireDecodeError) in try messages.decode(frame, recent: &recent) }
+            switch (alone, streamed) {
+            case (.success(.delta(let one)), .success(.delta(let other))):
+                #expect(one == other && one == delta, "seed \(seed)")
+                #expect(one.version.nodeHash == other.version.nodeHash, "seed \(seed)")
+                #expect(one.writes.map(\.key.stableHash) == other.writes.map(\.key.stableHash), "seed \(seed)")
+            case (.failure(let one), .failure(let other)):
+                #expect(one == other, "seed \(seed)")
+            default:
+                Issue.record("seed \(seed): alone \(alone), streamed \(streamed)")
+            }
+        }
+    }
 }
