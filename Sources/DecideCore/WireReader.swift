@@ -67,6 +67,13 @@ public struct WireReader {
     }
 
     public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {
+        try readString(field, limit: limit, reusing: nil).text
+    }
+
+    /// `readString`, answering `known` itself when the bytes are exactly its UTF-8 (`reused`): a
+    /// string a peer sends again and again (its node id, a collection's name) is then neither
+    /// validated nor built again.
+    package mutating func readString(_ field: String, limit: Int, reusing known: String?) throws(WireDecodeError) -> (text: String, reused: Bool) {
         let length = try readVarint(field)
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
         try need(Int(length), field)
@@ -74,37 +81,17 @@ public struct WireReader {
         position += Int(length)
         // Straight from the input, without an intermediate array. Decoding repairs invalid UTF-8,
         // so a string that does not read back as its bytes was not valid UTF-8.
-        let text: String? = bytes.withUnsafeBufferPointer { buffer in
-            let raw = UnsafeBufferPointer(rebasing: buffer[start..<start + Int(length)])
-            let text = String(decoding: raw, as: UTF8.self)
-            if raw.allSatisfy({ $0 < 0x80 }) { return text }
-            return text.utf8.elementsEqual(raw) ? text : nil
-        }
-        guard let text else { throw .invalidUTF8(field: field) }
-        return text
-    }
-
-    /// `readString`, answering `known` itself when the bytes are exactly its UTF-8 (`reused`): a
-    /// string a peer sends again and again (its node id, a collection's name) is then neither
-    /// validated nor built again.
-    package mutating func readString(_ field: String, limit: Int, reusing known: String?) throws(WireDecodeError) -> (text: String, reused: Bool) {
-        if var known {
-            let start = position
-            let length = try readVarint(field)
-            if length <= UInt64(limit), Int(length) <= remaining {
-                let same = known.withUTF8 { knownBytes in
-                    knownBytes.count == Int(length) && bytes.withUnsafeBytes { input in
-                        sameBytes(UnsafeRawBufferPointer(knownBytes), UnsafeRawBufferPointer(rebasing: input[position..<position + Int(length)]))
-                    }
-                }
-                if same {
-                    position += Int(length)
-                    return (known, true)
-                }
+        let answer: (text: String, reused: Bool)? = bytes.withUnsafeBytes { buffer in
+            let raw = UnsafeRawBufferPointer(rebasing: buffer[start..<start + Int(length)])
+            if var known, known.utf8.count == raw.count, known.withUTF8({ sameBytes(UnsafeRawBufferPointer($0), raw) }) {
+                return (known, true)
             }
-            position = start
+            let text = String(decoding: raw, as: UTF8.self)
+            if raw.allSatisfy({ $0 < 0x80 }) { return (text, false) }
+            return text.utf8.elementsEqual(raw) ? (text, false) : nil
         }
-        return (try readString(field, limit: limit), false)
+        guard let answer else { throw .invalidUTF8(field: field) }
+        return answer
     }
 
     /// Throws unless the whole input has been read.
