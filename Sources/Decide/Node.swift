@@ -239,11 +239,11 @@ public final class Node: Sendable {
                         Delta.Write(key: writes.key(at: index), entry: writes.entry(at: index, version: version))
                     }),
                     origin: .local)
-                for listener in core.commitListeners.values { listener(delta) }
+                for listener in core.commitCalls { listener(delta) }
                 if waitsForDisk {
-                    afterDisk = (delta, core.durableListeners.keys.sorted().map { core.durableListeners[$0]! })
+                    afterDisk = (delta, core.durableCalls)
                 } else {
-                    for listener in core.durableListeners.values { listener(delta) }
+                    for listener in core.durableCalls { listener(delta) }
                 }
             }
             var ticket: UInt64 = 0
@@ -856,9 +856,9 @@ public final class Node: Sendable {
                     }
                 }
                 core.appliedRemoteDeltas += 1
-                if changed > 0 && !core.commitListeners.isEmpty {
+                if changed > 0 && core.hasCommitListeners {
                     let committed = CommittedDelta(delta: delta, origin: .remote)
-                    for listener in core.commitListeners.values { listener(committed) }
+                    for listener in core.commitCalls { listener(committed) }
                 }
                 outcome.changed += changed
             }
@@ -953,7 +953,7 @@ public final class Node: Sendable {
                 core.recordChange(item.key)
                 notifyObservers(core, key: item.key, entry: item.entry, decoded: nil, now: now)
                 if admitted { stored.append(.upsert(item.key, item.entry)) }
-                if !core.commitListeners.isEmpty { applied.append(item) }
+                if core.hasCommitListeners { applied.append(item) }
             }
             // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,
             // one delta per version, oldest first.
@@ -962,7 +962,7 @@ public final class Node: Sendable {
                 for version in byVersion.keys.sorted() {
                     let writes = byVersion[version]!.map { Delta.Write(key: $0.key, entry: $0.entry) }
                     let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
-                    for listener in core.commitListeners.values { listener(committed) }
+                    for listener in core.commitCalls { listener(committed) }
                 }
             }
             outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
@@ -1216,10 +1216,10 @@ public final class Node: Sendable {
     /// its absence; listeners get one delta of `origin` with the entry's version.
     private func announce(_ core: NodeCore, _ key: StateKey, entry: Entry, present: Bool, origin: CommittedDelta.Origin, now: UInt64) {
         notifyObservers(core, key: key, entry: present ? entry : nil, decoded: nil, now: now)
-        guard !core.commitListeners.isEmpty else { return }
+        guard core.hasCommitListeners else { return }
         let write = present ? Delta.Write(key: key, entry: entry) : Delta.Write(key: key, value: nil)
         let committed = CommittedDelta(delta: Delta(version: entry.version, writes: [write]), origin: origin)
-        for listener in core.commitListeners.values { listener(committed) }
+        for listener in core.commitCalls { listener(committed) }
     }
 
     /// The replication engine's view of the cluster: `present` are the members linked to this

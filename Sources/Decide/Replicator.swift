@@ -44,12 +44,17 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// (the simulator), which then handles everything in the call.
     private let inbound: DispatchQueue?
     private let inboundLoad = Mutex(InboundLoad())
-    /// A node without a store: deltas of the current read, applied together when it ends.
-    /// Touched only inside the transport's delegate calls, which come one at a time.
-    private var heldDeltas: [InboundLoad.Waiting] = []
-    /// The strings of the delta decoded last (a peer's node id, a collection's name), for the
-    /// next one to reuse. Touched only inside the transport's delegate calls.
-    private var recentStrings = RecentWireStrings()
+    /// What the transport's delegate calls keep between frames. Touched only inside those
+    /// calls, which come one at a time, so it is kept `InPlace`: a class's stored `var` costs a
+    /// dynamic exclusivity check on every access, two or three of them a delta.
+    private struct Receiving {
+        /// A node without a store: deltas of the current read, applied together when it ends.
+        var heldDeltas: [InboundLoad.Waiting] = []
+        /// The strings of the delta decoded last (a peer's node id, a collection's name), for
+        /// the next one to reuse.
+        var recentStrings = RecentWireStrings()
+    }
+    private let receiving = InPlace(Receiving())
     /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
     /// with an inbound queue that reports the ends of its reads.
     private let holdsDeltas: Bool
@@ -96,6 +101,8 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
             logger.critical("this node was removed from its cluster: it links with nobody; start it with an empty data directory and a new node id")
         }
     }
+
+    deinit { receiving.release() }
 
     // MARK: lifecycle
 
@@ -456,7 +463,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     public func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
         let message: ReplicationMessage
         do {
-            message = try codec.decode(frame, recent: &recentStrings)
+            message = try codec.decode(frame, recent: &receiving.value.recentStrings)
         } catch {
             let peer = state.withLock { $0.peers[connection]?.nodeID ?? "?" }
             logger.warning("closing link: undecodable message", metadata: ["peer": "\(peer)", "error": "\(error)"])
@@ -478,9 +485,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         // together with the other deltas of the same read (`didFinishReading`). Anything else
         // is handled only after the deltas that arrived before it.
         if case .delta = message, holdsDeltas, inboundLoad.withLock({ $0.isIdle }) {
-            heldDeltas.append(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
-                                                  connection: connection, peerID: peerID))
-            if heldDeltas.count >= Self.inboundBatchMessages { applyHeldDeltas() }
+            receiving.value.heldDeltas.append(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
+                                                                  connection: connection, peerID: peerID))
+            if receiving.value.heldDeltas.count >= Self.inboundBatchMessages { applyHeldDeltas() }
             return
         }
         applyHeldDeltas()
@@ -701,9 +708,9 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     /// Applies the deltas held back on the transport's thread (`heard` found each link open as
     /// it arrived), as one batch.
     private func applyHeldDeltas() {
-        guard !heldDeltas.isEmpty else { return }
-        let held = heldDeltas
-        heldDeltas.removeAll(keepingCapacity: true)
+        guard !receiving.value.heldDeltas.isEmpty else { return }
+        let held = receiving.value.heldDeltas
+        receiving.value.heldDeltas.removeAll(keepingCapacity: true)
         applyDeltas(held, linksChecked: true)
     }
 

@@ -189,7 +189,7 @@ public struct EntryTable: Sendable {
 
     /// Offers `entry` for `key` under last-writer-wins.
     @discardableResult
-    public mutating func merge(_ entry: Entry, for key: StateKey) -> MergeOutcome {
+    public mutating func merge(_ entry: consuming Entry, for key: StateKey) -> MergeOutcome {
         let cell = probe(key)
         let outcome: MergeOutcome
         let stored = index[cell]

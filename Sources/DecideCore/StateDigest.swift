@@ -16,6 +16,9 @@ public struct StateDigest: Hashable, Sendable {
     /// Where the leaves start in `nodes`, found once: every write needs it, and computing it
     /// takes an integer division.
     private let leafOffset: Int
+    /// `bucket(of:)`'s shift and mask, found once: it runs on every write.
+    private let bucketShift: Int
+    private let leafMask: Int
 
     /// Trees must match in shape to be compared; the default has 65,536 leaves (69,905 nodes, 546 KiB).
     public init(fanoutBits: Int = 4, depth: Int = 4) {
@@ -26,6 +29,8 @@ public struct StateDigest: Hashable, Sendable {
         for level in 0...depth { total += 1 << (fanoutBits * level) }
         nodes = [UInt64](repeating: 0, count: total)
         leafOffset = ((1 << (fanoutBits * depth)) - 1) / ((1 << fanoutBits) - 1)
+        bucketShift = 64 - fanoutBits * depth
+        leafMask = (1 << (fanoutBits * depth)) - 1
     }
 
     /// The digest of the whole state: equal on two nodes (up to hash collisions) iff their
@@ -46,7 +51,9 @@ public struct StateDigest: Hashable, Sendable {
 
     /// The leaf bucket a key falls in.
     public func bucket(of key: StateKey) -> Int {
-        Int(truncatingIfNeeded: key.stableHash >> UInt64(64 - fanoutBits * depth)) & (width(ofLevel: depth) - 1)
+        // `&>>` by a shift below 64 (the shape is at most 24 bits): one instruction, where `>>`
+        // by a computed amount also handles shifts of 64 and more with branches.
+        Int(truncatingIfNeeded: key.stableHash &>> UInt64(bucketShift)) & leafMask
     }
 
     /// The hash one entry contributes to its bucket.
@@ -59,7 +66,7 @@ public struct StateDigest: Hashable, Sendable {
             let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
             hash.combine(flags)
             if let expiresAt = entry.expiresAtMilliseconds { hash.combine(expiresAt) }
-            hash.combine(bytes: value)
+            value.withUnsafeBytes { hash.combine(buffer: $0) }
         } else {
             hash.combine(0)
         }
@@ -86,18 +93,22 @@ public struct StateDigest: Hashable, Sendable {
 
     private mutating func apply(delta: UInt64, bucket: Int) {
         // The leaf's offset, then each parent's: the offset of level l - 1 is (offset(l) - 1) >> fanoutBits,
-        // since offset(l) = 1 + F * offset(l - 1). One bounds check for the leaf covers the rest.
+        // since offset(l) = 1 + F * offset(l - 1). One bounds check for the leaf covers the rest:
+        // every parent's position is smaller than its child's. Masking shifts (`&>>`, the shape
+        // keeps them below 64) and wrapping arithmetic keep the loop at a handful of instructions
+        // a level, without the overflow and shift-range branches of the checked forms.
         let shift = fanoutBits
         var levelOffset = leafOffset
         var index = bucket
-        precondition(levelOffset + index < nodes.count, "bucket outside the digest")
+        precondition(bucket >= 0 && bucket <= leafMask && levelOffset &+ index < nodes.count, "bucket outside the digest")
         nodes.withUnsafeMutableBufferPointer { nodes in
+            let base = nodes.baseAddress!
             var level = depth
             while level >= 0 {
-                nodes[levelOffset + index] ^= delta
-                index >>= shift
-                levelOffset = (levelOffset &- 1) >> shift
-                level -= 1
+                base[levelOffset &+ index] ^= delta
+                index = index &>> shift
+                levelOffset = (levelOffset &- 1) &>> shift
+                level &-= 1
             }
         }
     }

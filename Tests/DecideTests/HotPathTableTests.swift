@@ -156,6 +156,22 @@ import Testing
         }
     }
 
+    /// Strings on both sides of the scratch-memory limit (written whole, or appended) quote to
+    /// the same bytes: the string itself between quotes when nothing needs an escape, and JSON
+    /// that decodes back when the last byte does.
+    @Test func longStringsQuoteTheSameOnEitherSideOfTheScratchLimit() throws {
+        let limit = ValueCoding.maxScratchQuotedBytes
+        for length in [0, 1, 7, 8, 64, limit - 2, limit - 1, limit, limit + 1, limit + 2, 3 * limit + 5, 300_000] {
+            let plain = String(repeating: "é", count: length / 2) + String(repeating: "x", count: length % 2)
+            #expect(plain.utf8.count == length)
+            #expect(try ValueCoding.encode(plain) == [UInt8(ascii: "\"")] + Array(plain.utf8) + [UInt8(ascii: "\"")],
+                    "a plain string of \(length) bytes")
+            let escaped = plain + "\n"
+            #expect(try JSONDecoder().decode(String.self, from: Data(try ValueCoding.encode(escaped))) == escaped,
+                    "\(length) bytes and a newline")
+        }
+    }
+
     /// Strings of random bytes, escapes and non-ASCII characters encode to JSON that decodes back
     /// to the same string; a string with nothing to escape is itself between quotes.
     @Test func stringValuesRoundTripThroughJSON() throws {
