@@ -1,8 +1,8 @@
 // libFuzzer entry for the replication *engine*: a real `Node` and `Replicator` (Sources/Decide)
 // driven through an in-process fake `Transport` by a program decoded from the fuzz input.
 // Built by `make fuzz` / `make fuzz-smoke` (mk/transport.mk) with swiftc
-// -sanitize=fuzzer,address, compiled together with Sources/DecideCore/*.swift and
-// Sources/Decide/*.swift as one module (so `package` API is visible; public API is preferred).
+// -sanitize=fuzzer,address, compiled together with every file under Sources/DecideCore and
+// Sources/Decide as one module (so `package` API is visible; public API is preferred).
 //
 // The input: one profile byte (bits: 0x01 tombstone collection, 0x02 dead-member timeout,
 // 0x04 catch-up window of 1, 0x08 a change log of 4, 0x30 the incarnation, 0x40 seeds, 0x80 a

@@ -1,6 +1,6 @@
 // libFuzzer entry for DecideRESP: the request parser, the reply parser and writer, and glob
 // patterns. Built by `make fuzz` / `make fuzz-smoke` (mk/transport.mk) with swiftc
-// -sanitize=fuzzer,address together with Sources/DecideRESP/*.swift.
+// -sanitize=fuzzer,address together with every file under Sources/DecideRESP.
 //
 // Input: byte 0 picks the limits (small ones half the time, so every limit is reached), bytes 1-2
 // a split position, the rest is the stream.

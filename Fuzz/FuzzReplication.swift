@@ -1,6 +1,6 @@
 // libFuzzer entry for the replication layer's pure decoders: ReplicationCodec (every message
 // type) and WireCodec (deltas, entry batches). Built by `make fuzz` / `make fuzz-smoke`
-// (mk/transport.mk) with swiftc -sanitize=fuzzer,address together with Sources/DecideCore/*.swift.
+// (mk/transport.mk) with swiftc -sanitize=fuzzer,address together with every file under Sources/DecideCore.
 //
 // Oracles: nothing traps; whatever decodes re-encodes to exactly the bytes it came from (the
 // encodings are canonical), so no input decodes partially or ambiguously; and decoding with the

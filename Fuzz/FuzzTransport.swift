@@ -1,6 +1,7 @@
 // libFuzzer entry for the transport's pure decoders: FrameDecoder, HandshakeMessage.parse and parseIdentity.
 // Built by `make fuzz` / `make fuzz-smoke` (mk/transport.mk) with swiftc -sanitize=fuzzer,address
-// together with Sources/DecideUV/{WireProtocol,FrameDecoder,HandshakeMessage}.swift.
+// together with Sources/DecideUV/Transport/{WireProtocol,FrameDecoder}.swift and
+// Sources/DecideUV/Handshake/HandshakeMessage.swift.
 //
 // Oracles: nothing traps; a stream fed in two pieces decodes like the stream fed whole; every
 // parsed handshake message re-encodes to exactly the bytes it came from (unknown refusal codes

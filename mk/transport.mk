@@ -11,15 +11,18 @@ FUZZ_SMOKE_SECONDS ?= 30
 FUZZ_BUILD := .build-fuzz
 FUZZ_BIN := $(FUZZ_BUILD)/fuzz-transport
 FUZZ_SOURCES := Fuzz/FuzzTransport.swift \
-	Sources/DecideUV/WireProtocol.swift \
-	Sources/DecideUV/FrameDecoder.swift \
-	Sources/DecideUV/HandshakeMessage.swift
+	Sources/DecideUV/Transport/WireProtocol.swift \
+	Sources/DecideUV/Transport/FrameDecoder.swift \
+	Sources/DecideUV/Handshake/HandshakeMessage.swift
 
 .PHONY: fuzz fuzz-smoke fuzz-build test-transport-asan bench-transport
 
+# Every Swift file of a module, in its folders (`swift_sources Sources/Decide`).
+swift_sources = $(shell find $(1) -name '*.swift' | LC_ALL=C sort)
+
 # The replication layer's decoders (DecideCore: ReplicationCodec, WireCodec) get their own target.
 FUZZ_REPLICATION_BIN := $(FUZZ_BUILD)/fuzz-replication
-FUZZ_REPLICATION_SOURCES := Fuzz/FuzzReplication.swift $(wildcard Sources/DecideCore/*.swift)
+FUZZ_REPLICATION_SOURCES := Fuzz/FuzzReplication.swift $(call swift_sources,Sources/DecideCore)
 
 $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
@@ -28,7 +31,7 @@ $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
 
 # The Redis protocol codec (DecideRESP: request and reply parsers, writer, globs) is pure Swift.
 FUZZ_RESP_BIN := $(FUZZ_BUILD)/fuzz-resp
-FUZZ_RESP_SOURCES := Fuzz/FuzzRESP.swift $(wildcard Sources/DecideRESP/*.swift)
+FUZZ_RESP_SOURCES := Fuzz/FuzzRESP.swift $(call swift_sources,Sources/DecideRESP)
 
 $(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
@@ -42,7 +45,7 @@ $(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
 # empty module map, since DecideCore is compiled into this same module.
 FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
 FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
-FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(wildcard Sources/DecideCore/*.swift) $(wildcard Sources/Decide/*.swift)
+FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(call swift_sources,Sources/DecideCore) $(call swift_sources,Sources/Decide)
 # Decide's prefetch hints: a header-only C module, found by its module map.
 FUZZ_ENGINE_HEADERS := Sources/CDecideHints/include/CDecideHints.h Sources/CDecideHints/include/module.modulemap
 DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
