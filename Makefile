@@ -2,8 +2,9 @@
 #   make deps    system packages the build and tests need (apt-get; idempotent, quick when present)
 #   make deps-python  the venv with the Python clients the integration tests use (.build-venv)
 #   make build   debug build of every module
-#   make test    unit tests, README example check, transport tests under ASan, a short fuzz run,
-#                the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
+#   make test    unit tests, README example and public API checks, transport tests under ASan, a
+#                short fuzz run, the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
+#   make api     rewrite docs/api/public-api.txt from the build (after a deliberate API change)
 #   make bench   release build, then every benchmark beside its baseline
 #   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
 #                with ten times the weeks-long tombstone scenarios of make test
@@ -17,7 +18,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build test unit-test check-readme bench bench-core sim clean
+.PHONY: deps deps-python build test unit-test check-readme check-api api bench bench-core sim clean
 SEEDS ?= 10000
 
 deps:
@@ -57,7 +58,15 @@ unit-test: deps
 check-readme:
 	bash scripts/check-readme-example.sh
 
-test: unit-test check-readme test-transport-asan fuzz-smoke integration chaos-smoke
+# The public API of the library products, one declaration a line, against docs/api/public-api.txt
+# (read from the debug build's symbol graphs: unit-test builds them first).
+check-api: unit-test
+	python3 scripts/public-api.py check
+
+api: build
+	python3 scripts/public-api.py update
+
+test: unit-test check-readme check-api test-transport-asan fuzz-smoke integration chaos-smoke
 
 $(BENCH_BIN): deps FORCE
 	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench

@@ -158,7 +158,7 @@ public final class SimulatedScheduler: @unchecked Sendable {
 
     /// A generator of its own, seeded from this one: hand it to code that takes a
     /// `RandomNumberGenerator` (backoff jitter, say) and its choices replay with the seed too.
-    public func makeGenerator() -> SplitMix64 {
+    public func makeGenerator() -> some RandomNumberGenerator & Sendable {
         SplitMix64(seed: nextRandomUInt64())
     }
 

@@ -524,7 +524,7 @@ public final class Node: Sendable {
     }
 
     /// The digest tree (a copy), for anti-entropy.
-    public var digest: StateDigest {
+    package var digest: StateDigest {
         core.withLock { $0.table.digest }
     }
 
@@ -801,7 +801,7 @@ public final class Node: Sendable {
     /// merged last-writer-wins, and observers hear of the keys that actually changed, all at
     /// once. Returns how many keys changed.
     @discardableResult
-    public func apply(_ delta: Delta) throws(ClockError) -> Int {
+    package func apply(_ delta: Delta) throws(ClockError) -> Int {
         try apply(delta, waitingForDisk: waitsForDisk).changed
     }
 
@@ -916,7 +916,7 @@ public final class Node: Sendable {
     /// far ahead is refused alone (`ClockError` for the first); the others still apply. Throws
     /// only when every version was refused.
     @discardableResult
-    public func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
+    package func apply(entries: [KeyedEntry]) throws(ClockError) -> Int {
         let outcome = applyCatchUp(entries)
         if waitsForDisk { _ = waitUntilDurable(outcome.ticket) }
         if let refusal = outcome.firstRefusal, outcome.changed == 0, outcome.refusedVersions > 0 { throw refusal }
@@ -1142,7 +1142,7 @@ public final class Node: Sendable {
     /// whole state (docs/benchmarks.md, "collection"). A record written during the sweep may
     /// wait for the next one.
     @discardableResult
-    public func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
+    package func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
         // Values that expired since the last sweep count too: they are reported first (only a
         // reported expiry is collected).
         expireDue()
@@ -1186,7 +1186,7 @@ public final class Node: Sendable {
     /// same on its own clock). Returns how many. The replication engine calls it on every tick;
     /// a node without one runs it on a timer of its own every `expiryCheckIntervalMilliseconds`.
     @discardableResult
-    public func expireDue() -> Int {
+    package func expireDue() -> Int {
         // One instant for the whole call, reported `expirySliceValues` at a time with the
         // lock let go between batches: a million keys due at once do not stall decisions.
         var instant: UInt64?

@@ -32,7 +32,7 @@ extension Node {
         /// The largest names, element ids, values and decisions this node commits: the same
         /// bounds its peers' decoders enforce, so whatever commits here can replicate. A
         /// decision over them is aborted (`Commit.aborted`).
-        public var limits = WireCodec.Limits()
+        public var limits = WireLimits()
         /// The most bytes one decision's writes may take on the wire (names, element ids,
         /// values, versions). A larger decision is aborted at commit (`Commit.aborted`, nothing
         /// written): every decision must fit one replication frame, so that every replica

@@ -8,7 +8,7 @@
 /// - its physical part stays close to physical time: it runs ahead only by the accepted skew,
 ///   or by one millisecond per 65,536 events within one millisecond (the logical counter's
 ///   capacity; the clock then borrows the next millisecond).
-public struct HybridLogicalClock: Sendable {
+package struct HybridLogicalClock: Sendable {
     /// The largest lead, in milliseconds, a remote timestamp may have over local physical time.
     public let maxSkewMilliseconds: UInt64
     /// The last timestamp returned or merged.

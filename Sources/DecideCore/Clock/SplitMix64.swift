@@ -1,6 +1,6 @@
 /// A seeded random number generator (SplitMix64): the same seed gives the same sequence on
 /// every machine, so a failing test or simulation can be replayed from the seed it prints.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) { state = seed }

@@ -3,7 +3,7 @@
 ///
 /// Guarantees: `decode(encode(m)) == m`; any other input throws a `WireDecodeError` (never a
 /// crash, never a partial message), with every count and length checked against `Limits`.
-public enum ReplicationMessage: Hashable, Sendable {
+package enum ReplicationMessage: Hashable, Sendable {
     /// One committed decision.
     case delta(Delta)
     /// Every walk message carries `seq`, counting 1, 2, 3… per walk and direction: the receiver
@@ -153,7 +153,7 @@ public enum ReplicationMessage: Hashable, Sendable {
 }
 
 /// Encodes and decodes `ReplicationMessage`s with the limits of a `WireCodec`.
-public struct ReplicationCodec: Sendable {
+package struct ReplicationCodec: Sendable {
     public let wire: WireCodec
     /// The most digest nodes, summary items, keys or members one message may carry.
     public let maxItemsPerMessage: Int

@@ -12,17 +12,10 @@
 ///   cluster is upgraded before it uses them.
 ///
 /// Guarantees: `decode(encode(x)) == x`; any other input, including every truncation of a
-/// valid encoding and any length over `Limits`, throws a `WireDecodeError`.
-public struct WireCodec: Sendable {
-    /// Upper bounds the decoder enforces before it allocates.
-    public struct Limits: Hashable, Sendable {
-        public var maxNodeIDBytes = 255
-        public var maxNameBytes = 1024
-        public var maxElementBytes = 64 * 1024
-        public var maxValueBytes = 1024 * 1024
-        public var maxEntriesPerMessage = 1 << 20
-        public init() {}
-    }
+/// valid encoding and any length over `WireLimits`, throws a `WireDecodeError`.
+package struct WireCodec: Sendable {
+    /// Upper bounds the decoder enforces before it allocates (`WireLimits`).
+    package typealias Limits = WireLimits
 
     public static let format: UInt8 = 1
     public static let deltaKind: UInt8 = 1

@@ -1,6 +1,6 @@
 /// Why bytes could not be decoded. Decoding either returns a whole value or throws one of
 /// these; it never crashes and never returns part of a value.
-public enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum WireDecodeError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The input ended `needed` bytes early while reading `field`.
     case truncated(field: String, needed: Int)
     /// A length or count in the input is over the configured limit.

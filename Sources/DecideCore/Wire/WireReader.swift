@@ -2,7 +2,7 @@
 ///
 /// Guarantees: never reads past the end of the input; never allocates more than a limit allows
 /// or than the remaining input could fill; every failure is a `WireDecodeError`.
-public struct WireReader {
+package struct WireReader {
     private let bytes: [UInt8]
     public private(set) var position: Int
 

@@ -1,5 +1,5 @@
 /// Appends little-endian integers, LEB128 varints and length-prefixed byte strings to a buffer.
-public struct WireWriter: Sendable {
+package struct WireWriter: Sendable {
     public private(set) var bytes: [UInt8]
 
     public init(reservingCapacity capacity: Int = 64) {

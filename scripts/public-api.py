@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The public API of every library product, one declaration a line, against docs/api/public-api.txt.
+
+    scripts/public-api.py check   # exit 1, with a diff, when the surface differs from the file
+    scripts/public-api.py update  # rewrite the file from the build
+
+Reads the symbol graphs swift-symbolgraph-extract makes from the debug build's modules
+(`swift build` first), at public access only: what a service that depends on Decide can name.
+The file is the surface under review. A change to it, a type made public or a signature
+changed, shows in the diff of the commit that makes it (docs/architecture.md, "The public
+surface").
+"""
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULES = ["DecideCore", "Decide", "DecideUV", "DecideSimulation", "DecideTesting"]
+GOLDEN = os.path.join(ROOT, "docs", "api", "public-api.txt")
+# The C modules the Swift modules import, found by their module maps.
+C_MODULE_DIRS = ["Sources/CSQLite", "Sources/CDecideHints/include", "Sources/CLibUV", "Sources/CJemalloc"]
+
+
+def extractor():
+    swift = shutil.which("swift")
+    if swift is None:
+        sys.exit("public-api: swift is not on the PATH")
+    tool = os.path.join(os.path.dirname(os.path.realpath(swift)), "swift-symbolgraph-extract")
+    if not os.path.exists(tool):
+        sys.exit(f"public-api: {tool} not found beside swift")
+    return tool
+
+
+def declaration(symbol):
+    text = "".join(fragment["spelling"] for fragment in symbol.get("declarationFragments", []))
+    return " ".join(text.split())
+
+
+def surface():
+    modules_dir = os.path.join(ROOT, ".build", "debug", "Modules")
+    if not os.path.isdir(modules_dir):
+        sys.exit("public-api: no debug build in .build (run `swift build` first)")
+    tool = extractor()
+    lines = []
+    with tempfile.TemporaryDirectory() as out:
+        for module in MODULES:
+            command = [tool, "-module-name", module, "-I", modules_dir, "-target", "x86_64-unknown-linux-gnu",
+                       "-minimum-access-level", "public", "-output-dir", out]
+            for directory in C_MODULE_DIRS:
+                command += ["-I", os.path.join(ROOT, directory)]
+            result = subprocess.run(command, capture_output=True, text=True)
+            path = os.path.join(out, f"{module}.symbols.json")
+            if result.returncode != 0 or not os.path.exists(path):
+                sys.exit(f"public-api: symbol graph of {module} failed:\n{result.stderr}")
+            graph = json.load(open(path))
+            for symbol in graph["symbols"]:
+                owner = ".".join(symbol["pathComponents"][:-1])
+                lines.append(f"{module} {owner + ': ' if owner else ''}{declaration(symbol)}")
+    return sorted(set(lines))
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "check"
+    current = surface()
+    if mode == "update":
+        os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
+        with open(GOLDEN, "w") as file:
+            file.write("\n".join(current) + "\n")
+        print(f"public-api: wrote {len(current)} declarations to {os.path.relpath(GOLDEN, ROOT)}")
+        return
+    if mode != "check":
+        sys.exit("usage: public-api.py check|update")
+    recorded = open(GOLDEN).read().splitlines() if os.path.exists(GOLDEN) else []
+    if recorded == current:
+        print(f"public-api: {len(current)} public declarations, as docs/api/public-api.txt records them")
+        return
+    sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(
+        recorded, current, "docs/api/public-api.txt", "the build", lineterm=""))
+    sys.exit("public-api: the public API differs from docs/api/public-api.txt (diff above). If the change is "
+             "meant, run `make api` and commit the file with it.")
+
+
+if __name__ == "__main__":
+    main()
