@@ -23,16 +23,20 @@ package struct HybridLogicalClock: Sendable {
     /// past every stored version, so a restarted node never reuses a version.
     public mutating func advance(pastOrTo timestamp: HLCTimestamp) {
         if timestamp > last { last = timestamp }
+        assert(last >= timestamp, "HybridLogicalClock: advance left the clock behind \(timestamp)")
     }
 
     /// A new timestamp for a local event (a commit), greater than every earlier one.
     public mutating func tick(physicalMilliseconds: UInt64) -> HLCTimestamp {
         let physical = min(physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds)
+        let previous = last
         if physical > last.physicalMilliseconds {
             last = HLCTimestamp(physicalMilliseconds: physical, logical: 0)
         } else {
             last = Self.successor(of: last)
         }
+        assert(last > previous && last.physicalMilliseconds >= physical,
+               "HybridLogicalClock: tick gave \(last) after \(previous) at physical \(physical)")
         return last
     }
 
@@ -51,6 +55,8 @@ package struct HybridLogicalClock: Sendable {
         } else {
             last = Self.successor(of: top)
         }
+        assert(last > top && last.physicalMilliseconds >= physical,
+               "HybridLogicalClock: merge gave \(last) after \(top) at physical \(physical)")
         return last
     }
 

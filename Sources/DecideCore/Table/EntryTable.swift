@@ -260,7 +260,25 @@ package struct EntryTable: Sendable {
         } else {
             highestVersion = entry.version
         }
+        assert(invariantsHold(afterMerging: entry, for: key), "EntryTable: an invariant broke in a merge of \(key)")
         return outcome
+    }
+
+    /// What must hold after a merge that changed the table, checked in debug builds (`assert`):
+    /// the stored entry of `key` is `entry` or newer, and its digest contribution is its own;
+    /// the index is at most half full and names the record; the counts are within the record
+    /// count; the digest's inner nodes on `key`'s path are the XOR of their children; the
+    /// highest version is at least `entry`'s. Costs one probe, one contribution and the
+    /// children along the path.
+    private func invariantsHold(afterMerging entry: Entry, for key: StateKey) -> Bool {
+        guard let position = find(key) else { return false }
+        let record = records[position]
+        guard record.keyHash == key.stableHash, record.timestamp >= entry.version.timestamp,
+              record.contribution == StateDigest.contribution(of: key, self.entry(of: record)) else { return false }
+        guard records.count * 2 <= index.count, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
+              tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
+        guard let highest = highestVersion, highest >= entry.version else { return false }
+        return digest.pathIsConsistent(toBucket: digest.bucket(of: key))
     }
 
     /// Below this many records `prefetch` names nothing: a table that small (about 150 bytes a

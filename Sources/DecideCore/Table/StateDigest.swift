@@ -113,6 +113,23 @@ package struct StateDigest: Hashable, Sendable {
         }
     }
 
+    /// Whether every inner node on the path from leaf `bucket` to the root holds the XOR of its
+    /// children: what `apply` keeps true, checked after merges in debug builds.
+    package func pathIsConsistent(toBucket bucket: Int) -> Bool {
+        let fanout = 1 << fanoutBits
+        var index = bucket
+        var level = depth
+        while level > 0 {
+            index >>= fanoutBits
+            level -= 1
+            let first = offset(ofLevel: level + 1) + index * fanout
+            var children: UInt64 = 0
+            for child in first..<first + fanout { children ^= nodes[child] }
+            if nodes[offset(ofLevel: level) + index] != children { return false }
+        }
+        return true
+    }
+
     private func offset(ofLevel level: Int) -> Int {
         // 1 + F + F^2 + ... + F^(level-1), F = 1 << fanoutBits
         ((1 << (fanoutBits * level)) - 1) / ((1 << fanoutBits) - 1)
