@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The public API of every library product, one declaration a line, against docs/api/public-api.txt.
+"""The public API of every library product, one declaration a line, against docs/api/public-api.txt,
+and a doc comment on each.
 
     scripts/public-api.py check   # exit 1, with a diff, when the surface differs from the file
     scripts/public-api.py update  # rewrite the file from the build
@@ -40,12 +41,26 @@ def declaration(symbol):
     return " ".join(text.split())
 
 
+def undocumented_in(graph, module):
+    """Public declarations written in our sources without a doc comment (synthesized and
+    inherited ones, which have no location of ours, are not counted)."""
+    found = []
+    for symbol in graph["symbols"]:
+        uri = symbol.get("location", {}).get("uri", "")
+        if "/Sources/" not in uri or symbol.get("docComment") or symbol.get("sourceOrigin"):
+            continue
+        line = symbol["location"]["position"]["line"] + 1
+        found.append(f"Sources/{uri.split('/Sources/', 1)[1]}:{line}: {module} {'.'.join(symbol['pathComponents'])}")
+    return found
+
+
 def surface():
     modules_dir = os.path.join(ROOT, ".build", "debug", "Modules")
     if not os.path.isdir(modules_dir):
         sys.exit("public-api: no debug build in .build (run `swift build` first)")
     tool = extractor()
     lines = []
+    undocumented = []
     with tempfile.TemporaryDirectory() as out:
         for module in MODULES:
             command = [tool, "-module-name", module, "-I", modules_dir, "-target", "x86_64-unknown-linux-gnu",
@@ -57,15 +72,16 @@ def surface():
             if result.returncode != 0 or not os.path.exists(path):
                 sys.exit(f"public-api: symbol graph of {module} failed:\n{result.stderr}")
             graph = json.load(open(path))
+            undocumented += undocumented_in(graph, module)
             for symbol in graph["symbols"]:
                 owner = ".".join(symbol["pathComponents"][:-1])
                 lines.append(f"{module} {owner + ': ' if owner else ''}{declaration(symbol)}")
-    return sorted(set(lines))
+    return sorted(set(lines)), sorted(undocumented)
 
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "check"
-    current = surface()
+    current, undocumented = surface()
     if mode == "update":
         os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
         with open(GOLDEN, "w") as file:
@@ -74,9 +90,13 @@ def main():
         return
     if mode != "check":
         sys.exit("usage: public-api.py check|update")
+    if undocumented:
+        print("\n".join(undocumented))
+        sys.exit(f"public-api: {len(undocumented)} public declarations above have no doc comment; every public "
+                 "declaration says what it is and what it guarantees")
     recorded = open(GOLDEN).read().splitlines() if os.path.exists(GOLDEN) else []
     if recorded == current:
-        print(f"public-api: {len(current)} public declarations, as docs/api/public-api.txt records them")
+        print(f"public-api: {len(current)} public declarations, each documented, as docs/api/public-api.txt records them")
         return
     sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(
         recorded, current, "docs/api/public-api.txt", "the build", lineterm=""))

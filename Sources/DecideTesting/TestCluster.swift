@@ -21,23 +21,33 @@ import Logging
 public final class TestCluster: @unchecked Sendable {
     /// One running member: its node, its simulated transport and engine, its clock.
     public struct Member {
+        /// The member's node; a restart keeps it unless the restart is `empty`.
         public var node: Node
+        /// The member's transport on the simulated network; each start makes a new one.
         public var transport: SimulatedTransport
+        /// The member's replication engine; each start makes a new one.
         public var replicator: Replicator
+        /// The member's physical clock, kept across restarts.
         public let clock: SimulatedClock
+        /// Whether the member is running: false from `crash` until `restart`.
         public var alive: Bool
     }
 
     /// One committed local decision: its version and the keys it wrote (nil value = delete).
     public struct Committed: Sendable {
+        /// The version of the decision.
         public let version: Version
+        /// The decision's writes.
         public let writes: [Delta.Write]
     }
 
+    /// The seed of every random choice in the simulation; `SIM_SEED` replays it.
     public let seed: UInt64
+    /// The simulator's scheduler: virtual time, timers and the seeded random source.
     public let scheduler: SimulatedScheduler
     /// The simulated network: `partition`, `heal`, `isolate`, faults (see `SimulatedNetwork`).
     public let network: SimulatedNetwork
+    /// Every member ever started, by id, crashed ones included (`alive` false).
     public private(set) var members: [String: Member] = [:]
     /// Every local decision committed on any node, in commit order (for lost-write checks).
     public private(set) var history: [Committed] = []

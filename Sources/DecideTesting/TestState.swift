@@ -18,6 +18,7 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     /// Ordered indexes by name: the JSON text of each id, in order.
     public var indexes: [String: [String]]
 
+    /// A state with these `values` and `indexes` (both empty by default: no key holds a value).
     public init(values: [String: String] = [:], indexes: [String: [String]] = [:]) {
         self.values = values
         self.indexes = indexes

@@ -19,6 +19,7 @@ public enum Commit: Hashable, Sendable {
 /// A delta as the node's commit path hands it to replication: a local decision, a remote
 /// delta or catch-up applied here, or values that expired here.
 public struct CommittedDelta: Sendable {
+    /// Where the delta's writes came from, and so what a listener may do with them.
     public enum Origin: Hashable, Sendable {
         /// A decision made on this node.
         case local
@@ -41,7 +42,9 @@ public struct CommittedDelta: Sendable {
         case ownerBack
     }
 
+    /// The writes, under the one version they share.
     public let delta: Delta
+    /// Where they came from.
     public let origin: Origin
 }
 

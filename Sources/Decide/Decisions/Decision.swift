@@ -9,5 +9,8 @@
 /// - `execute` must not do I/O or block: return an effect for that. The reader and writer are
 ///   valid only during `execute`.
 public protocol Decision: Sendable {
+    /// Reads through `read`, writes through `write` (both valid only during this call), and
+    /// returns the effect to run once the writes commit (`.none` for nothing). No I/O, no
+    /// blocking.
     func execute(read: StorageReader, write: StorageWriter) -> Effect
 }

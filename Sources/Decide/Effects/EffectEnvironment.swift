@@ -1,7 +1,9 @@
 /// A key into `EffectEnvironment`: the type of a dependency and the value used until a node or
 /// a test sets another.
 public protocol EnvironmentKey {
+    /// The dependency's type.
     associatedtype Value: Sendable
+    /// The value effects get until a node or test sets another.
     static var defaultValue: Value { get }
 }
 
@@ -18,6 +20,7 @@ public protocol EnvironmentKey {
 public struct EffectEnvironment: Sendable {
     private var values: [ObjectIdentifier: any Sendable] = [:]
 
+    /// An environment in which every key reads as its `defaultValue`.
     public init() {}
 
     /// The value set for `key`, or its default.

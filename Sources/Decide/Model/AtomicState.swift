@@ -4,6 +4,7 @@
 /// data as long as `name` is overridden with the old value. A key never written (or deleted)
 /// reads as `defaultValue()`.
 public protocol AtomicState: SendableMetatype {
+    /// The value's type: stored and replicated as its JSON encoding.
     associatedtype Value: Codable & Sendable & Equatable
     /// The value of the key before any write, and after a delete.
     static func defaultValue() -> Value
@@ -31,7 +32,9 @@ extension AtomicState {
 /// Guarantees: element `id` is addressed on the wire by (`name`, JSON encoding of `id`); an
 /// element never written (or deleted) reads as `defaultValue(at: id)`.
 public protocol CollectionState: SendableMetatype {
+    /// The element id's type: an element's key on the wire is the id's JSON encoding.
     associatedtype ID: Codable & Sendable & Hashable
+    /// The value's type: stored and replicated as its JSON encoding.
     associatedtype Value: Codable & Sendable & Equatable
     /// The value of element `id` before any write, and after a delete.
     static func defaultValue(at id: ID) -> Value

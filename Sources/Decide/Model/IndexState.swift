@@ -19,6 +19,7 @@
 /// On the wire and in syncnode the index is the collection `name`, element id the JSON id,
 /// value the position as a JSON string (`Name[id]` reads as `"0000000100000000.…"`).
 public protocol IndexState: SendableMetatype {
+    /// The type of the ids the index orders: each is an element of the index on the wire.
     associatedtype ID: Codable & Sendable & Hashable
     /// The stable wire name; defaults to the type's full name.
     static var name: String { get }

@@ -7,6 +7,7 @@
 public struct Observe<K: AtomicState>: Sendable {
     let link = ModelLink<K.Value>()
 
+    /// The property for `key` on the model's node.
     public init(_ key: K.Type) {}
 
     @available(*, unavailable, message: "@Observe works in a class that conforms to NodeModel")
@@ -30,6 +31,7 @@ public struct Observe<K: AtomicState>: Sendable {
 public struct Bind<K: AtomicState>: Sendable {
     let link = ModelLink<K.Value>()
 
+    /// The property for `key` on the model's node.
     public init(_ key: K.Type) {}
 
     @available(*, unavailable, message: "@Bind works in a class that conforms to NodeModel")
@@ -59,6 +61,7 @@ public struct BindElement<C: CollectionState>: Sendable {
     let link = ModelLink<C.Value>()
     let id: C.ID
 
+    /// The property for element `id` of `collection` on the model's node.
     public init(_ collection: C.Type, at id: C.ID) { self.id = id }
 
     @available(*, unavailable, message: "@BindElement works in a class that conforms to NodeModel")
@@ -91,6 +94,7 @@ public struct BindElement<C: CollectionState>: Sendable {
 public struct ObserveCollection<C: CollectionState>: Sendable {
     let link = ModelLink<CollectionSnapshot<C>>()
 
+    /// The property for every element of `collection` on the model's node.
     public init(_ collection: C.Type) {}
 
     @available(*, unavailable, message: "@ObserveCollection works in a class that conforms to NodeModel")
@@ -111,6 +115,7 @@ public struct ObserveCollection<C: CollectionState>: Sendable {
 public struct ObserveIndex<I: IndexState>: Sendable {
     let link = ModelLink<[I.ID]>()
 
+    /// The property for the ids of `index` on the model's node.
     public init(_ index: I.Type) {}
 
     @available(*, unavailable, message: "@ObserveIndex works in a class that conforms to NodeModel")
@@ -129,6 +134,7 @@ public struct ObserveIndex<I: IndexState>: Sendable {
 /// `@MakeDecision`): `makeDecision(LoadMessages())`.
 @propertyWrapper
 public struct MakeDecision: Sendable {
+    /// The property; it decides on the node of the model that declares it.
     public init() {}
 
     @available(*, unavailable, message: "@MakeDecision works in a class that conforms to NodeModel")
@@ -145,6 +151,7 @@ public struct MakeDecision: Sendable {
 public struct DecisionMaker: Sendable {
     let node: Node
 
+    /// Runs `decision` on the node (`Node.decide`) and returns how it ended.
     @discardableResult
     public func callAsFunction(_ decision: some Decision) -> Commit {
         node.decide(decision)

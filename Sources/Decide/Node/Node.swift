@@ -10,6 +10,7 @@ import Synchronization
 /// - a local version is greater than every version this node has committed or applied before;
 /// - effects run only here, after their decision commits, on a bounded task pool.
 public final class Node: Sendable {
+    /// This node's id: the `node` of every version it commits, unique in its cluster.
     public let id: String
     /// `Version.nodeHash` of `id`, hashed once rather than per decision.
     private let idHash: UInt64
@@ -1298,7 +1299,9 @@ public final class Node: Sendable {
 
 /// Counts and the digest of a node's state at one moment.
 public struct StateSummary: Hashable, Sendable {
+    /// Stored keys: values, tombstones, expired and hidden owned values alike.
     public let entryCount: Int
+    /// Stored tombstones (deleted keys not yet collected).
     public let tombstoneCount: Int
     /// Stored values that expired (reported by `Node.expireDue`) and await collection; they
     /// read as absent. `liveCount` keys hold a value.
@@ -1311,8 +1314,11 @@ public struct StateSummary: Hashable, Sendable {
     public var liveCount: Int { entryCount - tombstoneCount - expiredCount - hiddenOwnedCount }
     /// The root of the digest tree: equal on two nodes iff their entries are equal.
     public let digest: UInt64
+    /// The greatest version stored, nil for an empty state.
     public let highestVersion: Version?
+    /// Decisions this node committed since it started.
     public let committedDecisions: UInt64
+    /// Peers' deltas this node applied since it started.
     public let appliedRemoteDeltas: UInt64
 }
 

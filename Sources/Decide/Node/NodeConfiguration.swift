@@ -44,6 +44,7 @@ extension Node {
         /// compare different ones). The default, 16 × 4 levels, has 65,536 leaves (546 KiB),
         /// so a walk stays small up to millions of keys; small test clusters use less.
         public var digestFanoutBits = 4
+        /// Levels below the digest's root (see `digestFanoutBits`).
         public var digestDepth = 4
         /// How many recent changes the node remembers so an anti-entropy walk can send
         /// whole decisions (docs/replication.md, "Atomic catch-up"); a walk during which more
@@ -66,6 +67,8 @@ extension Node {
         /// (back-pressure); each commit is one decision, delta or catch-up batch.
         public var maxQueuedStorageCommits = 65_536
 
+        /// A configuration for node `id` (1 to 255 UTF-8 bytes, unique in its cluster), with
+        /// every other setting at its default.
         public init(id: String) {
             self.id = id
         }
@@ -74,7 +77,9 @@ extension Node {
 
 /// Why a node could not be created.
 public enum NodeConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The id is empty or over 255 UTF-8 bytes.
     case invalidNodeID(String)
+    /// A setting is out of its range, or two settings do not fit together; the text says which.
     case invalidBound(String)
     /// `durability` does not fit `dataDirectory` (a durable level without a directory, or
     /// `.memory` with one), or its interval is out of range.
@@ -95,6 +100,7 @@ public enum NodeConfigurationError: Error, Hashable, Sendable, CustomStringConve
 /// The error an effect gets when the node's task pool backlog is full; it goes through
 /// `mapError` like any thrown error.
 public struct EffectPoolSaturated: Error, CustomStringConvertible {
+    /// The backlog bound that was reached (`Node.Configuration.maxQueuedEffects`).
     public let maxQueuedEffects: Int
     public var description: String {
         "effect refused: \(maxQueuedEffects) effects already wait for the task pool"

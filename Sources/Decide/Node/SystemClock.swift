@@ -3,6 +3,7 @@ import Foundation
 /// Physical time from the operating system's real-time clock (`CLOCK_REALTIME`).
 /// It may step backwards (NTP); the node's hybrid logical clock stays monotonic regardless.
 public struct SystemClock: PhysicalClock {
+    /// The operating system's real-time clock.
     public init() {}
 
     public func nowMilliseconds() -> UInt64 {

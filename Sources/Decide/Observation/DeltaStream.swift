@@ -7,7 +7,9 @@ import Synchronization
 /// (a consumer that sees a gap must re-read state, e.g. by anti-entropy); the sequence ends when
 /// the node shuts down or the consumer stops iterating.
 public struct DeltaStream: AsyncSequence, Sendable {
+    /// One element of the stream.
     public enum Event: Sendable {
+        /// A delta committed or applied here, in commit order.
         case delta(CommittedDelta)
         /// `dropped` deltas were committed here but not buffered.
         case gap(dropped: Int)

@@ -1,5 +1,6 @@
 /// What a node knows about its peers at one moment: for `syncnode status` and for tests.
 public struct ReplicationStatus: Hashable, Sendable {
+    /// How this node is linked to a member now.
     public enum LinkState: String, Hashable, Sendable {
         /// A link is up and heartbeats arrive.
         case connected
@@ -13,6 +14,7 @@ public struct ReplicationStatus: Hashable, Sendable {
         case removed
     }
 
+    /// Whether this node is repairing what it may miss from a member (anti-entropy).
     public enum CatchUpState: String, Hashable, Sendable {
         /// Nothing known to be missing.
         case idle
@@ -22,14 +24,19 @@ public struct ReplicationStatus: Hashable, Sendable {
         case running
     }
 
+    /// One member as this node sees it.
     public struct Member: Hashable, Sendable {
+        /// Its node id.
         public let nodeID: String
+        /// The address it advertises (`HOST:PORT`), as gossip carries it; "" when it does not listen.
         public let address: String
+        /// How this node is linked to it now.
         public let link: LinkState
         /// Milliseconds since the last message from it; nil when never heard.
         public let lastHeardMillisecondsAgo: UInt64?
         /// Bytes waiting in the transport's queue to it.
         public let outboundBytesQueued: Int
+        /// Whether a catch-up with it is needed or running.
         public let catchUp: CatchUpState
         /// Deltas not queued to it because its queue was full, since this node started
         /// (each is repaired by catch-up).
@@ -49,7 +56,9 @@ public struct ReplicationStatus: Hashable, Sendable {
         public let reportedCoverage: UInt64
     }
 
+    /// This node's id.
     public let nodeID: String
+    /// This node's incarnation (`Replicator.Configuration.incarnation`): raised on every start.
     public let incarnation: UInt64
     /// Every member this node knows, but itself, sorted by node id.
     public let members: [Member]

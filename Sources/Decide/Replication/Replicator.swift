@@ -25,8 +25,11 @@ import Synchronization
 /// Drive it with `tick()` (every ~50 ms: `startTimer` does so in production; the simulator
 /// calls it from its scheduler). All methods are thread-safe.
 public final class Replicator: TransportDelegate, @unchecked Sendable {
+    /// The node whose commits it sends and into which it applies its peers'.
     public let node: Node
+    /// The links to its peers.
     public let transport: any Transport
+    /// Its settings, as checked by `init`.
     public let configuration: Configuration
     let clock: any PhysicalClock
     let codec: ReplicationCodec
@@ -1123,8 +1126,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
 
 /// Why `Replicator.forget` did nothing.
 public enum ForgetError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// No member with this id is known here.
     case unknownMember(String)
+    /// The id is this node's own: a node does not forget itself.
     case isThisNode(String)
+    /// The member was already removed.
     case alreadyRemoved(String)
 
     public var description: String {

@@ -64,12 +64,14 @@ extension Replicator {
         public var maxInboundDeltaBytes = 64 * 1024 * 1024
         /// Seed for jitter and walk ids (the simulator fixes it; production draws one).
         public var randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
+        /// Where the engine logs links, walks, membership changes and protocol violations.
         public var logger = Logger(label: "decide.replication")
         /// How often the engine hands its counts to swift-metrics (docs/operations.md,
         /// "Metrics"); nil turns publishing off. Nothing is published anywhere until the
         /// process bootstraps a metrics backend (`MetricsSystem.bootstrap`).
         public var metricsIntervalMilliseconds: UInt64? = 1_000
 
+        /// The defaults above; `Replicator.init` checks them against the node's configuration.
         public init() {}
     }
 }

@@ -1,6 +1,8 @@
 /// Identifies one live link of a `Transport`. Never reused within one transport's lifetime.
 public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    /// The transport's number for the link.
     public let rawValue: UInt64
+    /// The link numbered `rawValue` (transports make these; tests may too).
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "conn#\(rawValue)" }
 }
@@ -18,6 +20,8 @@ public struct PeerInfo: Hashable, Sendable {
     /// `listenAddress`, e.g. a host name against an IP); nil for inbound links.
     public let dialedAddress: String?
 
+    /// What a transport reports of a peer after its handshake; `dialedAddress` only for links
+    /// this side opened.
     public init(nodeID: String, listenAddress: String, outbound: Bool, dialedAddress: String? = nil) {
         self.nodeID = nodeID
         self.listenAddress = listenAddress

@@ -14,6 +14,8 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
     /// The timestamp before every other; the version of nothing.
     public static let zero = HLCTimestamp(rawValue: 0)
 
+    /// The timestamp whose packed form is `rawValue` (physical milliseconds in the top 48 bits,
+    /// the logical counter in the low 16); every value is a valid timestamp.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
     /// Packs the two parts; `physicalMilliseconds` must fit 48 bits.

@@ -7,10 +7,18 @@ public struct Delta: Hashable, Sendable {
     /// a value, its expiry instant and whether the writing node owns it
     /// (`Entry.expiresAtMilliseconds`, `Entry.ownedByWriter`, normalised the same way).
     public struct Write: Hashable, Sendable {
+        /// The key written.
         public let key: StateKey
+        /// The new encoded value; `nil` deletes the key.
         public let value: [UInt8]?
+        /// The hybrid-clock instant (physical milliseconds since the Unix epoch) from which the
+        /// value reads as absent; `nil` for a value that never expires and for a delete.
         public let expiresAtMilliseconds: UInt64?
+        /// Whether the value belongs to the writing node; always false for a delete.
         public let ownedByWriter: Bool
+        /// A write of `value` (`nil` deletes) into `key`, normalised as `Entry.init` does: expiry
+        /// and ownership are dropped for a delete, and the instant is kept within
+        /// `1...HLCTimestamp.maxPhysicalMilliseconds`.
         public init(key: StateKey, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
             self.key = key
             self.value = value
@@ -31,9 +39,12 @@ public struct Delta: Hashable, Sendable {
         }
     }
 
+    /// The version of the decision, shared by every one of its writes.
     public let version: Version
+    /// Every write of the decision.
     public let writes: [Write]
 
+    /// The delta of a decision made at `version` that wrote `writes`.
     public init(version: Version, writes: [Write]) {
         self.version = version
         self.writes = writes
@@ -47,8 +58,11 @@ public struct Delta: Hashable, Sendable {
 
 /// A key with its entry: the unit of catch-up transfers and dumps.
 public struct KeyedEntry: Hashable, Sendable {
+    /// The key `entry` is stored under.
     public let key: StateKey
+    /// The stored state of `key`.
     public let entry: Entry
+    /// Pairs `key` with its `entry`.
     public init(key: StateKey, entry: Entry) {
         self.key = key
         self.entry = entry

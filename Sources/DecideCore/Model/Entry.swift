@@ -1,6 +1,7 @@
 /// The stored state of one key: value bytes (or a tombstone), the version that wrote them and,
 /// for an expiring write, the instant the value stops existing.
 public struct Entry: Hashable, Sendable {
+    /// The version of the write that stored this entry.
     public let version: Version
     /// The encoded value; `nil` is a tombstone (the key was deleted at `version`).
     public let value: [UInt8]?
@@ -30,6 +31,8 @@ public struct Entry: Hashable, Sendable {
         }
     }
 
+    /// Whether the key was deleted at `version` (`value` is `nil`). An expired value is not a
+    /// tombstone.
     public var isTombstone: Bool { value == nil }
 
     /// Whether the value has expired at hybrid-clock instant `now` (physical milliseconds):

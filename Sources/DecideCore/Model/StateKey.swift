@@ -4,11 +4,15 @@
 /// Guarantees: `stableHash` is the same on every node for the same key, and is what places the
 /// key in a `StateDigest` bucket; keys order by name, then element bytes (the order of dumps).
 public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The state's wire name.
     public let name: String
+    /// The encoded element id of a collection element; empty for an atomic state.
     public let element: [UInt8]
     /// `StableHash` of (name, element), computed once.
     public let stableHash: UInt64
 
+    /// The key of `element` in state `name` (empty by default: an atomic state's key), with
+    /// `stableHash` computed.
     public init(name: String, element: [UInt8] = []) {
         self.init(name: name, nameHash: Self.nameHash(name), element: element)
     }

@@ -4,11 +4,14 @@
 /// Guarantees a total order: timestamps first, then node ids compared as UTF-8 bytes, so every
 /// node, in every language, orders any two versions the same way.
 public struct Version: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The hybrid timestamp of the decision that made the write.
     public let timestamp: HLCTimestamp
+    /// The id of the node that made the write; it orders versions of equal `timestamp`.
     public let node: String
     /// `StableHash` of `node`, computed once (digests mix it in for every entry).
     public let nodeHash: UInt64
 
+    /// The version of a write made at `timestamp` by `node`, with `nodeHash` computed.
     public init(timestamp: HLCTimestamp, node: String) {
         self.timestamp = timestamp
         self.node = node

@@ -12,6 +12,8 @@ import Logging
 public final class ReplicatedNode: Sendable {
     /// Everything needed to start; the node and replication settings keep their own defaults.
     public struct Configuration: Sendable {
+        /// The node's settings; its `id` also names it to peers, and its `dataDirectory`, when set,
+        /// also holds the member list (`members.json`).
         public var node: Node.Configuration
         /// `HOST:PORT` to listen on (port 0 picks one); loopback only without a cluster secret
         /// unless `insecure`.
@@ -28,10 +30,14 @@ public final class ReplicatedNode: Sendable {
         public var acceptedClusterSecrets: [[UInt8]] = []
         /// Allows listening beyond loopback without a secret. Logged as a warning.
         public var insecure = false
+        /// The replication engine's settings. At start `seeds` is replaced by `peers`; an unset
+        /// `membershipPath` and a zero `incarnation` are filled in (data directory, start time in ms).
         public var replication = Replicator.Configuration()
         /// How often the replication engine's timers run.
         public var tickIntervalMilliseconds: UInt64 = 50
 
+        /// Settings for node `id` listening on `listen` and dialling `peers` (none by default);
+        /// everything else keeps its default.
         public init(id: String, listen: String, peers: [String] = []) {
             self.node = Node.Configuration(id: id)
             self.listen = listen
@@ -39,12 +45,17 @@ public final class ReplicatedNode: Sendable {
         }
     }
 
+    /// The node that holds the state and runs decisions.
     public let node: Node
+    /// The libuv transport the node's links run over.
     public let transport: UVTransport
+    /// The replication engine linking `node` to its peers over `transport`.
     public let replicator: Replicator
     /// The address this node listens on, with the real port.
     public let listenAddress: String
 
+    /// Makes the node, the transport and the engine, listens, dials the peers and starts the
+    /// engine's timer (every `tickIntervalMilliseconds`). Throws if any of them cannot start.
     public init(configuration: Configuration) throws {
         node = try Node(configuration: configuration.node)
         var transportConfiguration = UVTransport.Configuration(

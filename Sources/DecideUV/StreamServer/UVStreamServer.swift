@@ -48,6 +48,7 @@ public final class UVStreamServer: @unchecked Sendable {
         /// Where accept failures and refusals are logged.
         public var logger = Logger(label: "decide.uv.server")
 
+        /// A configuration with every bound at its default.
         public init() {}
     }
 
@@ -154,6 +155,7 @@ public final class UVStreamServer: @unchecked Sendable {
         }
     }
 
+    /// The configuration the server was made with.
     public let configuration: Configuration
     private let eventLoop: UVEventLoop
     private weak var delegate: (any Delegate)?

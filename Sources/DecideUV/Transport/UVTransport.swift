@@ -35,12 +35,13 @@ public final class UVTransport: Transport, @unchecked Sendable {
     private let lifecycle = Mutex(Lifecycle.idle)
     private let shutdownLock = Mutex(())
 
-    /// Makes a transport; nothing runs until `start`. Throws `.invalidConfiguration`.
     /// libuv writes with write(2): a peer that vanishes mid-write would raise SIGPIPE and kill
     /// the process. Making a transport therefore ignores SIGPIPE for the whole process, once
     /// (the write then fails with EPIPE and only that link closes).
     private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 
+    /// Makes a transport from `configuration`; nothing runs until `start`. Throws
+    /// `.invalidConfiguration` for a configuration out of bounds, `.system` if libuv fails.
     public init(configuration: Configuration) throws(UVTransportError) {
         _ = Self.ignoreBrokenPipes
         try configuration.validate()
@@ -94,12 +95,12 @@ public final class UVTransport: Transport, @unchecked Sendable {
         reactor.eventLoop.execute { reactor.connect(to: address) }
     }
 
-    /// Queues `frame` (1...`maxFrameBytes` bytes; its first byte is the message type, below
-    /// 0xF0) for `connection`. Never blocks on the network; answers `.overLimit` instead of
-    /// letting the link's outbound bytes pass `maxOutboundBytes`.
     /// The loop calls `didFinishReading` after the frames of every read.
     public var reportsReadEnds: Bool { true }
 
+    /// Queues `frame` (1...`maxFrameBytes` bytes; its first byte is the message type, below
+    /// 0xF0) for `connection`. Never blocks on the network; answers `.overLimit` instead of
+    /// letting the link's outbound bytes pass `maxOutboundBytes`.
     public func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult {
         precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
         precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")
@@ -118,9 +119,6 @@ public final class UVTransport: Transport, @unchecked Sendable {
         }
     }
 
-    /// Closes `connection`; `didDisconnect(.closedLocally)` follows on a later loop turn (never
-    /// nested in the caller's delegate callback; no frame of that link is delivered after a
-    /// `close` made inside a callback). Unknown or already closed links are ignored.
     /// Replaces the cluster secrets: `secrets[0]` is proved and sealed with from now on, and a
     /// peer proving any of them is accepted (at most 8, each at least 16 bytes). Links still
     /// sealed under a secret that is no longer accepted close and redial. Throws for an invalid
@@ -138,7 +136,9 @@ public final class UVTransport: Transport, @unchecked Sendable {
     /// fingerprints (the first 8 bytes of the secret's SHA-256, hex; never sent). Before retiring
     /// a secret, check that no link of any node still uses it.
     public struct SealedLink: Sendable, Equatable {
+        /// The link, as the transport's delegate calls name it.
         public let connection: ConnectionID
+        /// The node id the peer proved in the handshake.
         public let peerNodeID: String
         /// The secret this node seals its frames on the link with.
         public let sendsUnder: String
@@ -155,6 +155,9 @@ public final class UVTransport: Transport, @unchecked Sendable {
     /// The local fingerprint of `secret`, as `sealedLinks` names secrets.
     public static func fingerprint(ofSecret secret: [UInt8]) -> String { SecretFingerprint(secret).description }
 
+    /// Closes `connection`; `didDisconnect(.closedLocally)` follows on a later loop turn (never
+    /// nested in the caller's delegate callback; no frame of that link is delivered after a
+    /// `close` made inside a callback). Unknown or already closed links are ignored.
     public func close(_ connection: ConnectionID) {
         let reactor = self.reactor
         if reactor.eventLoop.isLoopThread {
