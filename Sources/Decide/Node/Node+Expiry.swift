@@ -1,0 +1,99 @@
+import Logging
+import Synchronization
+
+/// Expiring values and hidden owned values: what a node tells its observers and listeners when
+/// a value's expiry instant passes or its owner stops being a live member.
+extension Node {
+    /// Tells observers and commit listeners (origin `.expired`) of every value
+    /// whose expiry instant this node's `nowMilliseconds` has reached since the last call: once
+    /// per value, on this node only (nothing is written or replicated: every replica does the
+    /// same on its own clock). Returns how many. The replication engine calls it on every tick;
+    /// a node without one runs it on a timer of its own every `expiryCheckIntervalMilliseconds`.
+    @discardableResult
+    package func expireDue() -> Int {
+        // One instant for the whole call, reported `expirySliceValues` at a time with the
+        // lock let go between batches: a million keys due at once do not stall decisions.
+        var instant: UInt64?
+        var total = 0
+        while true {
+            let (count, more) = core.withLock { core -> (Int, Bool) in
+                let now = instant ?? hybridNow(core)
+                instant = now
+                let expired = core.table.expire(dueAtMilliseconds: now, limit: Self.expirySliceValues)
+                if !expired.isEmpty { reportExpired(core, expired) }
+                return (expired.count, (core.table.nextExpiryMilliseconds ?? .max) <= now)
+            }
+            total += count
+            if count > 0 { delivery.drain() }
+            if !more { return total }
+        }
+    }
+
+    /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one
+    /// `.expired` delta per key (version: the expired entry's).
+    func reportExpired(_ core: NodeCore, _ expired: [(key: StateKey, entry: Entry)]) {
+        for item in expired { announce(core, item.key, entry: item.entry, present: false, origin: .expired, now: 0) }
+    }
+
+    /// Call with the lock held: `key`'s stored `entry` started (`present`) or stopped reading
+    /// here without a write (it expired, its owner came or went). Observers hear the value or
+    /// its absence; listeners get one delta of `origin` with the entry's version.
+    func announce(_ core: NodeCore, _ key: StateKey, entry: Entry, present: Bool, origin: CommittedDelta.Origin, now: UInt64) {
+        notifyObservers(core, key: key, entry: present ? entry : nil, decoded: nil, now: now)
+        guard core.hasCommitListeners else { return }
+        let write = present ? Delta.Write(key: key, entry: entry) : Delta.Write(key: key, value: nil)
+        let committed = CommittedDelta(delta: Delta(version: entry.version, writes: [write]), origin: origin)
+        for listener in core.commitCalls { listener(committed) }
+    }
+
+    /// The replication engine's view of the cluster: `present` are the members linked to this
+    /// node now (this node is added), `removed` the members removed for good (`forgotten`: the
+    /// removals the engine keeps by id hash only). Owned values
+    /// (`Entry.ownedByWriter`) of any other writer read as absent from now on; observers and
+    /// listeners (`.ownerGone` / `.ownerBack`) hear of every key that disappears or returns,
+    /// once per change. Without a call, every owner counts as present.
+    package func setPresentOwners(_ present: Set<String>, removed: Set<String>,
+                                  forgotten: ForgottenMembers = ForgottenMembers(capacity: 0)) {
+        let changed = core.withLock { core -> Bool in
+            let (appeared, disappeared) = core.setOwners(present: present, removed: removed, forgotten: forgotten)
+            guard !appeared.isEmpty || !disappeared.isEmpty else { return false }
+            let now = hybridNow(core)
+            for (owners, origin) in [(disappeared, CommittedDelta.Origin.ownerGone), (appeared, .ownerBack)] where !owners.isEmpty {
+                let entries = core.table.ownedEntries(of: owners).filter { !$0.entry.isExpired(atMilliseconds: now) }
+                guard !entries.isEmpty else { continue }
+                logger.info(origin == .ownerGone ? "owned keys of absent members read as absent" : "owned keys of returning members read again",
+                            metadata: ["members": "\(owners.sorted())", "keys": "\(entries.count)"])
+                for item in entries { announce(core, item.key, entry: item.entry, present: origin == .ownerBack, origin: origin, now: now) }
+            }
+            return true
+        }
+        if changed { delivery.drain() }
+    }
+
+    /// Makes this node run `expireDue` on its own timer (a node without a replication engine);
+    /// idempotent. A replication engine attached later stops it (`expiryDrivenExternally`).
+    func startExpiryTimerIfNeeded() {
+        guard !expiryDrivenExternally.load(ordering: .acquiring), !expiryTimerRunning.load(ordering: .acquiring) else { return }
+        expiryTimer.withLock { timer in
+            guard timer == nil, !expiryDrivenExternally.load(ordering: .acquiring) else { return }
+            expiryTimerRunning.store(true, ordering: .releasing)
+            timer = ReplicatorTimer(intervalMilliseconds: configuration.expiryCheckIntervalMilliseconds) { [weak self] in
+                self?.expireDue()
+            }
+        }
+    }
+
+    /// The replication engine runs `expireDue` on its own ticks from now on (the simulator's
+    /// ticks are virtual time, so expiry stays deterministic there): the node's own timer stops.
+    package func driveExpiryExternally() {
+        expiryDrivenExternally.store(true, ordering: .releasing)
+        expiryTimer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    /// Values one batch of `expireDue` reports under the state lock (each is popped from the
+    /// schedule, looked up and announced: about a microsecond apiece here).
+    static let expirySliceValues = 1_024
+}

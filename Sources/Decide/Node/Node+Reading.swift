@@ -1,0 +1,156 @@
+import Logging
+import Synchronization
+
+/// Reading a node's state: typed values, entries, slices for dumps and scans, and its summary.
+extension Node {
+    /// The value of `key` now.
+    public func read<K: AtomicState>(_ key: K.Type) -> K.Value {
+        read { $0(key) }
+    }
+
+    /// The value of element `id` of `collection` now.
+    public func read<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
+        read { $0(collection, at: id) }
+    }
+
+    /// Runs `body` against one consistent snapshot: no decision commits while it runs. Keep it
+    /// short; it holds the node.
+    public func read<T>(_ body: (StorageReader) -> T) -> T {
+        core.withLock { core in
+            let transaction = core.transaction
+            let generation = transaction.begin(atMilliseconds: hybridNow(core))
+            defer { transaction.end() }
+            return body(StorageReader(transaction: transaction, generation: generation))
+        }
+    }
+
+    /// Every element of `collection` that holds a value now, in one snapshot (see
+    /// `CollectionSnapshot`). O(n log n) in the collection's size, not the store's.
+    public func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
+        read { $0.elements(collection) }
+    }
+
+    /// The ids of `index` now, in order.
+    public func read<I: IndexState>(_ index: I.Type) -> [I.ID] {
+        read { $0(index) }
+    }
+
+    /// The stored entry of an untyped key (tombstones and expired values included: see
+    /// `Entry.isExpired(atMilliseconds:)` and `nowMilliseconds`), nil when never written.
+    public func entry(for key: StateKey) -> Entry? {
+        core.withLock { $0.entry(for: key) }
+    }
+
+    /// The value of the atomic state named by the UTF-8 bytes `name` (the wire name, as
+    /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted,
+    /// expired, or owned by a node that is not a live member here. For protocol front ends that
+    /// hold a name as bytes: no `StateKey` is built.
+    package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
+        core.withLock { core in core.value(ofAtomicNamed: name, atMilliseconds: hybridNow(core)) }
+    }
+
+    /// Has the processor fetch the table lines that reading the keys of these stable hashes
+    /// will touch, their values included (`EntryTable.prefetch`), under one hold of the lock:
+    /// for a protocol front end about to answer a pipelined run of reads, whose cache misses
+    /// then overlap. Changes nothing.
+    package func prefetchValues(stableHashes hashes: [UInt64]) {
+        guard hashes.count > 1 else { return }  // before the lock, not only inside
+        core.withLock { core in
+            hashes.withUnsafeBufferPointer { hashes in core.prefetch(count: hashes.count, readingValues: true) { hashes[$0] } }
+        }
+    }
+
+    /// The hybrid-clock instant (Unix milliseconds) at which this node judges expiry now: its
+    /// physical clock, or the hybrid clock's last timestamp when that is ahead (a peer's clock
+    /// ahead of this one moves it; docs/consistency.md, "Expiring keys").
+    public var nowMilliseconds: UInt64 {
+        core.withLock { hybridNow($0) }
+    }
+
+    /// Call with the lock held.
+    func hybridNow(_ core: NodeCore, physical: UInt64? = nil) -> UInt64 {
+        min(max(physical ?? configuration.clock.nowMilliseconds(), core.clock.last.physicalMilliseconds),
+            HLCTimestamp.maxPhysicalMilliseconds)
+    }
+
+    /// Every stored entry, tombstones included, sorted by key: one snapshot, read under the
+    /// state lock (every decision waits for it: about 0.35 s at a million keys). For a large
+    /// state, `entriesReadInSlices` does not hold the lock for long.
+    public func entries() -> [KeyedEntry] {
+        core.withLock { core in core.table.sortedEntries().map { KeyedEntry(key: $0.key, entry: $0.entry) } }
+    }
+
+    /// Every stored entry, tombstones included, sorted by key, read `Self.readSliceRecords`
+    /// records at a time with the state lock let go between slices and the sort done after:
+    /// decisions and peers' batches wait for one slice, never for the whole state. Not one
+    /// snapshot: a key stored for the whole call appears exactly once, with its entry as of when
+    /// it was read (the newest, if a record moved and was read twice); a key written, deleted or
+    /// collected meanwhile may appear or not. What `syncnode dump` reads.
+    package func entriesReadInSlices() -> [KeyedEntry] {
+        var slices: [[(key: StateKey, entry: Entry)]] = []
+        var cursor = EntryTable.SweepCursor.start
+        while !cursor.isFinished {
+            slices.append(core.withLock { core in core.table.entries(from: &cursor, budget: Self.readSliceRecords) })
+        }
+        // The walk goes downwards; joined upwards again, the entries are in the table's order,
+        // which is often close to key order (the sort then has little to do).
+        var found: [KeyedEntry] = []
+        found.reserveCapacity(slices.reduce(0) { $0 + $1.count })
+        for slice in slices.reversed() {
+            for item in slice { found.append(KeyedEntry(key: item.key, entry: item.entry)) }
+        }
+        slices = []
+        return Self.sortedKeepingNewest(consume found)
+    }
+
+    /// `entries` sorted by key, one per key: of a key read more than once, its newest entry.
+    /// Consumed, so a caller that hands over its only copy has it sorted in place.
+    static func sortedKeepingNewest(_ entries: consuming [KeyedEntry]) -> [KeyedEntry] {
+        // Sorted by key, then newest first: the first of each key is the one kept.
+        entries.sort { $0.key == $1.key ? $0.entry.version > $1.entry.version : $0.key < $1.key }
+        var kept = 0
+        for index in entries.indices where kept == 0 || entries[kept - 1].key != entries[index].key {
+            entries.swapAt(kept, index)
+            kept += 1
+        }
+        entries.removeLast(entries.count - kept)
+        return entries
+    }
+
+    /// One page of the keys holding a value, for cursor-based listing (the Redis protocol's
+    /// SCAN): digest leaves from `cursor` on, until `minimumKeys` keys were found or
+    /// `maximumBuckets` leaves visited, read in one snapshot. `next` is the cursor of the next
+    /// page, 0 when the walk is complete. A key held throughout a walk from cursor 0 to 0 is
+    /// listed exactly once; one written or deleted meanwhile may or may not be.
+    package func scanKeys(cursor: Int, minimumKeys: Int, maximumBuckets: Int) -> (keys: [StateKey], next: Int) {
+        core.withLock { core in
+            let page = core.table.liveKeys(fromBucket: cursor, minimumKeys: minimumKeys, maximumBuckets: maximumBuckets,
+                                           atMilliseconds: hybridNow(core))
+            return (page.keys, page.next >= core.table.bucketCount ? 0 : page.next)
+        }
+    }
+
+    /// How many cursor values `scanKeys` accepts (0 ..< this).
+    package var scanCursorLimit: Int { core.withLock { $0.table.bucketCount } }
+
+    /// A summary of the node's state for status displays and convergence checks.
+    public var stateSummary: StateSummary {
+        core.withLock { core in
+            StateSummary(
+                entryCount: core.table.count, tombstoneCount: core.table.tombstoneCount,
+                expiredCount: core.table.expiredCount, expiringCount: core.table.expiringCount,
+                hiddenOwnedCount: core.table.hiddenCount,
+                digest: core.table.digest.root, highestVersion: core.table.highestVersion,
+                committedDecisions: core.committedDecisions, appliedRemoteDeltas: core.appliedRemoteDeltas)
+        }
+    }
+
+    /// The digest tree (a copy), for anti-entropy.
+    package var digest: StateDigest {
+        core.withLock { $0.table.digest }
+    }
+
+    /// Records one slice of `entriesReadInSlices` reads under the state lock: fewer than a
+    /// collection slice, since each builds its key and entry (about a millisecond here).
+    static let readSliceRecords = 8_192
+}
