@@ -5,6 +5,7 @@
 #   make test    unit tests, README example and public API checks, transport tests under ASan, a
 #                short fuzz run, the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
 #   make api     rewrite docs/api/public-api.txt from the build (after a deliberate API change)
+#   make docs    the DocC reference of the library products in .build/docs (fails on docc warnings)
 #   make bench   release build, then every benchmark beside its baseline
 #   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
 #                with ten times the weeks-long tombstone scenarios of make test
@@ -18,7 +19,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build test unit-test check-readme check-api api bench bench-core sim clean
+.PHONY: deps deps-python build test unit-test check-readme check-api api docs bench bench-core sim clean
 SEEDS ?= 10000
 
 deps:
@@ -66,7 +67,22 @@ check-api: unit-test
 api: build
 	python3 scripts/public-api.py update
 
-test: unit-test check-readme check-api test-transport-asan fuzz-smoke integration chaos-smoke
+# The DocC reference of the library products (Sources/MODULE/MODULE.docc and every public
+# symbol), one archive per module in .build/docs. Fails on any docc warning (a broken symbol link,
+# say). Reads the debug build's symbol graphs: unit-test builds them first.
+DOC_MODULES := DecideCore Decide DecideUV DecideSimulation DecideTesting
+docs: unit-test
+	rm -rf .build/docs && mkdir -p .build/docs
+	python3 scripts/public-api.py graphs .build/docs/symbol-graphs
+	for module in $(DOC_MODULES); do \
+		docc convert Sources/$$module/$$module.docc --fallback-display-name $$module \
+			--fallback-bundle-identifier dev.decide.$$module \
+			--additional-symbol-graph-dir .build/docs/symbol-graphs/$$module \
+			--output-path .build/docs/$$module.doccarchive --warnings-as-errors || exit 1; \
+	done
+	@echo "docs: .build/docs/{$$(echo $(DOC_MODULES) | tr ' ' ',')}.doccarchive"
+
+test: unit-test check-readme check-api docs test-transport-asan fuzz-smoke integration chaos-smoke
 
 $(BENCH_BIN): deps FORCE
 	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when a README code block marked `<!-- example:NAME -->` and its copy compiled by
 # Tests/DecideTests/ReadmeExampleTests.swift (between README-NAME-BEGIN and README-NAME-END)
-# differ, ignoring indentation and `// test-only` lines.
+# differ, ignoring indentation and `// test-only` lines, or when the DocC getting-started
+# article's example is not the README's library example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 normalize() { sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//'; }
@@ -23,3 +24,13 @@ check() {
 check library EXAMPLE
 check testing TESTING
 check model MODEL
+
+# The DocC getting-started article shows the library example too: it must be the README's.
+article=Sources/Decide/Decide.docc/GettingStarted.md
+readme_library=$(awk '$0 == "<!-- example:library -->" {found=1; next} found && /^```swift/{inside=1; next} inside && /^```/{exit} inside' README.md)
+article_block=$(awk '/^```swift/{inside=1; next} inside && /^```/{exit} inside' "$article")
+if ! diff <(printf '%s\n' "$readme_library") <(printf '%s\n' "$article_block"); then
+    echo "check-readme-example: $article's example differs from README.md's library example (diff above: < README, > article)" >&2
+    exit 1
+fi
+echo "check-readme-example: $article shows the README library example"

@@ -4,6 +4,7 @@ and a doc comment on each.
 
     scripts/public-api.py check   # exit 1, with a diff, when the surface differs from the file
     scripts/public-api.py update  # rewrite the file from the build
+    scripts/public-api.py graphs DIR  # each module's symbol graph in DIR/MODULE/ (for docc)
 
 Reads the symbol graphs swift-symbolgraph-extract makes from the debug build's modules
 (`swift build` first), at public access only: what a service that depends on Decide can name.
@@ -54,24 +55,28 @@ def undocumented_in(graph, module):
     return found
 
 
-def surface():
+def extract(module, out):
+    """Writes `module`'s public symbol graph into the directory `out`; returns its path."""
     modules_dir = os.path.join(ROOT, ".build", "debug", "Modules")
     if not os.path.isdir(modules_dir):
         sys.exit("public-api: no debug build in .build (run `swift build` first)")
-    tool = extractor()
+    command = [extractor(), "-module-name", module, "-I", modules_dir, "-target", "x86_64-unknown-linux-gnu",
+               "-minimum-access-level", "public", "-output-dir", out]
+    for directory in C_MODULE_DIRS:
+        command += ["-I", os.path.join(ROOT, directory)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    path = os.path.join(out, f"{module}.symbols.json")
+    if result.returncode != 0 or not os.path.exists(path):
+        sys.exit(f"public-api: symbol graph of {module} failed:\n{result.stderr}")
+    return path
+
+
+def surface():
     lines = []
     undocumented = []
     with tempfile.TemporaryDirectory() as out:
         for module in MODULES:
-            command = [tool, "-module-name", module, "-I", modules_dir, "-target", "x86_64-unknown-linux-gnu",
-                       "-minimum-access-level", "public", "-output-dir", out]
-            for directory in C_MODULE_DIRS:
-                command += ["-I", os.path.join(ROOT, directory)]
-            result = subprocess.run(command, capture_output=True, text=True)
-            path = os.path.join(out, f"{module}.symbols.json")
-            if result.returncode != 0 or not os.path.exists(path):
-                sys.exit(f"public-api: symbol graph of {module} failed:\n{result.stderr}")
-            graph = json.load(open(path))
+            graph = json.load(open(extract(module, out)))
             undocumented += undocumented_in(graph, module)
             for symbol in graph["symbols"]:
                 owner = ".".join(symbol["pathComponents"][:-1])
@@ -81,6 +86,13 @@ def surface():
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "check"
+    if mode == "graphs":
+        # `graphs DIR`: each module's symbol graph in DIR/MODULE/, for docc (`make docs`).
+        for module in MODULES:
+            out = os.path.join(sys.argv[2], module)
+            os.makedirs(out, exist_ok=True)
+            extract(module, out)
+        return
     current, undocumented = surface()
     if mode == "update":
         os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
@@ -89,7 +101,7 @@ def main():
         print(f"public-api: wrote {len(current)} declarations to {os.path.relpath(GOLDEN, ROOT)}")
         return
     if mode != "check":
-        sys.exit("usage: public-api.py check|update")
+        sys.exit("usage: public-api.py check|update|graphs DIR")
     if undocumented:
         print("\n".join(undocumented))
         sys.exit(f"public-api: {len(undocumented)} public declarations above have no doc comment; every public "
