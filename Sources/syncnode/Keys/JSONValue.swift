@@ -2,6 +2,13 @@
 /// their member order, and `compact` writes one line with no insignificant whitespace and
 /// strings escaped the way the library's JSON encoding escapes them (so an element id written
 /// here addresses the same element as the typed API).
+///
+/// Why not Foundation: `JSONSerialization` reads numbers into `NSNumber`. A 64-bit id above
+/// 2^53 and a text like `1.10` then come back changed. It also reorders object members, and its
+/// output escapes `/`. Any of those would store a different element id or value than the client
+/// sent. `JSONDecoder` needs a type to decode into, and syncnode stores values of any shape. The
+/// mirror has no JSON package that keeps number text. So syncnode keeps this one, for exactness
+/// rather than speed (issue 17).
 enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
