@@ -393,3 +393,17 @@ import Testing
         throw StorageError.closed(path: "")
     }
 }
+
+/// One commit's changes and the node's clock when it committed: how these tests hand a store
+/// whole commits (the node hands it changes by index, `NodeStorage.append(changeCount:clock:change:)`).
+struct StorageBatch: Sendable {
+    var changes: [StorageChange]
+    var clock: HLCTimestamp
+}
+
+extension NodeStorage {
+    /// Queues `batch` as one commit (consuming one admission) and returns its ticket.
+    func append(_ batch: StorageBatch) -> UInt64 {
+        append(changeCount: batch.changes.count, clock: batch.clock) { batch.changes[$0] }
+    }
+}

@@ -151,7 +151,7 @@ extension Node {
             storage.cancelAdmission()
             return 0
         }
-        return storage.append(StorageBatch(changes: changes, clock: clock))
+        return storage.append(changeCount: changes.count, clock: clock) { changes[$0] }
     }
 
     /// What applying one batch of catch-up entries did.

@@ -48,21 +48,3 @@ package enum StorageChange: Sendable {
     /// is one the node merged, so one at most the removed version is superseded by the removal.
     case remove(StateKey, upTo: Version)
 }
-
-/// One commit's changes, and the node's clock when it committed.
-package struct StorageBatch: Sendable {
-    package var changes: [StorageChange]
-    package var clock: HLCTimestamp
-
-    package init(changes: [StorageChange], clock: HLCTimestamp) {
-        self.changes = changes
-        self.clock = clock
-    }
-}
-
-extension NodeStorage {
-    /// Queues `batch` as one commit (consuming one admission) and returns its ticket.
-    package func append(_ batch: StorageBatch) -> UInt64 {
-        append(changeCount: batch.changes.count, clock: batch.clock) { batch.changes[$0] }
-    }
-}

@@ -15,6 +15,11 @@ import Glibc
 /// the last coalesced per link); frames never go through it, so it stays as long as the callers'
 /// own bursts of calls. Wakeups are coalesced: one `uv_async_send` per loop turn at most.
 final class UVEventLoop: @unchecked Sendable {
+    /// Bytes asked of the kernel per read by a reader on a loop, unless configured otherwise:
+    /// one buffer per reader, shared by all its connections (the transport's reactor, and a
+    /// `UVStreamServer` by default).
+    static let defaultReadBufferBytes = 64 * 1024
+
     /// The loop. Touch it only on the loop thread (or before `start` / after `join`).
     let loop: UnsafeMutablePointer<uv_loop_t>
     fileprivate let wakeup: UnsafeMutablePointer<uv_async_t>

@@ -38,7 +38,7 @@ public final class UVStreamServer: @unchecked Sendable {
         /// Unwritten reply bytes on one connection above which it is not read from.
         public var pauseReadingAboveBytes = 4 << 20
         /// Bytes asked of the kernel per read (one buffer, shared by every connection).
-        public var readBufferBytes = 64 * 1024
+        public var readBufferBytes = UVEventLoop.defaultReadBufferBytes
         /// Whether TCP listeners may bind non-loopback addresses (the caller authenticates).
         public var allowsNonLoopback = false
         /// Permission bits of a Unix socket this server creates.

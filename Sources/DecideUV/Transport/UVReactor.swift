@@ -9,7 +9,7 @@ import Glibc
 /// reads, batched writes, refusals and shutdown. Every method runs on the loop thread only
 /// (the transport hands work over through `UVEventLoop.execute`).
 final class UVReactor: @unchecked Sendable {
-    static let readBufferBytes = 64 * 1024
+    static let readBufferBytes = UVEventLoop.defaultReadBufferBytes
     /// How long a refused link waits for the peer's EOF after sending its refusal.
     static let lingerMilliseconds: UInt64 = 1_000
 
