@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
         // syncnode's Redis-protocol endpoint, in-process against real sockets.
         .testTarget(name: "SyncNodeTests", dependencies: [
-            "syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP",
+            "syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP", "DecideTesting",
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

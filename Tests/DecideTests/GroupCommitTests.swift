@@ -97,7 +97,7 @@ import Testing
         #expect(taken.group.commits == 1)
         #expect(await admitted.wait { $0.count == 2 }, "the writer taking the queue did not wake the admitter")
 
-        queue.stop(with: .closed(path: "test"), dropPending: true)
+        queue.stop(with: .closed(path: "test"))
         #expect(queue.admit() == .closed(path: "test"))
     }
 
@@ -162,6 +162,6 @@ import Testing
         let last = Version(timestamp: HLCTimestamp(physicalMilliseconds: UInt64(perThread), logical: 0), node: "a")
         #expect(newest.withLock { $0 }.values.allSatisfy { $0.version == last })
         #expect(newest.withLock { $0.count } == threads)
-        queue.stop(with: .closed(path: "test"), dropPending: false)
+        queue.stop(with: .closed(path: "test"))
     }
 }

@@ -62,16 +62,17 @@ import Testing
     @Test func strictDurabilityHandsADecisionToReplicationOnlyOnceItIsOnDisk() async throws {
         let scratch = StorageTests.Scratch()
         defer { scratch.remove() }
-        let node = try StorageTests.open(scratch, durability: .strict)
+        let disk = StoreFaults()
+        let node = try StorageTests.open(scratch, durability: .strict, faults: disk)
         let heard = Recorder<String>()
         _ = node.addCommitListener { _ in heard.append("commit") }
         _ = node.addDurableCommitListener { _ in heard.append("durable") }
-        StorageTests.sqlite(node).pauseWriter(true)
+        disk.stall()
         Thread { node.set(1, into: Fixture.Counter.self) }.start()
         #expect(await heard.wait { $0.contains("commit") })
         try await Task.sleep(for: .milliseconds(200))
         #expect(!heard.all.contains("durable"), "a strict decision reached replication before its fsync")
-        StorageTests.sqlite(node).pauseWriter(false)
+        disk.resume()
         #expect(await heard.wait { $0.contains("durable") })
         try node.close()
     }
@@ -79,12 +80,13 @@ import Testing
     @Test func strictDurabilityKeepsADecisionOutOfCatchUpUntilItIsOnDisk() async throws {
         let scratch = StorageTests.Scratch()
         defer { scratch.remove() }
-        let node = try StorageTests.open(scratch, durability: .strict)
+        let disk = StoreFaults()
+        let node = try StorageTests.open(scratch, durability: .strict, faults: disk)
         let key = StateKey(name: Fixture.Counter.name)
         let bucket = node.digest.bucket(of: key)
         let committed = Recorder<Version>()
         _ = node.addCommitListener { committed.append($0.delta.version) }
-        StorageTests.sqlite(node).pauseWriter(true)
+        disk.stall()
         Thread { node.set(1, into: Fixture.Counter.self) }.start()
         #expect(await committed.wait { !$0.isEmpty })
         let version = committed.all[0]
@@ -97,7 +99,7 @@ import Testing
         #expect(node.compare(buckets: [(bucket: bucket, items: [:])]).allSatisfy { $0.push.isEmpty },
                 "a walk pushes a decision not on disk")
         #expect(node.walkStart.clock < version.timestamp.rawValue, "a walk would prove coverage of a decision not on disk")
-        StorageTests.sqlite(node).pauseWriter(false)
+        disk.resume()
         try node.flush()
         for _ in 0..<200 where node.walkEntries(keys: [key], changedAfter: 0)?.isEmpty != false {
             try await Task.sleep(for: .milliseconds(10))

@@ -30,19 +30,19 @@ import Testing
         }
     }
 
+    /// A node with its store in `scratch`; with `faults`, its disk stalls or crashes on command.
     static func open(
         _ scratch: Scratch, id: String = "a", durability: Durability, clock: TestClock = TestClock(),
-        configure: (inout Node.Configuration) -> Void = { _ in }
+        faults: StoreFaults? = nil, configure: (inout Node.Configuration) -> Void = { _ in }
     ) throws(NodeConfigurationError) -> Node {
         var configuration = Node.Configuration(id: id)
         configuration.clock = clock
         configuration.dataDirectory = scratch.path
         configuration.durability = durability
+        configuration.storeFileWrapper = faults?.wrap
         configure(&configuration)
         return try Node(configuration: configuration)
     }
-
-    static func sqlite(_ node: Node) -> SQLiteStorage { node.storage as! SQLiteStorage }
 
     static let durableLevels: [Durability] = [.batched(intervalMilliseconds: 5), .batched(intervalMilliseconds: 60_000), .strict]
 
@@ -102,7 +102,8 @@ import Testing
     @Test func strictLosesNothingAcknowledgedInACrash() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
-        let node = try Self.open(scratch, durability: .strict)
+        let disk = StoreFaults()
+        let node = try Self.open(scratch, durability: .strict, faults: disk)
         // Concurrent deciders share group commits.
         await withTaskGroup(of: Void.self) { group in
             for writer in 0..<4 {
@@ -117,7 +118,7 @@ import Testing
         let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: 9), node: "b")
         try node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: [49])]))
         let acknowledged = node.entries()
-        Self.sqlite(node).simulateCrash()
+        disk.crash()
 
         let reopened = try Self.open(scratch, durability: .strict)
         #expect(reopened.entries() == acknowledged)
@@ -129,8 +130,9 @@ import Testing
         for durability in [Durability.strict, .batched(intervalMilliseconds: 5)] {
             let scratch = Scratch()
             defer { scratch.remove() }
-            let node = try Self.open(scratch, durability: durability)
-            Self.sqlite(node).pauseWriter(true)
+            let disk = StoreFaults()
+            let node = try Self.open(scratch, durability: durability, faults: disk)
+            disk.stall()
             let returned = Recorder<String>()
             Thread {
                 node.set(1, into: Fixture.Counter.self)
@@ -147,11 +149,11 @@ import Testing
             if durability == .strict {
                 try await Task.sleep(for: .milliseconds(300))
                 #expect(returned.all.isEmpty, "strict decide or apply returned before its commit was on disk")
-                Self.sqlite(node).pauseWriter(false)
+                disk.resume()
                 #expect(await returned.wait { Set($0) == ["decide", "apply"] })
             } else {
                 #expect(await returned.wait { Set($0) == ["decide", "apply"] })
-                Self.sqlite(node).pauseWriter(false)
+                disk.resume()
             }
             try node.close()
         }
@@ -161,13 +163,14 @@ import Testing
         let scratch = Scratch()
         defer { scratch.remove() }
         // An interval longer than the test: only `flush` writes.
-        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 60_000))
+        let disk = StoreFaults()
+        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 60_000), faults: disk)
         node.set(1, into: Fixture.Counter.self)
         try node.flush()
         let flushed = node.entries()
         node.set("late", into: Fixture.Label.self)
         node.set(2, into: Fixture.Counter.self)
-        Self.sqlite(node).simulateCrash()
+        disk.crash()
 
         let reopened = try Self.open(scratch, durability: .batched(intervalMilliseconds: 60_000))
         #expect(reopened.entries() == flushed)
@@ -177,12 +180,13 @@ import Testing
     @Test func batchedWritesWithinItsIntervalWithoutAFlush() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
-        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5))
+        let disk = StoreFaults()
+        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5), faults: disk)
         for index in 0..<200 { node.decide(SetQuota(id: "k\(index)", value: index)) }
         let committed = node.entries()
         // Far more than one interval: every commit has been group-committed by now.
         try await Task.sleep(for: .milliseconds(500))
-        Self.sqlite(node).simulateCrash()
+        disk.crash()
 
         let reopened = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5))
         #expect(reopened.entries() == committed)

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import DecideUV
 import Foundation
 import Logging
@@ -132,8 +133,10 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-stall-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let a = try Peer("a", seeds: [])
+        let disk = StoreFaults()
         let b = try Peer("b", seeds: [a.address]) { node, replication in
             node.dataDirectory = directory
+            node.storeFileWrapper = disk.wrap
             node.durability = .batched(intervalMilliseconds: 5)
             node.maxQueuedStorageCommits = 8
             node.maxDecisionBytes = 256 * 1024
@@ -143,8 +146,7 @@ import Testing
             replication.maxInboundDeltaBytes = 1024 * 1024
         }
         #expect(await eventually { a.connectedPeers() == ["b"] && b.connectedPeers() == ["a"] })
-        let store = try #require(b.node.storage as? SQLiteStorage)
-        store.pauseWriter(true)
+        disk.stall()
         // 2,000 deltas of 4 KB: b's store takes 8 commits, 1 MiB more waits, the rest is dropped.
         for index in 0..<2_000 { a.node.decide(Blob(index: index)) }
         #expect(await eventually { (b.replicator.status.members.first { $0.nodeID == "a" }?.droppedIncomingDeltas ?? 0) > 0 },
@@ -154,7 +156,7 @@ import Testing
         #expect(await eventually { b.connectedPeers() == ["a", "c"] }, "b links with \(b.connectedPeers())")
         // Longer than a's failure timeout (2 s): b's heartbeats keep coming while its store is stalled.
         #expect(await holds(3) { a.connectedPeers().contains("b") }, "a lost b while b's store was stalled")
-        store.pauseWriter(false)
+        disk.resume()
         #expect(await eventually(60) { b.node.entries() == a.node.entries() && c.node.entries() == a.node.entries() },
                 "entries: a \(a.node.entries().count) b \(b.node.entries().count) c \(c.node.entries().count)")
         // Slowness is not misbehaviour: b's bounds never close a link to an honest peer, though

@@ -1,6 +1,7 @@
 import Decide
 import DecideCore
 import DecideRESP
+import DecideTesting
 import Foundation
 import Testing
 @testable import syncnode
@@ -16,17 +17,17 @@ extension SyncNodeTests {
                 $0.dataDirectory = directory.path
                 $0.durability = "strict"
             }
-            try await withPeer("strict", configure: configure) { peer in
+            let disk = StoreFaults()
+            try await withPeer("strict", disk: disk, configure: configure) { peer in
                 #expect(peer.node.acknowledgesAfterDisk)
                 let writer = try peer.client()
                 let reader = try peer.client()
                 #expect(try writer.call("SET", "before", "1") == ok)
-                let store = try #require(peer.node.storage as? SQLiteStorage)
                 // The disk stops: pipelined writes wait for it, in order, off the loop.
-                store.pauseWriter(true)
+                disk.stall()
                 // Let the disk go again whatever happens below: a peer waiting for it cannot stop.
                 var released = false
-                defer { if !released { store.pauseWriter(false) } }
+                defer { if !released { disk.resume() } }
                 var batch: [UInt8] = []
                 for index in 0 ..< 50 { batch += request("SET", "k", "\(index)") }
                 batch += request("MSET", "m1", "a", "m2", "b")
@@ -40,7 +41,7 @@ extension SyncNodeTests {
                 #expect(try reader.call("EXISTS", "before") == .integer(1))
                 // Nothing was acknowledged while the disk was held.
                 #expect(!writer.hasData(within: 0.2), "a strict write replied before it was on disk")
-                store.pauseWriter(false)
+                disk.resume()
                 released = true
                 for index in 0 ..< 50 {
                     let reply = try writer.reply()

@@ -1,4 +1,5 @@
 import Decide
+import DecideTesting
 import DecideCore
 import DecideRESP
 import DecideUV
@@ -93,7 +94,7 @@ final class TestPeer: @unchecked Sendable {
     /// Starts peer `id`; `configure` adjusts the flags (listen and admin default to
     /// `127.0.0.1:0`). With a data directory, it is prepared as `syncnode run` does.
     init(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil, logs: LogCapture = LogCapture(),
-         metricsRegistry: PrometheusCollectorRegistry? = nil,
+         metricsRegistry: PrometheusCollectorRegistry? = nil, disk: StoreFaults? = nil,
          configure: (inout RunSettings.Flags) -> Void = { _ in }) throws {
         var flags = RunSettings.Flags(listen: "127.0.0.1:0", admin: "127.0.0.1:0", peers: peers)
         flags.id = id
@@ -104,7 +105,7 @@ final class TestPeer: @unchecked Sendable {
         if let directory = settings.dataDirectory { _ = try PeerFiles.prepareDataDirectory(directory, id: id) }
         self.logs = logs
         process = try PeerProcess(settings: settings, id: id, secrets: try PeerFiles.readKeyring(settings), adminPassword: adminPassword,
-                                  metricsRegistry: metricsRegistry) { label in
+                                  metricsRegistry: metricsRegistry, storeFileWrapper: disk?.wrap) { label in
             logs.logger(label)
         }
     }
@@ -404,10 +405,10 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 /// Runs `body` with a started peer, and stops it after (also when `body` throws).
-func withPeer(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil,
+func withPeer(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil, disk: StoreFaults? = nil,
               configure: (inout RunSettings.Flags) -> Void = { _ in },
               _ body: (TestPeer) async throws -> Void) async throws {
-    let peer = try TestPeer(id, peers: peers, adminPassword: adminPassword, configure: configure)
+    let peer = try TestPeer(id, peers: peers, adminPassword: adminPassword, disk: disk, configure: configure)
     do {
         try await body(peer)
     } catch {

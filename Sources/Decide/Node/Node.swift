@@ -21,7 +21,7 @@ public final class Node: Sendable {
     let pool: TaskPool
     let environmentBox: Mutex<EffectEnvironment>
     /// Where commits go to survive a restart (`InMemoryStorage` when there is no data directory).
-    package let storage: any NodeStorage
+    let storage: any NodeStorage
     /// `storage.persists`, read once: a node without a store skips every storage call.
     package let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
@@ -87,7 +87,8 @@ public final class Node: Sendable {
             if let directory = configuration.dataDirectory {
                 storage = try SQLiteStorage(
                     directory: directory, nodeID: configuration.id, durability: configuration.durability,
-                    maxQueuedCommits: configuration.maxQueuedStorageCommits, logger: logger)
+                    maxQueuedCommits: configuration.maxQueuedStorageCommits, logger: logger,
+                    wrapFile: configuration.storeFileWrapper)
             } else {
                 storage = InMemoryStorage()
             }

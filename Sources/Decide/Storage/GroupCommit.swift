@@ -14,14 +14,14 @@ import DecideCore
 /// commit supersedes are released where they were allocated, and the writer thread receives
 /// one dictionary per transaction rather than one array per commit.
 struct GroupCommit {
-    private(set) var changes: [StateKey: SQLiteDatabase.KeyChange] = [:]
+    private(set) var changes: [StateKey: StoreFileChange] = [:]
     private(set) var clock = HLCTimestamp.zero
     private(set) var commits = 0
     /// The key of the last upsert, and (from its second upsert in a row) its place in
     /// `changes`: a key written again and again — a counter, a flag — is merged without hashing.
     /// Only an insertion moves places, and an insertion replaces `lastKey`.
     private var lastKey: StateKey?
-    private var lastIndex: Dictionary<StateKey, SQLiteDatabase.KeyChange>.Index?
+    private var lastIndex: Dictionary<StateKey, StoreFileChange>.Index?
 
     var isEmpty: Bool { commits == 0 }
 

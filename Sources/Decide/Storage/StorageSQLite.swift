@@ -25,7 +25,7 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
     package var persists: Bool { true }
     private let queue: StorageWriteQueue
     /// Touched by the opening thread until `load` starts the writer, then only by the writer.
-    private let database: SQLiteDatabase
+    private let database: any StoreFile
     private let logger: Logger
     /// `decide_store_sync_seconds{node}`: each group commit's write and sync (docs/operations.md, "Metrics").
     private let syncTimer: CoreMetrics.Timer
@@ -34,8 +34,10 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
 
     /// Opens (creating when absent) the store of node `nodeID` in `directory`. Throws when the
     /// directory cannot be created, the file is corrupt or in use, or belongs to another node.
+    /// `wrapFile`, when given, is put in front of the opened file (`StoreFile`).
     package init(
-        directory: String, nodeID: String, durability: Durability, maxQueuedCommits: Int, logger: Logger
+        directory: String, nodeID: String, durability: Durability, maxQueuedCommits: Int, logger: Logger,
+        wrapFile: (@Sendable (any StoreFile) -> any StoreFile)? = nil
     ) throws(StorageError) {
         precondition(durability != .memory, "SQLiteStorage is for batched or strict durability")
         do {
@@ -51,7 +53,8 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         self.durability = durability
         self.logger = logger
         self.syncTimer = CoreMetrics.Timer(label: "decide_store_sync_seconds", dimensions: [("node", nodeID)], preferredDisplayUnit: .seconds)
-        self.database = try SQLiteDatabase(path: path, nodeID: nodeID)
+        let opened = try SQLiteDatabase(path: path, nodeID: nodeID)
+        self.database = wrapFile?(opened) ?? opened
         self.queue = StorageWriteQueue(capacityCommits: maxQueuedCommits, eager: durability == .strict)
     }
 
@@ -88,23 +91,9 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
     package func close() throws(StorageError) {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let flushError = queue.flush()
-        queue.stop(with: .closed(path: path), dropPending: false)
+        queue.stop(with: .closed(path: path))
         if !started.load(ordering: .acquiring) { database.close() }
         if let flushError, flushError != .closed(path: path) { throw flushError }
-    }
-
-    /// Stops the writer without writing what is queued and closes the file, as if the process
-    /// were killed at this instant (a transaction being written completes first). For tests.
-    package func simulateCrash() {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        queue.stop(with: .closed(path: path), dropPending: true)
-        if !started.load(ordering: .acquiring) { database.close() }
-    }
-
-    /// Holds the writer thread before its next transaction (true), or lets it go. For tests
-    /// that observe what waits for the disk.
-    package func pauseWriter(_ paused: Bool) {
-        queue.setPaused(paused)
     }
 
     // MARK: the writer thread

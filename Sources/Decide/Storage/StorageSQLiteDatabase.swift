@@ -20,7 +20,7 @@ import DecideCore
 /// under `Entry.wins(over:)`, so replaying any change is idempotent. The connection holds the
 /// file exclusively (`locking_mode=EXCLUSIVE`): a second node cannot open it. Not thread-safe:
 /// one thread at a time (the opening thread, then the writer thread).
-final class SQLiteDatabase {
+final class SQLiteDatabase: StoreFile {
     let path: String
     private var handle: OpaquePointer?
     private var upsertStatement: OpaquePointer?
@@ -31,13 +31,6 @@ final class SQLiteDatabase {
     private var rollbackStatement: OpaquePointer?
 
     static let format: Int64 = 2
-
-    /// One key's changes in a group commit, applied in this order: delete the stored row if
-    /// its version is at most `removeUpTo` (tombstone collection), then upsert `upsert`.
-    struct KeyChange {
-        var removeUpTo: Version?
-        var upsert: Entry?
-    }
 
     /// Opens (creating when absent) the store at `path` for node `nodeID`: checks that it is
     /// a healthy Decide store of that node, and takes its lock.
@@ -236,7 +229,7 @@ final class SQLiteDatabase {
 
     /// Applies `changes` and raises the stored clock to `clock`, in one transaction synced to
     /// disk. On failure the transaction is rolled back and nothing of it is stored.
-    func write(_ changes: [StateKey: KeyChange], clock: HLCTimestamp) throws(StorageError) {
+    func write(_ changes: [StateKey: StoreFileChange], clock: HLCTimestamp) throws(StorageError) {
         try run(beginStatement, "beginning a transaction")
         do throws(StorageError) {
             for (key, change) in changes {

@@ -43,8 +43,6 @@ final class StorageWriteQueue: @unchecked Sendable {
     /// The writer exits once it sees this with nothing pending.
     private var stopping = false
     private var writerRunning = false
-    /// Tests hold the writer here to observe what waits for it.
-    private var paused = false
     /// True for strict durability: the writer takes work as soon as there is any.
     private let eager: Bool
 
@@ -149,7 +147,7 @@ final class StorageWriteQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if pending.isEmpty || (paused && !stopping) {
+            if pending.isEmpty {
                 if stopping { return nil }
                 condition.wait()
                 continue
@@ -165,14 +163,6 @@ final class StorageWriteQueue: @unchecked Sendable {
             }
             _ = condition.wait(until: due)   // timed out or signalled: the loop re-checks either way
         }
-    }
-
-    /// Holds the writer before its next transaction (true) or lets it go (false). For tests.
-    func setPaused(_ value: Bool) {
-        condition.lock()
-        paused = value
-        condition.broadcast()
-        condition.unlock()
     }
 
     func markDurable(_ ticket: UInt64) {
@@ -193,20 +183,19 @@ final class StorageWriteQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Stops admitting; the writer exits once what is queued is written (or at once when
-    /// `dropPending`, as a crash would). Waits for the writer to exit.
-    func stop(with error: StorageError, dropPending: Bool) {
+    /// Stops admitting; the writer exits once what is queued is written. Waits for the writer
+    /// to exit.
+    func stop(with error: StorageError) {
         condition.lock()
         if stopError == nil { stopError = error }
         stopped.store(true, ordering: .releasing)
-        if dropPending { self.dropPending() }
         stopping = true
         condition.broadcast()
         while writerRunning { condition.wait() }
         condition.unlock()
     }
 
-    /// Call with the lock held: forgets what is queued, as a crash would.
+    /// Call with the lock held: forgets what is queued (the store failed).
     private func dropPending() {
         inFlight.subtract(pending.commits, ordering: .releasing)
         pending = GroupCommit()

@@ -47,8 +47,11 @@ final class PeerProcess: Sendable {
     }
 
     /// Starts a peer with `settings`; `id` is already settled (flag, env, config or data dir).
+    /// `storeFileWrapper` goes to the node's configuration (`Node.Configuration.storeFileWrapper`;
+    /// tests put a misbehaving disk there).
     init(settings: RunSettings, id: String, secrets: [[UInt8]], adminPassword: [UInt8]?,
-         metricsRegistry: PrometheusCollectorRegistry? = nil, makeLogger: (String) -> Logger) throws {
+         metricsRegistry: PrometheusCollectorRegistry? = nil,
+         storeFileWrapper: (@Sendable (any StoreFile) -> any StoreFile)? = nil, makeLogger: (String) -> Logger) throws {
         self.settings = settings
         keyring = Keyring(secrets)
         var logger = makeLogger("syncnode")
@@ -58,6 +61,7 @@ final class PeerProcess: Sendable {
         nodeConfiguration.logger = makeLogger("decide.node")
         nodeConfiguration.dataDirectory = settings.dataDirectory
         nodeConfiguration.durability = settings.durability
+        nodeConfiguration.storeFileWrapper = storeFileWrapper
         node = try Node(configuration: nodeConfiguration)
         var transportConfiguration = UVTransport.Configuration(
             nodeID: id, clusterName: settings.cluster, clusterSecret: secrets.first, insecure: settings.insecure,
