@@ -44,35 +44,7 @@ public final class Node: Sendable {
     /// Throws for an invalid id, bound or durability, and for a store that cannot be opened
     /// (corrupt, unreadable, in use, or another node's).
     public init(configuration: Configuration) throws(NodeConfigurationError) {
-        let idBytes = configuration.id.utf8.count
-        guard idBytes >= 1 && idBytes <= 255 else { throw .invalidNodeID(configuration.id) }
-        guard configuration.effectConcurrency >= 1 else { throw .invalidBound("effectConcurrency must be at least 1") }
-        guard configuration.maxQueuedEffects >= 0 else { throw .invalidBound("maxQueuedEffects must not be negative") }
-        guard configuration.digestFanoutBits >= 1, configuration.digestDepth >= 0,
-              configuration.digestFanoutBits * configuration.digestDepth <= 24 else {
-            throw .invalidBound("digestFanoutBits × digestDepth must be at most 24")
-        }
-        guard configuration.recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
-        guard (1...86_400_000).contains(configuration.maxClockSkewMilliseconds) else {
-            throw .invalidBound("maxClockSkewMilliseconds must be 1 to 86,400,000 (one day)")
-        }
-        guard (1...60_000).contains(configuration.expiryCheckIntervalMilliseconds) else {
-            throw .invalidBound("expiryCheckIntervalMilliseconds must be 1 to 60,000")
-        }
-        guard configuration.maxDecisionBytes >= 1024 else { throw .invalidBound("maxDecisionBytes must be at least 1,024") }
-        guard configuration.maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
-        switch (configuration.durability, configuration.dataDirectory) {
-        case (.memory, nil), (.strict, .some):
-            break
-        case (.batched(let interval), .some):
-            guard (1...60_000).contains(interval) else {
-                throw .invalidDurability("the batch interval must be 1 to 60,000 ms, not \(interval)")
-            }
-        case (.memory, .some):
-            throw .invalidDurability("durability .memory keeps nothing: choose .batched or .strict for a data directory")
-        case (_, nil):
-            throw .invalidDurability("durability \(configuration.durability) needs a dataDirectory")
-        }
+        try configuration.validate()
         self.id = configuration.id
         self.idHash = Version(timestamp: .zero, node: configuration.id).nodeHash
         self.configuration = configuration

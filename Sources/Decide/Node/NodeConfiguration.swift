@@ -79,6 +79,43 @@ extension Node {
     }
 }
 
+extension Node.Configuration {
+    /// Throws the first setting out of its range, or two that do not fit together, with the
+    /// error `Node.init` reports: the id's length, every bound, and durability against
+    /// `dataDirectory`. Checked before anything is opened or started.
+    func validate() throws(NodeConfigurationError) {
+        let idBytes = id.utf8.count
+        guard idBytes >= 1 && idBytes <= 255 else { throw .invalidNodeID(id) }
+        guard effectConcurrency >= 1 else { throw .invalidBound("effectConcurrency must be at least 1") }
+        guard maxQueuedEffects >= 0 else { throw .invalidBound("maxQueuedEffects must not be negative") }
+        guard digestFanoutBits >= 1, digestDepth >= 0,
+              digestFanoutBits * digestDepth <= 24 else {
+            throw .invalidBound("digestFanoutBits × digestDepth must be at most 24")
+        }
+        guard recentChangeCapacity >= 1 else { throw .invalidBound("recentChangeCapacity must be at least 1") }
+        guard (1...86_400_000).contains(maxClockSkewMilliseconds) else {
+            throw .invalidBound("maxClockSkewMilliseconds must be 1 to 86,400,000 (one day)")
+        }
+        guard (1...60_000).contains(expiryCheckIntervalMilliseconds) else {
+            throw .invalidBound("expiryCheckIntervalMilliseconds must be 1 to 60,000")
+        }
+        guard maxDecisionBytes >= 1024 else { throw .invalidBound("maxDecisionBytes must be at least 1,024") }
+        guard maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
+        switch (durability, dataDirectory) {
+        case (.memory, nil), (.strict, .some):
+            break
+        case (.batched(let interval), .some):
+            guard (1...60_000).contains(interval) else {
+                throw .invalidDurability("the batch interval must be 1 to 60,000 ms, not \(interval)")
+            }
+        case (.memory, .some):
+            throw .invalidDurability("durability .memory keeps nothing: choose .batched or .strict for a data directory")
+        case (_, nil):
+            throw .invalidDurability("durability \(durability) needs a dataDirectory")
+        }
+    }
+}
+
 /// Why a node could not be created.
 public enum NodeConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The id is empty or over 255 UTF-8 bytes.
