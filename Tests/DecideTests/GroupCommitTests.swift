@@ -8,7 +8,7 @@ import Testing
 /// commits with or without the lock.
 @Suite struct GroupCommitTests {
     /// What a store holds after `change`, applied on its own (the reference for coalescing).
-    static func apply(_ change: StorageChange, to store: inout [StateKey: Entry]) {
+    static func apply(_ change: StoreChange, to store: inout [StateKey: Entry]) {
         switch change {
         case let .upsert(key, entry):
             store[key] = store[key].map { $0.merged(with: entry) } ?? entry
@@ -47,7 +47,7 @@ import Testing
             var key = keys[0]
             var highestClock = HLCTimestamp.zero
             for _ in 0..<Int.random(in: 1...40, using: &random) {
-                var changes: [StorageChange] = []
+                var changes: [StoreChange] = []
                 for _ in 0..<Int.random(in: 1...3, using: &random) {
                     // Mostly the same key as before, as a counter written in a loop would be.
                     if Int.random(in: 0..<4, using: &random) == 0 { key = keys[Int.random(in: 0..<keys.count, using: &random)] }
@@ -73,7 +73,7 @@ import Testing
     /// A full queue makes `admit` wait until a slot is given back, whichever way it comes back;
     /// a stopped queue refuses admission at once.
     @Test func admissionIsBoundedInCommitsAndWokenBySpace() async throws {
-        let queue = StorageWriteQueue(capacityCommits: 2, eager: false)
+        let queue = StoreWriteQueue(capacityCommits: 2, eager: false)
         #expect(queue.admit() == nil)
         #expect(queue.admit() == nil)
         let admitted = Recorder<Void>()
@@ -105,7 +105,7 @@ import Testing
     /// admitted at once than the capacity, and every appended commit reaches the writer once.
     @Test func concurrentCommittersNeverExceedTheCapacityAndLoseNothing() async throws {
         let capacity = 3
-        let queue = StorageWriteQueue(capacityCommits: capacity, eager: true)
+        let queue = StoreWriteQueue(capacityCommits: capacity, eager: true)
         queue.writerStarted()
         let threads = 4
         let perThread = 2_000

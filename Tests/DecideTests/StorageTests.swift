@@ -260,7 +260,7 @@ import Testing
             for grouping in ["one by one", "one group", "replayed"] {
                 let scratch = Scratch()
                 defer { scratch.remove() }
-                let storage = try SQLiteStorage(
+                let storage = try SQLiteStore(
                     directory: scratch.path, nodeID: "a", durability: .strict, maxQueuedCommits: 64, logger: .init(label: "test"))
                 _ = try storage.load { _, _ in }
                 let groups: [[StorageBatch]]
@@ -278,7 +278,7 @@ import Testing
                     if let error = storage.waitUntilDurable(storage.append(combined)) { throw error }
                 }
                 try storage.close()
-                let reopened = try SQLiteStorage(
+                let reopened = try SQLiteStore(
                     directory: scratch.path, nodeID: "a", durability: .strict, maxQueuedCommits: 64, logger: .init(label: "test"))
                 var loaded: [KeyedEntry] = []
                 _ = try reopened.load { loaded.append(KeyedEntry(key: $0, entry: $1)) }
@@ -399,13 +399,13 @@ import Testing
 }
 
 /// One commit's changes and the node's clock when it committed: how these tests hand a store
-/// whole commits (the node hands it changes by index, `NodeStorage.append(changeCount:clock:change:)`).
+/// whole commits (the node hands it changes by index, `NodeStore.append(changeCount:clock:change:)`).
 struct StorageBatch: Sendable {
-    var changes: [StorageChange]
+    var changes: [StoreChange]
     var clock: HLCTimestamp
 }
 
-extension NodeStorage {
+extension NodeStore {
     /// Queues `batch` as one commit (consuming one admission) and returns its ticket.
     func append(_ batch: StorageBatch) -> UInt64 {
         append(changeCount: batch.changes.count, clock: batch.clock) { batch.changes[$0] }

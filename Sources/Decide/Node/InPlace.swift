@@ -10,7 +10,7 @@
 ///
 /// Guarantees nothing about exclusivity itself: every `InPlace` in Decide belongs to `NodeCore`
 /// or its `Transaction` and is touched only while the node's lock is held, to the store's
-/// `StorageWriteQueue` and is touched only under its lock, or to a `Replicator` and is touched
+/// `StoreWriteQueue` and is touched only under its lock, or to a `Replicator` and is touched
 /// only inside its transport's delegate calls, which come one at a time. That is what makes
 /// the unchecked access sound. The owner calls `release()` exactly once, in its `deinit`.
 struct InPlace<Value>: @unchecked Sendable {

@@ -20,9 +20,9 @@ public final class Node: Sendable {
     let delivery = DeliveryQueue()
     let pool: TaskPool
     let environmentBox: Mutex<EffectEnvironment>
-    /// Where commits go to survive a restart (`InMemoryStorage` when there is no data directory).
-    let storage: any NodeStorage
-    /// `storage.persists`, read once: a node without a store skips every storage call.
+    /// Where commits go to survive a restart (`InMemoryStore` when there is no data directory).
+    let store: any NodeStore
+    /// `store.persists`, read once: a node without a store skips every storage call.
     package let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     let waitsForDisk: Bool
@@ -54,31 +54,31 @@ public final class Node: Sendable {
         var table = EntryTable(digest: StateDigest(
             fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth))
         var clock = HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds)
-        let storage: any NodeStorage
+        let store: any NodeStore
         do throws(StorageError) {
             if let directory = configuration.dataDirectory {
-                storage = try SQLiteStorage(
+                store = try SQLiteStore(
                     directory: directory, nodeID: configuration.id, durability: configuration.durability,
                     maxQueuedCommits: configuration.maxQueuedStorageCommits, logger: logger,
                     wrapFile: configuration.storeFileWrapper)
             } else {
-                storage = InMemoryStorage()
+                store = InMemoryStore()
             }
-            let storedClock = try storage.load { key, entry in table.merge(entry, for: key) }
+            let storedClock = try store.load { key, entry in table.merge(entry, for: key) }
             clock.advance(pastOrTo: storedClock)
             if let highest = table.highestVersion { clock.advance(pastOrTo: highest.timestamp) }
         } catch {
             logger.error("cannot start: \(error)")
             throw .storage(error)
         }
-        if storage.persists {
+        if store.persists {
             logger.info("loaded store", metadata: [
                 "entries": "\(table.count)", "durability": "\(configuration.durability)",
                 "clock": "\(clock.last)"])
         }
-        self.storage = storage
-        self.persists = storage.persists
-        self.waitsForDisk = storage.persists && configuration.durability == .strict
+        self.store = store
+        self.persists = store.persists
+        self.waitsForDisk = store.persists && configuration.durability == .strict
         let core = NodeCore(
             nodeID: configuration.id, table: table, clock: clock,
             logger: logger, limits: configuration.limits,
@@ -143,7 +143,7 @@ public final class Node: Sendable {
             return .aborted(reason: reason)
         }
         // Back-pressure from the store's writer waits here, before the lock.
-        if persists, let error = storage.admit() {
+        if persists, let error = store.admit() {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
             if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: "\(error)"), writes: [])) }
             return .aborted(reason: "\(error)")
@@ -159,17 +159,17 @@ public final class Node: Sendable {
                 write: StorageWriter(transaction: transaction, generation: generation))
             transaction.end()
             if let failure = transaction.failure {
-                if persists { storage.cancelAdmission() }
+                if persists { store.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
                 return (.aborted(reason: failure), .none, 0, nil)
             }
             let writes = transaction.pending
             guard !writes.isEmpty else {
-                if persists { storage.cancelAdmission() }
+                if persists { store.cancelAdmission() }
                 return (.unchanged, effect, 0, nil)
             }
             if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
-                if persists { storage.cancelAdmission() }
+                if persists { store.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
                 return (.aborted(reason: refusal), .none, 0, nil)
             }
@@ -223,7 +223,7 @@ public final class Node: Sendable {
             var ticket: UInt64 = 0
             if persists {
                 // No array per commit: the queue coalesces the writes as it is handed them.
-                ticket = storage.append(changeCount: writes.count, clock: core.clock.last) {
+                ticket = store.append(changeCount: writes.count, clock: core.clock.last) {
                     .upsert(writes.key(at: $0), writes.entry(at: $0, version: version))
                 }
                 // Strict: anti-entropy must not hand it on either until it is on disk.
@@ -232,7 +232,7 @@ public final class Node: Sendable {
             return (.committed(version), effect, ticket, afterDisk)
         }
         if waitsForDisk && ticket > 0 {
-            if let error = storage.waitUntilDurable(ticket) {
+            if let error = store.waitUntilDurable(ticket) {
                 // It stays out of replication for good: the store refuses everything from now on,
                 // and a restart (without it) is how this node recovers.
                 logger.error("decision \(type(of: decision)) is in memory but not on disk, its effect is dropped and it is not replicated: \(error)")
@@ -377,7 +377,7 @@ public final class Node: Sendable {
         for channel in channels { channel.finish() }
         await pool.waitUntilIdle()
         do {
-            try storage.flush()
+            try store.flush()
         } catch {
             logger.error("flushing the store at shutdown: \(error)")
         }
@@ -390,7 +390,7 @@ public final class Node: Sendable {
     /// disk. Without a data directory, returns at once. Throws when the store failed or is
     /// closed.
     public func flush() throws(StorageError) {
-        try storage.flush()
+        try store.flush()
     }
 
     /// Flushes and closes the store, releasing the data directory for another `Node`. After
@@ -398,13 +398,13 @@ public final class Node: Sendable {
     /// Idempotent; without a data directory, does nothing. Also done when the node is
     /// deinitialized.
     public func close() throws(StorageError) {
-        try storage.close()
+        try store.close()
     }
 
     deinit {
         expiryTimer.withLock { $0?.cancel() }
         do {
-            try storage.close()
+            try store.close()
         } catch {
             logger.error("closing the store: \(error)")
         }

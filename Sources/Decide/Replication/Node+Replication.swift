@@ -65,7 +65,7 @@ extension Node {
     package func apply(_ delta: Delta, waitingForDisk: Bool) throws(ClockError) -> (changed: Int, ticket: UInt64) {
         let outcome = apply(deltas: CollectionOfOne(delta))
         if let refusal = outcome.refusals.first { throw refusal.error }
-        if waitingForDisk && waitsForDisk && outcome.ticket > 0 { _ = storage.waitUntilDurable(outcome.ticket) }
+        if waitingForDisk && waitsForDisk && outcome.ticket > 0 { _ = store.waitUntilDurable(outcome.ticket) }
         return (outcome.changed, outcome.ticket)
     }
 
@@ -84,7 +84,7 @@ extension Node {
         let admitted = admitToStorage()
         let outcome = core.withLock { core -> DeltaBatchOutcome in
             var outcome = DeltaBatchOutcome()
-            var stored: [StorageChange] = []
+            var stored: [StoreChange] = []
             let physical = configuration.clock.nowMilliseconds()
             var now = hybridNow(core, physical: physical)
             for (index, delta) in deltas.enumerated() {
@@ -128,15 +128,15 @@ extension Node {
     /// `applyCatchUp`); nil when it does, the store's error when it never will.
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
         guard ticket > 0 else { return nil }
-        return storage.waitUntilDurable(ticket)
+        return store.waitUntilDurable(ticket)
     }
 
-    /// `storage.admit()` for a remote apply: false without a store, or when the store refuses
+    /// `store.admit()` for a remote apply: false without a store, or when the store refuses
     /// writes (failed or closed) — remote entries are then applied in memory only (peers hold
     /// them, and a restarted node catches up).
     func admitToStorage() -> Bool {
         guard persists else { return false }
-        if let error = storage.admit() {
+        if let error = store.admit() {
             logger.debug("applying in memory only: \(error)")
             return false
         }
@@ -145,13 +145,13 @@ extension Node {
 
     /// Call with the lock held, after `admitToStorage` returned `admitted`: queues `changes`
     /// (or gives the slot back when there are none); returns the ticket, 0 for none.
-    func appendToStorage(_ admitted: Bool, _ changes: [StorageChange], clock: HLCTimestamp) -> UInt64 {
+    func appendToStorage(_ admitted: Bool, _ changes: [StoreChange], clock: HLCTimestamp) -> UInt64 {
         guard admitted else { return 0 }
         guard !changes.isEmpty else {
-            storage.cancelAdmission()
+            store.cancelAdmission()
             return 0
         }
-        return storage.append(changeCount: changes.count, clock: clock) { changes[$0] }
+        return store.append(changeCount: changes.count, clock: clock) { changes[$0] }
     }
 
     /// What applying one batch of catch-up entries did.
@@ -200,7 +200,7 @@ extension Node {
             }
             if let newest { _ = try? core.clock.merge(remote: newest, physicalMilliseconds: physical) }
             let now = hybridNow(core, physical: physical)
-            var stored: [StorageChange] = []
+            var stored: [StoreChange] = []
             var applied: [KeyedEntry] = []
             for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
                 guard !core.isCollected(item.entry, for: item.key, now: now), core.table.merge(item.entry, for: item.key).changed else { continue }

@@ -13,7 +13,7 @@ import DecideCore
 /// Guarantees an implementation must give: `load` yields every entry appended (and not
 /// removed) before the last successful flush, merged last-writer-wins, so a replay of any
 /// change is idempotent; at most the bound it documents of admitted commits wait in memory.
-package protocol NodeStorage: AnyObject, Sendable {
+package protocol NodeStore: AnyObject, Sendable {
     /// False for a storage that keeps nothing: the node then skips every other call.
     var persists: Bool { get }
     /// The durability it was opened with.
@@ -29,7 +29,7 @@ package protocol NodeStorage: AnyObject, Sendable {
     /// Queues one commit (consuming one admission) and returns its ticket: `changeCount`
     /// changes, the i-th being `change(i)`, in commit order, and the node's clock after it.
     /// Never blocks on disk; `change` is called before it returns and is not kept.
-    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64
     /// Waits until the commit with `ticket`, and every one before it, is on disk; returns the
     /// error instead when the store failed first.
     func waitUntilDurable(_ ticket: UInt64) -> StorageError?
@@ -40,7 +40,7 @@ package protocol NodeStorage: AnyObject, Sendable {
 }
 
 /// One change to the store.
-package enum StorageChange: Sendable {
+package enum StoreChange: Sendable {
     /// Offer this entry for the key (kept only when it wins last-writer-wins).
     case upsert(StateKey, Entry)
     /// Delete the key's entry if its version is at most this one: tombstone collection, or any

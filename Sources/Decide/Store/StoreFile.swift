@@ -12,7 +12,7 @@ package struct StoreFileChange: Sendable {
     }
 }
 
-/// The file a `SQLiteStorage` keeps its entries in: read once at start, then written one group
+/// The file a `SQLiteStore` keeps its entries in: read once at start, then written one group
 /// commit at a time by the store's writer thread. `SQLiteDatabase` is the file a node opens.
 /// `Node.Configuration.storeFileWrapper` lets a caller put another in front of it, such as a
 /// test's file that stalls or drops writes to stand for a slow disk or a killed process.

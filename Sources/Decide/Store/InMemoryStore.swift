@@ -2,14 +2,14 @@ import DecideCore
 
 /// The storage of a node without a data directory: it keeps nothing, so a restarted node
 /// starts empty. Costs nothing — the node skips it (`persists == false`).
-package final class InMemoryStorage: NodeStorage {
+package final class InMemoryStore: NodeStore {
     package init() {}
     package var persists: Bool { false }
     package var durability: Durability { .memory }
     package func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp { .zero }
     package func admit() -> StorageError? { nil }
     package func cancelAdmission() {}
-    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 { 0 }
+    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 { 0 }
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}

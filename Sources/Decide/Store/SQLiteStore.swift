@@ -9,21 +9,21 @@ import Synchronization
 ///
 /// Guarantees:
 /// - the node's lock is never held while the disk works: commits are handed to a bounded
-///   `StorageWriteQueue` (`maxQueuedCommits`); when it is full, `admit` — and so `decide` and
+///   `StoreWriteQueue` (`maxQueuedCommits`); when it is full, `admit` — and so `decide` and
 ///   `apply` — waits for the writer (back-pressure, never unbounded memory);
 /// - `strict`: the writer writes as soon as there is work; every commit queued while it syncs
 ///   goes into the next transaction, so concurrent deciders share one sync;
 /// - `batched(intervalMilliseconds: n)`: the writer writes at most every n ms; a commit waits
 ///   at most n ms in memory before its transaction starts;
 /// - a group commit writes each key once (its last-writer-wins winner in the group).
-package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
+package final class SQLiteStore: NodeStore, @unchecked Sendable {
     /// The file name of the store inside a data directory.
     package static let fileName = "decide.sqlite"
 
     package let path: String
     package let durability: Durability
     package var persists: Bool { true }
-    private let queue: StorageWriteQueue
+    private let queue: StoreWriteQueue
     /// Touched by the opening thread until `load` starts the writer, then only by the writer.
     private let database: any StoreFile
     private let logger: Logger
@@ -39,7 +39,7 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         directory: String, nodeID: String, durability: Durability, maxQueuedCommits: Int, logger: Logger,
         wrapFile: (@Sendable (any StoreFile) -> any StoreFile)? = nil
     ) throws(StorageError) {
-        precondition(durability != .memory, "SQLiteStorage is for batched or strict durability")
+        precondition(durability != .memory, "SQLiteStore is for batched or strict durability")
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -55,7 +55,7 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
         self.syncTimer = CoreMetrics.Timer(label: "decide_store_sync_seconds", dimensions: [("node", nodeID)], preferredDisplayUnit: .seconds)
         let opened = try SQLiteDatabase(path: path, nodeID: nodeID)
         self.database = wrapFile?(opened) ?? opened
-        self.queue = StorageWriteQueue(capacityCommits: maxQueuedCommits, eager: durability == .strict)
+        self.queue = StoreWriteQueue(capacityCommits: maxQueuedCommits, eager: durability == .strict)
     }
 
     deinit {
@@ -78,7 +78,7 @@ package final class SQLiteStorage: NodeStorage, @unchecked Sendable {
 
     package func cancelAdmission() { queue.cancelAdmission() }
 
-    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 {
+    package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
         queue.append(changeCount: changeCount, clock: clock, change: change)
     }
 

@@ -26,13 +26,13 @@ struct GroupCommit {
     var isEmpty: Bool { commits == 0 }
 
     /// Adds one commit: `count` changes, the i-th being `change(i)`, then the node's clock.
-    mutating func add(changeCount count: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) {
+    mutating func add(changeCount count: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) {
         for index in 0..<count { add(change(index)) }
         if clock > self.clock { self.clock = clock }
         commits += 1
     }
 
-    private mutating func add(_ change: StorageChange) {
+    private mutating func add(_ change: StoreChange) {
         switch change {
         case let .upsert(key, entry):
             if key == lastKey {

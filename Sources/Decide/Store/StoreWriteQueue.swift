@@ -13,7 +13,7 @@ import Synchronization
 /// - tickets increase with every append, and `durable` only grows: once `waitUntilDurable(t)`
 ///   returns nil, every commit with a ticket up to `t` is on disk;
 /// - after `fail` or `stop`, nothing more is admitted and waiters are woken with the error.
-final class StorageWriteQueue: @unchecked Sendable {
+final class StoreWriteQueue: @unchecked Sendable {
     let capacityCommits: Int
     /// Guards everything below; `broadcast` wakes the writer, admitters and durability waiters.
     private let condition = NSCondition()
@@ -97,7 +97,7 @@ final class StorageWriteQueue: @unchecked Sendable {
     /// Queues one commit of `changeCount` changes (the i-th is `change(i)`) and the node's
     /// clock; returns its ticket. After `fail` or `stop` the commit is dropped (the ticket then
     /// never becomes durable; waiters get the error).
-    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StorageChange) -> UInt64 {
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
         let admitted = inFlight.load(ordering: .relaxed)
