@@ -175,11 +175,9 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// The store failed: drop what is queued, refuse everything from now on, wake every waiter.
     func fail(_ error: StorageError) {
         condition.lock()
-        if stopError == nil { stopError = error }
-        stopped.store(true, ordering: .releasing)
-        dropPending()
-        stopping = true
-        condition.broadcast()
+        inFlight.subtract(pending.commits, ordering: .releasing)
+        pending = GroupCommit()
+        beginStopping(error)
         condition.unlock()
     }
 
@@ -187,18 +185,19 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// to exit.
     func stop(with error: StorageError) {
         condition.lock()
-        if stopError == nil { stopError = error }
-        stopped.store(true, ordering: .releasing)
-        stopping = true
-        condition.broadcast()
+        beginStopping(error)
         while writerRunning { condition.wait() }
         condition.unlock()
     }
 
-    /// Call with the lock held: forgets what is queued (the store failed).
-    private func dropPending() {
-        inFlight.subtract(pending.commits, ordering: .releasing)
-        pending = GroupCommit()
+    /// Call with the lock held: keeps `error` as the reason (the first one given wins), refuses
+    /// admission from now on, and wakes every waiter and the writer, which exits once the
+    /// queue is empty.
+    private func beginStopping(_ error: StorageError) {
+        if stopError == nil { stopError = error }
+        stopped.store(true, ordering: .releasing)
+        stopping = true
+        condition.broadcast()
     }
 
     func writerExited() {
