@@ -15,6 +15,7 @@ surface").
 import difflib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def extract(module, out):
     modules_dir = os.path.join(ROOT, ".build", "debug", "Modules")
     if not os.path.isdir(modules_dir):
         sys.exit("public-api: no debug build in .build (run `swift build` first)")
-    command = [extractor(), "-module-name", module, "-I", modules_dir, "-target", "x86_64-unknown-linux-gnu",
+    command = [extractor(), "-module-name", module, "-I", modules_dir, "-target", f"{platform.machine()}-unknown-linux-gnu",
                "-minimum-access-level", "public", "-output-dir", out]
     for directory in C_MODULE_DIRS:
         command += ["-I", os.path.join(ROOT, directory)]

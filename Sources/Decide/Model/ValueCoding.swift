@@ -129,13 +129,14 @@ package enum ValueCoding {
         return text.withUTF8 { quoted(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Strings up to this many bytes with nothing to escape are quoted in scratch memory;
+    /// longer ones go the appending way (scratch memory that large would come from the heap
+    /// and be copied twice).
+    static let maxScratchQuotedBytes = 4_096
+
     /// `utf8` (valid UTF-8) as a JSON string: the quote, the backslash and control characters
     /// escaped, nothing else. The one escaping of strings in the package: typed values here and
     /// syncnode's Redis-protocol values both use it, so they write the same bytes.
-    /// Longer strings go the appending way: scratch memory that large would come from the heap
-    /// and be copied twice.
-    static let maxScratchQuotedBytes = 4_096
-
     package static func quoted(_ utf8: UnsafeRawBufferPointer) -> [UInt8] {
         let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
         // Most strings need no escape: one word-at-a-time scan says so, and only the rest are
@@ -145,8 +146,9 @@ package enum ValueCoding {
             for byte in utf8 where needsEscape(byte) { escapes += 1 }
         } else if utf8.count <= maxScratchQuotedBytes {
             // Written whole into scratch memory and copied once into an array of exactly that
-            // size: `reserveCapacity` and `append(contentsOf:)` are unspecialised calls, about
-            // 600 instructions for a 64-byte string (docs/benchmarks.md, stop 30).
+            // size, without the unspecialised `reserveCapacity` and `append(contentsOf:)`:
+            // 748 → 651 instructions for a 64-byte string (docs/benchmarks.md, "The
+            // decision-path pass").
             return withUnsafeTemporaryAllocation(byteCount: utf8.count + 2, alignment: 1) { out in
                 out[0] = quote
                 if let source = utf8.baseAddress, utf8.count > 0 {

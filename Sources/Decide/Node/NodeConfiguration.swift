@@ -68,7 +68,7 @@ extension Node {
         public var maxQueuedStorageCommits = 65_536
         /// Puts another `StoreFile` in front of the store's file when a `dataDirectory` is
         /// opened (nil: the file itself). The package's tests compose a fault-injecting file
-        /// here (`FaultInjectingStoreFile`, DecideTesting); nothing in production sets it.
+        /// here (`StoreFaults`, DecideTesting); nothing in production sets it.
         package var storeFileWrapper: (@Sendable (any StoreFile) -> any StoreFile)?
 
         /// A configuration for node `id` (1 to 255 UTF-8 bytes, unique in its cluster), with

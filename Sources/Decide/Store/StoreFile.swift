@@ -19,7 +19,8 @@ package struct StoreFileChange: Sendable {
 ///
 /// Guarantees asked of an implementation: `load` runs before any `write`, and both run on one
 /// thread at a time; a `write` that returns without throwing is durable as the store's
-/// durability level promises; `close` is called once, after the last `write`.
+/// durability level promises; `close` comes after the last `write`, and may come again (a store
+/// closed before it was loaded closes once more when it goes): after the first, it does nothing.
 package protocol StoreFile: AnyObject {
     /// Calls `body` with every stored entry and returns the stored clock.
     func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp
