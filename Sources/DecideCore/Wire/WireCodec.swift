@@ -52,15 +52,8 @@ package struct WireCodec: Sendable {
             cursor.writeString(delta.version.node)
             cursor.writeVarint(UInt64(delta.writes.count))
             for write in delta.writes {
-                cursor.writeString(write.key.name)
-                write.key.element.withUnsafeBytes { cursor.writeBytes($0) }
-                guard let value = write.value else {
-                    cursor.writeUInt8(0)
-                    continue
-                }
-                cursor.writeUInt8(Self.valueFlags(expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter))
-                value.withUnsafeBytes { cursor.writeBytes($0) }
-                if let expiresAt = write.expiresAtMilliseconds { cursor.writeUInt64(expiresAt) }
+                Self.writeKey(write.key, into: &cursor)
+                Self.writeValue(write.value, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &cursor)
             }
             precondition(cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
             return [UInt8](UnsafeRawBufferPointer(buffer))
@@ -116,10 +109,10 @@ package struct WireCodec: Sendable {
         writer.writeUInt8(Self.entryBatchKind)
         writer.writeVarint(UInt64(entries.count))
         for item in entries {
-            writeKey(item.key, into: &writer)
+            Self.writeKey(item.key, into: &writer)
             writer.writeUInt64(item.entry.version.timestamp.rawValue)
             writer.writeString(item.entry.version.node)
-            writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, owned: item.entry.ownedByWriter, into: &writer)
+            Self.writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, owned: item.entry.ownedByWriter, into: &writer)
         }
         return writer.bytes
     }
@@ -142,23 +135,25 @@ package struct WireCodec: Sendable {
         return entries
     }
 
-    private func writeKey(_ key: StateKey, into writer: inout WireWriter) {
-        writer.writeString(key.name)
-        writer.writeBytes(key.element)
+    /// A key, as both encoders write it (`WireSink`: the delta's sized cursor, the batch's writer).
+    private static func writeKey<Sink: WireSink>(_ key: StateKey, into sink: inout Sink) {
+        sink.writeString(key.name)
+        key.element.withUnsafeBytes { sink.writeBytes($0) }
     }
 
     private static let presentFlag: UInt8 = 1
     private static let expiresFlag: UInt8 = 2
     private static let ownedFlag: UInt8 = 4
 
-    private func writeValue(_ value: [UInt8]?, expiresAt: UInt64?, owned: Bool, into writer: inout WireWriter) {
+    /// A value (or a tombstone's 0 flags byte), as both encoders write it.
+    private static func writeValue<Sink: WireSink>(_ value: [UInt8]?, expiresAt: UInt64?, owned: Bool, into sink: inout Sink) {
         guard let value else {
-            writer.writeUInt8(0)
+            sink.writeUInt8(0)
             return
         }
-        writer.writeUInt8(Self.valueFlags(expiresAt: expiresAt, owned: owned))
-        writer.writeBytes(value)
-        if let expiresAt { writer.writeUInt64(expiresAt) }
+        sink.writeUInt8(Self.valueFlags(expiresAt: expiresAt, owned: owned))
+        value.withUnsafeBytes { sink.writeBytes($0) }
+        if let expiresAt { sink.writeUInt64(expiresAt) }
     }
 
     /// The flags byte of a present value.
