@@ -276,6 +276,12 @@ final class NodeCore: @unchecked Sendable {
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
+
+    /// One slice of a walk over every stored entry (`EntryTable.appendEntries`), appended to
+    /// `output`, read in place with the values prefetched ahead of the walk.
+    func appendEntries(from cursor: inout EntryTable.SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
+        withTable { $0.pointee.inPlaceAppendEntries(from: &cursor, budget: budget, into: &output) }
+    }
 }
 
 /// The table's reads, taken by address (`NodeCore.withTable` says why they are `mutating`).
@@ -295,6 +301,12 @@ private extension EntryTable {
 
     mutating func inPlaceElements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
         elements(ofCollectionNamed: name)
+    }
+
+    mutating func inPlaceAppendEntries(from cursor: inout SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
+        appendEntries(from: &cursor, budget: budget, into: &output) { address, forWriting in
+            if forWriting { decide_prefetch_write(address) } else { decide_prefetch_read(address) }
+        }
     }
 
     mutating func inPlaceOwners() -> Set<String> { owners }
