@@ -83,19 +83,9 @@ extension Node {
     /// after each delivery batch that touched one.
     func registerCollection(name: String, onFinish: (@Sendable () -> Void)?,
                                     changed: @escaping @Sendable () -> Void) -> Subscription {
-        let observer = core.withLock { core -> Observer in
+        register(in: \.collectionObservers, under: name) { core in
             let observer = CollectionObserver(id: core.makeID(), name: name, onFinish: onFinish, changed: changed)
-            core.collectionObservers[name, default: [:]][observer.id] = observer
-            delivery.enqueue(.init(observer: observer, entry: nil, decoded: nil))
-            return observer
-        }
-        delivery.drain()
-        return Subscription { [weak self] in
-            observer.cancel()
-            self?.core.withLock { core in
-                core.collectionObservers[name]?[observer.id] = nil
-                if core.collectionObservers[name]?.isEmpty == true { core.collectionObservers[name] = nil }
-            }
+            return (observer, .init(observer: observer, entry: nil, decoded: nil))
         }
     }
 
@@ -157,21 +147,34 @@ extension Node {
     }
 
     func register(key: StateKey, make: (UInt64) -> Observer) -> Subscription {
-        let observer = core.withLock { core -> Observer in
+        register(in: \.observers, under: key) { core in
             let observer = make(core.makeID())
-            core.observers[key, default: [:]][observer.id] = observer
             let now = hybridNow(core)
             let entry = core.entry(for: key).flatMap { core.isVisible($0, now: now) ? $0 : nil }
-            delivery.enqueue(.init(observer: observer, entry: entry,
-                                   decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
+            return (observer, .init(observer: observer, entry: entry,
+                                    decoded: entry.flatMap { core.decoded.value(of: key, at: $0.version) }))
+        }
+    }
+
+    /// Adds the observer `make` builds to `table` (the observers of keys, or of collections by
+    /// name) under `key`, with its first notice queued in the same hold of the lock, and returns
+    /// the subscription that takes it out again (and `key`'s slot once no observer is left).
+    private func register<Key: Hashable & Sendable>(
+        in table: ReferenceWritableKeyPath<NodeCore, [Key: [UInt64: Observer]]> & Sendable, under key: Key,
+        make: (NodeCore) -> (observer: Observer, first: DeliveryQueue.Notice)
+    ) -> Subscription {
+        let observer = core.withLock { core -> Observer in
+            let (observer, first) = make(core)
+            core[keyPath: table][key, default: [:]][observer.id] = observer
+            delivery.enqueue(first)
             return observer
         }
         delivery.drain()
         return Subscription { [weak self] in
             observer.cancel()
             self?.core.withLock { core in
-                core.observers[key]?[observer.id] = nil
-                if core.observers[key]?.isEmpty == true { core.observers[key] = nil }
+                core[keyPath: table][key]?[observer.id] = nil
+                if core[keyPath: table][key]?.isEmpty == true { core[keyPath: table][key] = nil }
             }
         }
     }

@@ -100,7 +100,10 @@ package struct StateDigest: Hashable, Sendable {
         let shift = fanoutBits
         var levelOffset = leafOffset
         var index = bucket
-        precondition(bucket >= 0 && bucket <= leafMask && levelOffset &+ index < nodes.count, "bucket outside the digest")
+        // The leaf level holds `leafMask + 1` nodes at the end of `nodes`, so a bucket in range
+        // is a position in range.
+        precondition(bucket >= 0 && bucket <= leafMask, "bucket outside the digest")
+        assert(levelOffset &+ index < nodes.count)
         nodes.withUnsafeMutableBufferPointer { nodes in
             let base = nodes.baseAddress!
             var level = depth

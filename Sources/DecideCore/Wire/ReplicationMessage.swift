@@ -176,102 +176,131 @@ package struct ReplicationCodec: Sendable {
     public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
-        if case .delta(let delta) = message { return wire.encode(delta, afterTypeByte: ReplicationMessage.deltaType) }
-        var writer = WireWriter(reservingCapacity: Self.reservedBytes(for: message))
+        // A control message's frame: its buffer allocated once, about the size it needs.
+        func frame(_ write: (inout WireWriter) -> Void) -> [UInt8] {
+            var writer = WireWriter(reservingCapacity: Self.reservedBytes(for: message))
+            write(&writer)
+            return writer.bytes
+        }
         switch message {
-        case .delta:
-            preconditionFailure("encoded above")
+        case .delta(let delta):
+            return wire.encode(delta, afterTypeByte: ReplicationMessage.deltaType)
         case let .digest(round, seq, clock, shape, level, nodes):
-            writer.writeUInt8(ReplicationMessage.digestType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
-            writer.writeUInt64(clock)
-            writer.writeUInt8(shape.fanoutBits)
-            writer.writeUInt8(shape.depth)
-            writer.writeUInt8(level)
-            writer.writeVarint(UInt64(nodes.count))
-            for node in nodes {
-                writer.writeVarint(UInt64(node.index))
-                writer.writeUInt64(node.hash)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.digestType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+                writer.writeUInt64(clock)
+                writer.writeUInt8(shape.fanoutBits)
+                writer.writeUInt8(shape.depth)
+                writer.writeUInt8(level)
+                writer.writeVarint(UInt64(nodes.count))
+                for node in nodes {
+                    writer.writeVarint(UInt64(node.index))
+                    writer.writeUInt64(node.hash)
+                }
             }
         case let .digestDone(round, seq, clock, synced):
-            writer.writeUInt8(ReplicationMessage.digestDoneType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
-            writer.writeUInt64(clock)
-            writer.writeUInt8(synced ? 1 : 0)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.digestDoneType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+                writer.writeUInt64(clock)
+                writer.writeUInt8(synced ? 1 : 0)
+            }
         case let .summary(round, seq, clock, last, groups):
-            writer.writeUInt8(ReplicationMessage.summaryType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
-            writer.writeUInt64(clock)
-            writer.writeUInt8(last ? 1 : 0)
-            writer.writeVarint(UInt64(groups.count))
-            for group in groups {
-                writer.writeVarint(UInt64(group.bucket))
-                writer.writeVarint(UInt64(group.items.count))
-                for item in group.items {
-                    writer.writeUInt64(item.keyHash)
-                    writer.writeUInt64(item.timestamp)
-                    writer.writeUInt64(item.entryHash)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.summaryType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+                writer.writeUInt64(clock)
+                writer.writeUInt8(last ? 1 : 0)
+                writer.writeVarint(UInt64(groups.count))
+                for group in groups {
+                    writer.writeVarint(UInt64(group.bucket))
+                    writer.writeVarint(UInt64(group.items.count))
+                    for item in group.items {
+                        writer.writeUInt64(item.keyHash)
+                        writer.writeUInt64(item.timestamp)
+                        writer.writeUInt64(item.entryHash)
+                    }
                 }
             }
         case let .keysRequest(round, seq, last, keys):
-            writer.writeUInt8(ReplicationMessage.keysRequestType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
-            writer.writeUInt8(last ? 1 : 0)
-            writer.writeVarint(UInt64(keys.count))
-            for key in keys {
-                writer.writeVarint(UInt64(key.bucket))
-                writer.writeUInt64(key.keyHash)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.keysRequestType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+                writer.writeUInt8(last ? 1 : 0)
+                writer.writeVarint(UInt64(keys.count))
+                for key in keys {
+                    writer.writeVarint(UInt64(key.bucket))
+                    writer.writeUInt64(key.keyHash)
+                }
             }
         case let .entries(round, seq, last, batch):
-            writer.writeUInt8(ReplicationMessage.entriesType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
-            writer.writeUInt8(last ? 1 : 0)
-            writer.writeRaw(wire.encode(batch))
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.entriesType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+                writer.writeUInt8(last ? 1 : 0)
+                writer.writeRaw(wire.encode(batch))
+            }
         case let .streamAck(round, seq):
-            writer.writeUInt8(ReplicationMessage.streamAckType)
-            writer.writeUInt64(round)
-            writer.writeVarint(seq)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.streamAckType)
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+            }
         case .gossip(let members):
-            writer.writeUInt8(ReplicationMessage.gossipType)
-            writer.writeVarint(UInt64(members.count))
-            for member in members {
-                writer.writeString(member.nodeID)
-                writer.writeString(member.address)
-                writer.writeUInt8(member.status.rawValue)
-                writer.writeUInt64(member.incarnation)
-                writer.writeUInt64(member.heartbeat)
-                writer.writeUInt64(member.coverage)
-                writer.writeUInt64(member.membersHash)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.gossipType)
+                writer.writeVarint(UInt64(members.count))
+                for member in members {
+                    writer.writeString(member.nodeID)
+                    writer.writeString(member.address)
+                    writer.writeUInt8(member.status.rawValue)
+                    writer.writeUInt64(member.incarnation)
+                    writer.writeUInt64(member.heartbeat)
+                    writer.writeUInt64(member.coverage)
+                    writer.writeUInt64(member.membersHash)
+                }
             }
         case .ping(let nonce):
-            writer.writeUInt8(ReplicationMessage.pingType)
-            writer.writeUInt64(nonce)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.pingType)
+                writer.writeUInt64(nonce)
+            }
         case let .ack(nonce, physical):
-            writer.writeUInt8(ReplicationMessage.ackType)
-            writer.writeUInt64(nonce)
-            writer.writeUInt64(physical)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.ackType)
+                writer.writeUInt64(nonce)
+                writer.writeUInt64(physical)
+            }
         case .leave:
-            writer.writeUInt8(ReplicationMessage.leaveType)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.leaveType)
+            }
         case .refusal(let reason):
-            writer.writeUInt8(ReplicationMessage.refusalType)
-            // Cut at a character boundary, so the reason stays within the decoder's limit.
-            var cut = reason
-            while cut.utf8.count > maxReasonBytes { cut.removeLast() }
-            writer.writeString(cut)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.refusalType)
+                // Cut at a character boundary, so the reason stays within the decoder's limit.
+                var cut = reason
+                while cut.utf8.count > maxReasonBytes { cut.removeLast() }
+                writer.writeString(cut)
+            }
         case let .ackRequest(timestamp, deltas):
-            writer.writeUInt8(ReplicationMessage.ackRequestType)
-            writer.writeUInt64(timestamp)
-            writer.writeUInt64(deltas)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.ackRequestType)
+                writer.writeUInt64(timestamp)
+                writer.writeUInt64(deltas)
+            }
         case .applied(let timestamp):
-            writer.writeUInt8(ReplicationMessage.appliedType)
-            writer.writeUInt64(timestamp)
+            return frame { writer in
+                writer.writeUInt8(ReplicationMessage.appliedType)
+                writer.writeUInt64(timestamp)
+            }
         }
-        return writer.bytes
     }
 
     /// About the bytes `message` encodes to, so its buffer is allocated once: what its items
