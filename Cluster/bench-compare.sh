@@ -162,6 +162,7 @@ start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for read
     setsid "$SYNCNODE" run --id "$id" --listen 127.0.0.1:0 --admin 127.0.0.1:0 --cluster bench-compare \
         --durability memory "$@" </dev/null >"$WORK/$id/log" 2>&1 &
     pid=$!
+    SYNCNODE_PID=$pid
     STARTED+=("$pid|syncnode run --id $id ")
     local deadline=$(( $(date +%s) + 20 ))
     while [ -z "$ready" ]; do
@@ -177,7 +178,7 @@ start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for read
 }
 
 start_syncnode cmp1
-ADMIN1=$ADMIN_ADDR; LISTEN1=$LISTEN_ADDR
+ADMIN1=$ADMIN_ADDR; LISTEN1=$LISTEN_ADDR; SYNCNODE1_PID=$SYNCNODE_PID
 start_syncnode cmp2 --peer "$LISTEN1"
 ADMIN2=$ADMIN_ADDR
 linked() { "$SYNCNODE" status --admin "$ADMIN2" --json | grep -q '"link":"connected"'; }
@@ -190,19 +191,38 @@ info_field() { # info_field HOST:PORT SECTION FIELD
 redis_converged() { [ "$(info_field "127.0.0.1:$REPLICA_PORT" replication master_repl_offset)" = "$(info_field "127.0.0.1:$MASTER_PORT" replication master_repl_offset)" ]; }
 syncnode_converged() { [ "$(info_field "$ADMIN2" decide digest)" = "$(info_field "$ADMIN1" decide digest)" ]; }
 
-# run_benchmark NAME ADDRESS CONVERGED: redis-benchmark SET and GET at -P 1 and 16 against
-# ADDRESS; after each SET run, polls CONVERGED until the second server holds everything.
+cpu_ticks() { # cpu_ticks PID: user + system clock ticks of all of PID's threads so far (/proc/PID/stat)
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    stat=${stat##*) }   # after the command name: field 3 (state) on
+    set -- $stat
+    echo $(( ${12} + ${13} ))
+}
+TICKS_PER_SECOND=$(getconf CLK_TCK)
+
+# run_benchmark NAME ADDRESS CONVERGED PID: redis-benchmark SET and GET at -P 1 and 16 against
+# ADDRESS; after each SET run, polls CONVERGED until the second server holds everything. Beside
+# each rate it records the server's CPU time per request (PID's threads, from /proc) and the
+# client's own CPU use: redis-benchmark is one thread, and when it is the busy side the rate
+# measures the client, whichever server it talks to.
 run_benchmark() {
-    local name=$1 address=$2 converged=$3 pipeline test csv rps start end requests
+    local name=$1 address=$2 converged=$3 pid=$4 pipeline test csv rps start end requests ticks client began finished
+    local TIMEFORMAT='%U %S'
     for pipeline in 1 16; do
         requests=$(( KEYS * pipeline ))
         for test in set get; do
             start=$(date +%s%N)
-            csv=$(redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
-                  -n "$requests" -r "$KEYS" --csv 2>/dev/null | tr -d '\r' | grep -i "^\"$test\"" || true)
+            ticks=$(cpu_ticks "$pid")
+            client=$( { time redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
+                  -n "$requests" -r "$KEYS" --csv >"$WORK/benchmark.csv" 2>/dev/null; } 2>&1 )
+            finished=$(date +%s%N)
+            ticks=$(( $(cpu_ticks "$pid") - ticks ))
+            csv=$(tr -d '\r' < "$WORK/benchmark.csv" | grep -i "^\"$test\"" || true)
             rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
             [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
             record "${name}_${test}_p${pipeline}_per_s" "$rps"
+            record "${name}_${test}_p${pipeline}_server_cpu_us" "$(awk -v t="$ticks" -v hz="$TICKS_PER_SECOND" -v n="$requests" 'BEGIN { printf "%.3f", t * 1e6 / hz / n }')"
+            record "${name}_${test}_p${pipeline}_client_cpu_percent" "$(echo "$client" | awk -v ns=$((finished - start)) '{ printf "%.0f", ($1 + $2) * 1e11 / ns }')"
             if [ $test = set ]; then
                 wait_for 120 "$name's second server to hold every write" "$converged"
                 end=$(date +%s%N)
@@ -218,8 +238,8 @@ run_benchmark() {
 # Alternating rounds again: each figure keeps its best round.
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS: redis-benchmark against Redis, then against syncnode"
-    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged
-    run_benchmark syncnode "$ADMIN1" syncnode_converged
+    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")"
+    run_benchmark syncnode "$ADMIN1" syncnode_converged "$SYNCNODE1_PID"
 done
 
 # ---------------------------------------------------------------- the table
@@ -227,12 +247,13 @@ done
 value() { awk -v name="$1" '$1 == name { if (!seen || (name ~ /_per_s$/ ? $2 > best : $2 < best)) best = $2; seen = 1 }
     END { if (seen) print best }' "$RESULTS"; }
 rate() { awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2f M/s", v / 1e6; else printf "%.1f k/s", v / 1e3 }'; }
+micros() { awk -v v="$1" 'BEGIN { printf "%.2f µs", v }'; }
 millis() { awk -v v="$1" 'BEGIN { if (v <= 0) printf "0 (%.2f ms before the reply)", -v; else if (v >= 100) printf "%.0f ms", v; else printf "%.2f ms", v }'; }
 # ratio KIND DECIDE REDIS: Decide's speed ÷ Redis's speed (for times, speed is 1/time), so
 # above 1× Decide is ahead on every row.
 ratio() { awk -v kind="$1" -v d="$2" -v r="$3" 'BEGIN {
     if (kind == "rate" && r > 0) printf "%.2f×", d / r
-    else if (kind == "ms" && d > 0 && r > 0) printf "%.2f×", r / d
+    else if ((kind == "ms" || kind == "us") && d > 0 && r > 0) printf "%.2f×", r / d
     else printf "n/a (held before the last reply)" }'; }
 
 # goal MINIMUM KIND DECIDE REDIS: "≥ MINIMUM×: met" or "not met" (empty MINIMUM: no goal set).
@@ -241,13 +262,20 @@ goal() { [ -z "$1" ] && { echo "—"; return; }
         if (kind == "rate") x = (r > 0) ? d / r : 0; else x = (d > 0 && r > 0) ? r / d : 0
         printf "≥ %s×: %s", min, (x >= min) ? "met" : "not met" }'; }
 
+client_cpu() { # client_cpu RUN: redis-benchmark's CPU use in RUN (e.g. redis_get_p1), the highest of its rounds
+    awk -v name="$1_client_cpu_percent" '$1 == name { if (!seen || $2 > high) high = $2; seen = 1 }
+        END { if (seen) printf "%d %%", high; else printf "n/a" }' "$RESULTS"; }
+
 ROWS=()
 row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME [GOAL_RATIO]
     local redis decide shown_redis shown_decide
     redis=$(value "$3"); decide=$(value "$4")
     [ -n "$redis" ] && [ -n "$decide" ] || { echo "bench-compare: missing figure $3 or $4" >&2; exit 1; }
-    if [ "$2" = rate ]; then shown_redis=$(rate "$redis"); shown_decide=$(rate "$decide")
-    else shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide"); fi
+    case "$2" in
+        rate) shown_redis=$(rate "$redis"); shown_decide=$(rate "$decide") ;;
+        us) shown_redis=$(micros "$redis"); shown_decide=$(micros "$decide") ;;
+        *) shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide") ;;
+    esac
     ROWS+=("$1|$shown_redis|$shown_decide|$(ratio "$2" "$decide" "$redis")|$(goal "${5:-}" "$2" "$decide" "$redis")")
 }
 # Goals: syncnode at least 1.0× Redis on every redis-benchmark line and replicated (issue 13);
@@ -256,6 +284,12 @@ for pipeline in 1 16; do
     row "redis-benchmark SET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_set_p${pipeline}_per_s syncnode_set_p${pipeline}_per_s 1.0
     row "redis-benchmark GET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_get_p${pipeline}_per_s syncnode_get_p${pipeline}_per_s 1.0
     row "replicated, SET -P $pipeline: writes / time until the second server holds all (Redis replica vs syncnode peer 2)" rate redis_set_p${pipeline}_replicated_per_s syncnode_set_p${pipeline}_replicated_per_s 1.0
+done
+for pipeline in 1 16; do
+    for test in SET GET; do
+        lower=$(echo $test | tr 'A-Z' 'a-z')
+        row "server CPU time per request, $test -P $pipeline (redis-benchmark itself busy $(client_cpu redis_${lower}_p${pipeline}) / $(client_cpu syncnode_${lower}_p${pipeline}) of a core)" us redis_${lower}_p${pipeline}_server_cpu_us syncnode_${lower}_p${pipeline}_server_cpu_us
+    done
 done
 row "writes acknowledged, one writer: Redis stream (pipelined) vs library decide() on A" rate redis_stream_write_per_s library_w1_write_per_s
 row "replicated: writes / time until the second server holds all: Redis stream vs library, 1 thread" rate redis_stream_replicated_per_s library_w1_replicated_per_s 1.5
@@ -294,6 +328,7 @@ BLOCK="$WORK/block.md"
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
     echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
     echo "each figure the best of $ROUNDS alternating rounds (\`COMPARE_ROUNDS\`)."
+    echo "Server CPU rows: user and system time of all the server's threads per request (less is better), and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo
     echo "| workload | Redis | Decide | Decide ÷ Redis (speed; above 1× Decide is ahead) | goal |"
