@@ -101,14 +101,9 @@ extension Node {
                 // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
                 // (docs/benchmarks.md, "The prefetch and allocator pass").
                 core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash }
-                for write in delta.writes {
-                    let entry = write.entry(at: delta.version)
-                    if !core.isCollected(entry, for: write.key, now: now), core.table.merge(entry, for: write.key).changed {
-                        changed += 1
-                        core.recordChange(write.key)
-                        notifyObservers(core, key: write.key, entry: entry, decoded: nil, now: now)
-                        if admitted { stored.append(.upsert(write.key, entry)) }
-                    }
+                for write in delta.writes
+                where mergeReceived(core, write.entry(at: delta.version), for: write.key, now: now, admitted: admitted, into: &stored) {
+                    changed += 1
                 }
                 core.appliedRemoteDeltas += 1
                 if changed > 0 && core.hasCommitListeners {
@@ -122,6 +117,20 @@ extension Node {
         }
         delivery.drain()
         return outcome
+    }
+
+    /// Call with the lock held: what a peer's delta and a catch-up do with each entry they
+    /// receive. Merges `entry` into `key` unless collection has already removed that entry for
+    /// good; if the table changed, records the change, tells the key's observers and, when the
+    /// store `admitted` the batch, queues the entry in `stored`. Returns whether it changed.
+    @inline(__always)
+    func mergeReceived(_ core: NodeCore, _ entry: Entry, for key: StateKey, now: UInt64, admitted: Bool,
+                       into stored: inout [StoreChange]) -> Bool {
+        guard !core.isCollected(entry, for: key, now: now), core.table.merge(entry, for: key).changed else { return false }
+        core.recordChange(key)
+        notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
+        if admitted { stored.append(.upsert(key, entry)) }
+        return true
     }
 
     /// Waits until the store holds the commit of `ticket` (from `apply(_:waitingForDisk:)` or
@@ -203,11 +212,8 @@ extension Node {
             var stored: [StoreChange] = []
             var applied: [KeyedEntry] = []
             for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
-                guard !core.isCollected(item.entry, for: item.key, now: now), core.table.merge(item.entry, for: item.key).changed else { continue }
+                guard mergeReceived(core, item.entry, for: item.key, now: now, admitted: admitted, into: &stored) else { continue }
                 outcome.changed += 1
-                core.recordChange(item.key)
-                notifyObservers(core, key: item.key, entry: item.entry, decoded: nil, now: now)
-                if admitted { stored.append(.upsert(item.key, item.entry)) }
                 if core.hasCommitListeners { applied.append(item) }
             }
             // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,

@@ -176,9 +176,16 @@ package struct ReplicationCodec: Sendable {
     public static let maxHeaderBytes = 64
 
     public func encode(_ message: ReplicationMessage) -> [UInt8] {
-        // A control message's frame: its buffer allocated once, about the size it needs.
-        func frame(_ write: (inout WireWriter) -> Void) -> [UInt8] {
+        // A control message's frame, its buffer allocated once at about the size it needs: the
+        // type byte, a walk's round and sequence number if it belongs to one, then the rest.
+        func frame(_ type: UInt8, round: UInt64? = nil, seq: UInt64 = 0,
+                   _ write: (inout WireWriter) -> Void = { _ in }) -> [UInt8] {
             var writer = WireWriter(reservingCapacity: Self.reservedBytes(for: message))
+            writer.writeUInt8(type)
+            if let round {
+                writer.writeUInt64(round)
+                writer.writeVarint(seq)
+            }
             write(&writer)
             return writer.bytes
         }
@@ -186,10 +193,7 @@ package struct ReplicationCodec: Sendable {
         case .delta(let delta):
             return wire.encode(delta, afterTypeByte: ReplicationMessage.deltaType)
         case let .digest(round, seq, clock, shape, level, nodes):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.digestType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
+            return frame(ReplicationMessage.digestType, round: round, seq: seq) { writer in
                 writer.writeUInt64(clock)
                 writer.writeUInt8(shape.fanoutBits)
                 writer.writeUInt8(shape.depth)
@@ -201,18 +205,12 @@ package struct ReplicationCodec: Sendable {
                 }
             }
         case let .digestDone(round, seq, clock, synced):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.digestDoneType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
+            return frame(ReplicationMessage.digestDoneType, round: round, seq: seq) { writer in
                 writer.writeUInt64(clock)
                 writer.writeUInt8(synced ? 1 : 0)
             }
         case let .summary(round, seq, clock, last, groups):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.summaryType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
+            return frame(ReplicationMessage.summaryType, round: round, seq: seq) { writer in
                 writer.writeUInt64(clock)
                 writer.writeUInt8(last ? 1 : 0)
                 writer.writeVarint(UInt64(groups.count))
@@ -227,10 +225,7 @@ package struct ReplicationCodec: Sendable {
                 }
             }
         case let .keysRequest(round, seq, last, keys):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.keysRequestType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
+            return frame(ReplicationMessage.keysRequestType, round: round, seq: seq) { writer in
                 writer.writeUInt8(last ? 1 : 0)
                 writer.writeVarint(UInt64(keys.count))
                 for key in keys {
@@ -239,22 +234,14 @@ package struct ReplicationCodec: Sendable {
                 }
             }
         case let .entries(round, seq, last, batch):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.entriesType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
+            return frame(ReplicationMessage.entriesType, round: round, seq: seq) { writer in
                 writer.writeUInt8(last ? 1 : 0)
                 writer.writeRaw(wire.encode(batch))
             }
         case let .streamAck(round, seq):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.streamAckType)
-                writer.writeUInt64(round)
-                writer.writeVarint(seq)
-            }
+            return frame(ReplicationMessage.streamAckType, round: round, seq: seq)
         case .gossip(let members):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.gossipType)
+            return frame(ReplicationMessage.gossipType) { writer in
                 writer.writeVarint(UInt64(members.count))
                 for member in members {
                     writer.writeString(member.nodeID)
@@ -267,37 +254,30 @@ package struct ReplicationCodec: Sendable {
                 }
             }
         case .ping(let nonce):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.pingType)
+            return frame(ReplicationMessage.pingType) { writer in
                 writer.writeUInt64(nonce)
             }
         case let .ack(nonce, physical):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.ackType)
+            return frame(ReplicationMessage.ackType) { writer in
                 writer.writeUInt64(nonce)
                 writer.writeUInt64(physical)
             }
         case .leave:
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.leaveType)
-            }
+            return frame(ReplicationMessage.leaveType)
         case .refusal(let reason):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.refusalType)
+            return frame(ReplicationMessage.refusalType) { writer in
                 // Cut at a character boundary, so the reason stays within the decoder's limit.
                 var cut = reason
                 while cut.utf8.count > maxReasonBytes { cut.removeLast() }
                 writer.writeString(cut)
             }
         case let .ackRequest(timestamp, deltas):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.ackRequestType)
+            return frame(ReplicationMessage.ackRequestType) { writer in
                 writer.writeUInt64(timestamp)
                 writer.writeUInt64(deltas)
             }
         case .applied(let timestamp):
-            return frame { writer in
-                writer.writeUInt8(ReplicationMessage.appliedType)
+            return frame(ReplicationMessage.appliedType) { writer in
                 writer.writeUInt64(timestamp)
             }
         }
