@@ -1,7 +1,7 @@
 import DecideCore
 import Testing
 
-/// Reading a table in slices (`EntryTable.entries(from:budget:)`) while it changes between
+/// Reading a table in slices (`EntryTable.appendEntries(from:budget:into:)`) while it changes between
 /// slices: what syncnode's dump relies on.
 @Suite struct SlicedReadTests {
     @Test func everyKeyStoredThroughoutIsReadWhateverMovesBetweenSlices() {
@@ -15,10 +15,10 @@ import Testing
         let untouched = Set((0..<20_000).filter { $0 % 4 != 0 }.map { StateKey(name: "k\($0)") })
         var random = SplitMix64(seed: 11)
         var cursor = EntryTable.SweepCursor.start
-        var read: [StateKey] = []
+        var slices: [KeyedEntry] = []
         var fresh = 0
         while !cursor.isFinished {
-            read += table.entries(from: &cursor, budget: 100).map(\.key)
+            table.appendEntries(from: &cursor, budget: 100, into: &slices)
             for _ in 0..<20 {
                 let index = Int(random.next() % 5_000) * 4
                 table.collect(StateKey(name: "k\(index)"), version: version)
@@ -26,6 +26,7 @@ import Testing
             table.merge(Entry(version: version, value: [1]), for: StateKey(name: "new\(fresh)"))
             fresh += 1
         }
+        let read = slices.map(\.key)
         let readSet = Set(read)
         #expect(untouched.isSubset(of: readSet), "\(untouched.subtracting(readSet).count) keys stored throughout were never read")
         #expect(read.count >= untouched.count)

@@ -278,7 +278,7 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// One slice of a walk over every stored entry (`EntryTable.appendEntries`), appended to
-    /// `output`, read in place with the values prefetched ahead of the walk.
+    /// `output`, read in place.
     func appendEntries(from cursor: inout EntryTable.SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
         withTable { $0.pointee.inPlaceAppendEntries(from: &cursor, budget: budget, into: &output) }
     }
@@ -304,9 +304,7 @@ private extension EntryTable {
     }
 
     mutating func inPlaceAppendEntries(from cursor: inout SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
-        appendEntries(from: &cursor, budget: budget, into: &output) { address, forWriting in
-            if forWriting { decide_prefetch_write(address) } else { decide_prefetch_read(address) }
-        }
+        appendEntries(from: &cursor, budget: budget, into: &output)
     }
 
     mutating func inPlaceOwners() -> Set<String> { owners }

@@ -300,6 +300,7 @@ package struct EntryTable: Sendable {
                           hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
         guard count > 1, records.count >= Self.prefetchMinimumRecords else { return }
         let mask = index.count - 1
+        let valueOffset = MemoryLayout<Record>.offset(of: \Record.value)!
         index.withUnsafeBufferPointer { cells in
             records.withUnsafeBufferPointer { records in
                 guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
@@ -312,7 +313,11 @@ package struct EntryTable: Sendable {
                 }
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
-                    guard stored != 0, let address = Self.valueObject(of: recordBase + Int(stored - 1)) else { continue }
+                    guard stored != 0 else { continue }
+                    // The value's storage object, read as the bare pointer it is (no retain, which
+                    // would wait for the line): 0 for a tombstone.
+                    let object = UnsafeRawPointer(recordBase + Int(stored - 1)).load(fromByteOffset: valueOffset, as: UInt.self)
+                    guard let address = UnsafeRawPointer(bitPattern: object) else { continue }
                     hint(address, true)
                     // A reader copies the bytes too: the line after the header's holds most of
                     // a short value.
@@ -416,46 +421,16 @@ package struct EntryTable: Sendable {
     /// move an already-read record into the part still to read, so a key may be read twice
     /// (with its entry as of each read: keep the newer). Keys stored after the walk began may be
     /// read or not.
-    public func entries(from cursor: inout SweepCursor, budget: Int) -> [(key: StateKey, entry: Entry)] {
-        var read: [KeyedEntry] = []
-        appendEntries(from: &cursor, budget: budget, into: &read)
-        return read.map { ($0.key, $0.entry) }
-    }
-
-    /// `entries(from:budget:)`, appended to `output` in the walk's (downward) order: a caller
-    /// that makes room in `output` before it takes its lock allocates nothing large under it.
-    /// `hint`, if given, is told the value objects `sliceLookaheadRecords` records ahead of the
-    /// one being read (`prefetch` says why the caller turns them into prefetches): reading a
-    /// value retains it, and a large table's values are spread over memory.
-    package func appendEntries(from cursor: inout SweepCursor, budget: Int, into output: inout [KeyedEntry],
-                               hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void = { _, _ in }) {
+    ///
+    /// Appended to `output` in the walk's (downward) order, so a caller that keeps one buffer for
+    /// its slices allocates nothing large while it holds its lock.
+    package func appendEntries(from cursor: inout SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
         let end = min(cursor.position, records.count)
         let start = max(0, end - max(budget, 1))
         cursor.position = start
-        records.withUnsafeBufferPointer { records in
-            guard let base = records.baseAddress else { return }
-            for position in stride(from: end - 1, through: max(start, end - Self.sliceLookaheadRecords), by: -1) {
-                if let object = Self.valueObject(of: base + position) { hint(object, true) }
-            }
-            for position in stride(from: end - 1, through: start, by: -1) {
-                let ahead = position - Self.sliceLookaheadRecords
-                if ahead >= start, let object = Self.valueObject(of: base + ahead) { hint(object, true) }
-                output.append(KeyedEntry(key: key(of: records[position]), entry: entry(of: records[position])))
-            }
+        for position in stride(from: end - 1, through: start, by: -1) {
+            output.append(KeyedEntry(key: key(of: records[position]), entry: entry(of: records[position])))
         }
-    }
-
-    /// How far ahead `appendEntries(from:budget:into:hint:)` names value objects: enough misses in flight
-    /// to keep the memory system busy, few enough that the first lines are still cached when
-    /// the walk reaches them.
-    static let sliceLookaheadRecords = 16
-
-    /// The address of the value object a record holds, read as the bare pointer it is (no
-    /// retain, which would wait for the line); nil for a tombstone.
-    @inline(__always)
-    private static func valueObject(of record: UnsafePointer<Record>) -> UnsafeRawPointer? {
-        let offset = MemoryLayout<Record>.offset(of: \Record.value)!
-        return UnsafeRawPointer(bitPattern: UnsafeRawPointer(record).load(fromByteOffset: offset, as: UInt.self))
     }
 
     /// The index cell that holds record `position` (it is in the index).
