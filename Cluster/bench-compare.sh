@@ -206,7 +206,7 @@ TICKS_PER_SECOND=$(getconf CLK_TCK)
 # client's own CPU use: redis-benchmark is one thread, and when it is the busy side the rate
 # measures the client, whichever server it talks to.
 run_benchmark() {
-    local name=$1 address=$2 converged=$3 pid=$4 pipeline test csv rps start end requests ticks client began finished
+    local name=$1 address=$2 converged=$3 pid=$4 pipeline test csv rps start end requests ticks client finished
     local TIMEFORMAT='%U %S'
     for pipeline in 1 16; do
         requests=$(( KEYS * pipeline ))
