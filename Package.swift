@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
@@ -101,6 +102,8 @@ let package = Package(
                 "DecideUV",
                 "DecideRESP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // Settings precedence: flags, environment, config file (Settings/).
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),

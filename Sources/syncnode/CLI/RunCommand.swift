@@ -14,13 +14,8 @@ extension SyncNode {
             abstract: "Run a peer until SIGINT or SIGTERM, then leave the cluster gracefully.",
             discussion: """
                 Settings come from, in order of precedence: flags, environment variables \
-                (SYNCNODE_ID, SYNCNODE_LISTEN, SYNCNODE_ADMIN, SYNCNODE_ADMIN_SOCKET, \
-                SYNCNODE_ADMIN_PASSWORD_FILE, SYNCNODE_ADMIN_MAX_CLIENTS, SYNCNODE_METRICS, SYNCNODE_PEERS (comma-separated), \
-                SYNCNODE_DATA_DIR, SYNCNODE_DURABILITY, SYNCNODE_CLUSTER_SECRET_FILE, \
-                SYNCNODE_ACCEPTED_SECRETS_FILE, SYNCNODE_CLUSTER, \
-                SYNCNODE_LOG_LEVEL, SYNCNODE_INSECURE, SYNCNODE_DEAD_MEMBER_TIMEOUT_MS, \
-                SYNCNODE_TOMBSTONE_COLLECTION_INTERVAL_MS, SYNCNODE_ANTI_ENTROPY_INTERVAL_MS, \
-                SYNCNODE_CONFIG), the --config file, \
+                (\(SettingKey.allCases.map(\.environmentName).joined(separator: ", ")); \
+                SYNCNODE_PEERS is comma-separated), the --config file, \
                 defaults. Logs go to stderr, one line per event. SIGHUP re-reads the cluster secret \
                 and accepted secrets files (as `syncnode reload-secrets` does).
 

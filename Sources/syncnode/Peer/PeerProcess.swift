@@ -167,6 +167,7 @@ final class PeerProcess: Sendable {
             "durability": "\(settings.durability)", "entries": "\(node.stateSummary.entryCount)",
             "deadMemberTimeoutMs": "\(settings.deadMemberTimeoutMilliseconds.map { String($0) } ?? "off")",
             "metrics": "\(metricsAddress ?? "off")", "allocator": "\(MemoryAllocator.name)",
+            "settingsFrom": "\(settings.sourcesSummary)",
         ])
     }
 

@@ -1,3 +1,4 @@
+import Configuration
 import Foundation
 
 /// The settings a `--config` file gives (docs/operations.md, "Configuration file"). Two forms:
@@ -10,11 +11,8 @@ import Foundation
 /// or one JSON object (`{"id":"a","peer":["127.0.0.1:7402"]}`); a file whose first
 /// non-blank character is `{` is read as JSON. Keys are the `run` flags without their dashes.
 struct ConfigFile: Sendable {
-    /// Keys a config file may set: the `run` flags without dashes.
-    static let knownKeys: Set<String> = [
-        "id", "listen", "admin", "peer", "data-dir", "durability", "cluster-secret-file", "accepted-secrets-file", "metrics", "cluster", "log-level", "insecure",
-        "dead-member-timeout-ms", "tombstone-collection-interval-ms", "anti-entropy-interval-ms", "failure-timeout-ms",
-    ]
+    /// Keys a config file may set: the `run` flags without dashes (`SettingKey`).
+    static let knownKeys: Set<String> = Set(SettingKey.allCases.filter(\.isFileKey).map(\.rawValue))
 
     /// Why a config file was refused: the file, the line (0 for JSON) and what is wrong.
     struct Invalid: Error, CustomStringConvertible {
@@ -34,6 +32,17 @@ struct ConfigFile: Sendable {
 
     /// Every value of `key` (empty when unset).
     func all(_ key: String) -> [String] { values[key] ?? [] }
+
+    /// The file's settings as a provider of the settings reader holds them: `peer` as a list,
+    /// every other key as its text.
+    var configValues: [AbsoluteConfigKey: ConfigValue] {
+        var result: [AbsoluteConfigKey: ConfigValue] = [:]
+        for (key, texts) in values {
+            let content: ConfigContent = key == SettingKey.peer.rawValue ? .stringArray(texts) : .string(texts[texts.count - 1])
+            result[AbsoluteConfigKey([key])] = ConfigValue(content, isSecret: false)
+        }
+        return result
+    }
 
     /// Reads and checks `path`.
     init(path: String) throws(Invalid) {

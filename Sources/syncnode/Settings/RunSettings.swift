@@ -1,10 +1,12 @@
+import Configuration
 import Decide
+import Foundation
 import Logging
 
 /// The settings of `syncnode run` after merging, for each one, the first of: its flag, its
 /// environment variable (`SYNCNODE_ID`, `SYNCNODE_LISTEN`, ...), the `--config` file, the
-/// default. Peers come whole from one source (flags, else `SYNCNODE_PEERS` split at commas,
-/// else the file's `peer` lines).
+/// default (`SettingKey` names them all). Peers come whole from one source (flags, else
+/// `SYNCNODE_PEERS` split at commas, else the file's `peer` lines).
 struct RunSettings: Sendable, Equatable {
     static let defaultListen = "127.0.0.1:7401"
     static let defaultAdmin = "127.0.0.1:7501"
@@ -40,6 +42,9 @@ struct RunSettings: Sendable, Equatable {
     /// A peer silent this long is declared failed: its link closes and its owned keys read as
     /// absent here (docs/consistency.md, "Node-owned keys").
     var failureTimeoutMilliseconds: UInt64
+    /// Where each setting that did not take its default came from: `flags`, `environment` or
+    /// the config file's path. `syncnode ready` logs it.
+    var sources: [SettingKey: String] = [:]
 
     static let defaultTombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
     static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
@@ -72,90 +77,134 @@ struct RunSettings: Sendable, Equatable {
         var tombstoneCollectionIntervalMilliseconds: String?
         var antiEntropyIntervalMilliseconds: String?
         var failureTimeoutMilliseconds: String?
+
+        /// The flags given, as the first of the reader's providers sees them.
+        var configValues: [AbsoluteConfigKey: ConfigValue] {
+            let given: [(SettingKey, String?)] = [
+                (.id, id), (.listen, listen), (.admin, admin), (.adminSocket, adminSocket),
+                (.adminPasswordFile, adminPasswordFile), (.adminMaxClients, adminMaxClients), (.metrics, metrics),
+                (.dataDirectory, dataDirectory), (.durability, durability), (.clusterSecretFile, clusterSecretFile),
+                (.acceptedSecretsFile, acceptedSecretsFile), (.cluster, cluster), (.logLevel, logLevel),
+                (.insecure, insecure ? "true" : nil), (.config, config),
+                (.deadMemberTimeoutMilliseconds, deadMemberTimeoutMilliseconds),
+                (.tombstoneCollectionIntervalMilliseconds, tombstoneCollectionIntervalMilliseconds),
+                (.antiEntropyIntervalMilliseconds, antiEntropyIntervalMilliseconds),
+                (.failureTimeoutMilliseconds, failureTimeoutMilliseconds),
+            ]
+            var values: [AbsoluteConfigKey: ConfigValue] = [:]
+            for case let (key, text?) in given { values[key.absoluteKey] = ConfigValue(.string(text), isSecret: false) }
+            if !peers.isEmpty { values[SettingKey.peer.absoluteKey] = ConfigValue(.stringArray(peers), isSecret: false) }
+            return values
+        }
     }
 
-    /// Merges `flags`, `environment` and the config file (from `--config` or `SYNCNODE_CONFIG`).
+    /// Where the settings came from, for the log: each source with the keys it gave, in
+    /// precedence order (`flags: id, listen; environment: peer`); `defaults` when none.
+    var sourcesSummary: String {
+        var order: [String] = []
+        var keys: [String: [String]] = [:]
+        for key in SettingKey.allCases {
+            guard let source = sources[key] else { continue }
+            if keys[source] == nil { order.append(source) }
+            keys[source, default: []].append(key.rawValue)
+        }
+        let rank = ["flags": 0, "environment": 1]
+        order.sort { rank[$0, default: 2] < rank[$1, default: 2] }
+        return order.isEmpty ? "defaults" : order.map { "\($0): \(keys[$0]!.joined(separator: ", "))" }.joined(separator: "; ")
+    }
+
+    /// Merges `flags`, `environment` and the config file (from `--config` or `SYNCNODE_CONFIG`)
+    /// through swift-configuration's reader, providers in precedence order; an empty
+    /// environment variable counts as unset. Values are checked here, so each error names the
+    /// setting and what it takes.
     static func resolve(flags: Flags, environment: [String: String]) throws -> RunSettings {
-        func env(_ name: String) -> String? {
-            guard let value = environment["SYNCNODE_" + name], !value.isEmpty else { return nil }
-            return value
+        let flagProvider = InMemoryProvider(name: "flags", values: flags.configValues)
+        let environmentProvider = KeyMappingProvider(
+            upstream: EnvironmentVariablesProvider(environmentVariables: environment.filter { !$0.value.isEmpty }),
+            keyMapper: { key in
+                let word = SettingKey(rawValue: key.components.joined(separator: "."))?.environmentWord
+                return AbsoluteConfigKey(["SYNCNODE", word ?? key.components.joined(separator: "_")])
+            })
+        let sources = SettingSources()
+        let configPath = ConfigReader(providers: [flagProvider, environmentProvider], accessReporter: sources)
+            .string(forKey: SettingKey.config.configKey)
+        let file = try configPath.map { path throws(ConfigFile.Invalid) in try ConfigFile(path: path) }
+        var providers: [any ConfigProvider] = [flagProvider, environmentProvider]
+        // The names the log shows for each provider's own (`InMemoryProvider[flags]`, ...).
+        var labels = [flagProvider.providerName: "flags", environmentProvider.providerName: "environment"]
+        if let file, let configPath {
+            let fileProvider = InMemoryProvider(name: configPath, values: file.configValues)
+            providers.append(fileProvider)
+            labels[fileProvider.providerName] = configPath
         }
-        let file = try (flags.config ?? env("CONFIG")).map { path throws(ConfigFile.Invalid) in try ConfigFile(path: path) }
-        func pick(_ flag: String?, _ envName: String, _ key: String) -> String? {
-            flag ?? env(envName) ?? file?.value(key)
-        }
-        let peers: [String]
-        if !flags.peers.isEmpty {
-            peers = flags.peers
-        } else if let list = env("PEERS") {
-            peers = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        } else {
-            peers = file?.all("peer") ?? []
-        }
-        let levelText = pick(flags.logLevel, "LOG_LEVEL", "log-level") ?? "info"
+        let reader = ConfigReader(providers: providers, accessReporter: sources)
+        func pick(_ key: SettingKey) -> String? { reader.string(forKey: key.configKey) }
+
+        let peers = (reader.stringArray(forKey: SettingKey.peer.configKey) ?? [])
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let levelText = pick(.logLevel) ?? "info"
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw Invalid(description: "unknown log level '\(levelText)': use trace, debug, info, notice, warning, error or critical")
         }
-        var insecure = flags.insecure
-        if !insecure, let text = env("INSECURE") ?? file?.value("insecure") {
+        var insecure = false
+        if let text = pick(.insecure) {
             guard let flag = parseBool(text) else { throw Invalid(description: "insecure must be true or false, not '\(text)'") }
             insecure = flag
         }
-        let dataDirectory = pick(flags.dataDirectory, "DATA_DIR", "data-dir")
-        let durability = try parseDurability(pick(flags.durability, "DURABILITY", "durability"), dataDirectory: dataDirectory)
+        let dataDirectory = pick(.dataDirectory)
+        let durability = try parseDurability(pick(.durability), dataDirectory: dataDirectory)
         var deadMemberTimeout: UInt64?
-        if let text = pick(flags.deadMemberTimeoutMilliseconds, "DEAD_MEMBER_TIMEOUT_MS", "dead-member-timeout-ms"),
-           text.lowercased() != "off", text != "0" {
+        if let text = pick(.deadMemberTimeoutMilliseconds), text.lowercased() != "off", text != "0" {
             deadMemberTimeout = try milliseconds(text, name: "dead-member-timeout-ms", range: 1_000 ... 31_536_000_000,
                                                  example: "86400000 (a day), or off")
         }
-        let collectionInterval = try pick(flags.tombstoneCollectionIntervalMilliseconds, "TOMBSTONE_COLLECTION_INTERVAL_MS",
-                                          "tombstone-collection-interval-ms")
+        let collectionInterval = try pick(.tombstoneCollectionIntervalMilliseconds)
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "tombstone-collection-interval-ms", range: 100 ... 86_400_000, example: "60000")
             } ?? defaultTombstoneCollectionIntervalMilliseconds
-        let antiEntropyInterval = try pick(flags.antiEntropyIntervalMilliseconds, "ANTI_ENTROPY_INTERVAL_MS", "anti-entropy-interval-ms")
+        let antiEntropyInterval = try pick(.antiEntropyIntervalMilliseconds)
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "anti-entropy-interval-ms", range: 100 ... 86_400_000, example: "10000")
             } ?? defaultAntiEntropyIntervalMilliseconds
         // At least four heartbeats (500 ms apart): one late ping must not look like a failure.
-        let failureTimeout = try pick(flags.failureTimeoutMilliseconds, "FAILURE_TIMEOUT_MS", "failure-timeout-ms")
+        let failureTimeout = try pick(.failureTimeoutMilliseconds)
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "failure-timeout-ms", range: 2_000 ... 600_000, example: "3000")
             } ?? defaultFailureTimeoutMilliseconds
-        let adminText = pick(flags.admin, "ADMIN", "admin") ?? defaultAdmin
+        let adminText = pick(.admin) ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
-        let adminSocket = pick(flags.adminSocket, "ADMIN_SOCKET", "admin-socket")
+        let adminSocket = pick(.adminSocket)
         guard admin != nil || adminSocket != nil else {
             throw Invalid(description: "admin is off and no admin-socket is given: clients could not reach this node")
         }
         var maxClients = defaultAdminMaxClients
-        if let text = pick(flags.adminMaxClients, "ADMIN_MAX_CLIENTS", "admin-max-clients") {
+        if let text = pick(.adminMaxClients) {
             guard let value = Int(text.trimmingCharacters(in: .whitespaces)), (1 ... 100_000).contains(value) else {
                 throw Invalid(description: "admin-max-clients '\(text)': expected a whole number in 1...100000, e.g. 1024")
             }
             maxClients = value
         }
         return RunSettings(
-            id: pick(flags.id, "ID", "id"),
-            listen: pick(flags.listen, "LISTEN", "listen") ?? defaultListen,
+            id: pick(.id),
+            listen: pick(.listen) ?? defaultListen,
             admin: admin,
             adminSocket: adminSocket,
-            adminPasswordFile: pick(flags.adminPasswordFile, "ADMIN_PASSWORD_FILE", "admin-password-file"),
+            adminPasswordFile: pick(.adminPasswordFile),
             adminMaxClients: maxClients,
-            metrics: pick(flags.metrics, "METRICS", "metrics"),
+            metrics: pick(.metrics),
             peers: peers,
             dataDirectory: dataDirectory,
             durability: durability,
-            clusterSecretFile: pick(flags.clusterSecretFile, "CLUSTER_SECRET_FILE", "cluster-secret-file"),
-            acceptedSecretsFile: pick(flags.acceptedSecretsFile, "ACCEPTED_SECRETS_FILE", "accepted-secrets-file"),
-            cluster: pick(flags.cluster, "CLUSTER", "cluster") ?? defaultCluster,
+            clusterSecretFile: pick(.clusterSecretFile),
+            acceptedSecretsFile: pick(.acceptedSecretsFile),
+            cluster: pick(.cluster) ?? defaultCluster,
             logLevel: level,
             insecure: insecure,
             deadMemberTimeoutMilliseconds: deadMemberTimeout,
             tombstoneCollectionIntervalMilliseconds: collectionInterval,
             antiEntropyIntervalMilliseconds: antiEntropyInterval,
-            failureTimeoutMilliseconds: failureTimeout)
+            failureTimeoutMilliseconds: failureTimeout,
+            sources: sources.bySetting.mapValues { labels[$0] ?? $0 })
     }
 
     /// A whole number of milliseconds within `range`; the error names the setting.
