@@ -22,9 +22,11 @@ import Synchronization
 /// - the engine never calls the node while holding its own lock, never sends a frame over
 ///   `maxFrameBytes`, and never waits for the disk on the transport's thread.
 ///
-/// Drive it with `tick()` (every ~50 ms: `startTimer` does so in production; the simulator
-/// calls it from its scheduler). All methods are thread-safe.
-public final class Replicator: TransportDelegate, @unchecked Sendable {
+/// Drive it with `tick()` (every ~50 ms: `startTimer` does so in production; a simulation
+/// calls it from its scheduler). It is the transport's delegate through an object of its own,
+/// so the link callbacks, which only a transport makes, are not part of its API. All methods
+/// are thread-safe.
+public final class Replicator: @unchecked Sendable {
     /// The node whose commits it sends and into which it applies its peers'.
     public let node: Node
     /// The links to its peers.
@@ -116,7 +118,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
     @discardableResult
     public func start(listeningOn listenAddress: String? = nil) throws -> String? {
         try validate()
-        try transport.start(delegate: self)
+        try transport.start(delegate: ReplicatorEvents(replicator: self))
         var bound: String?
         if let listenAddress {
             let address = try transport.listen(on: listenAddress)
@@ -455,15 +457,15 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: TransportDelegate
+    // MARK: link events (the transport calls them through `ReplicatorEvents`)
 
-    public func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo) {
+    func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo) {
         let now = clock.nowMilliseconds()
         let actions = state.withLock { state in state.connected(connection, peer: peer, now: now) }
         perform(actions)
     }
 
-    public func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
         let message: ReplicationMessage
         do {
             message = try codec.decode(frame, recent: &receiving.value.recentStrings)
@@ -704,7 +706,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
     }
 
-    public func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
+    func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
         applyHeldDeltas()
     }
 
@@ -717,11 +719,11 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         applyDeltas(held, linksChecked: true)
     }
 
-    public func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
+    func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {
         state.withLock { state in _ = state.deltaDropped(on: connection, timestamp: nil) }
     }
 
-    public func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason) {
+    func transport(_ transport: any Transport, didDisconnect connection: ConnectionID, reason: DisconnectReason) {
         applyHeldDeltas()
         let now = clock.nowMilliseconds()
         let (peerID, expected) = state.withLock { $0.disconnected(connection, now: now) }
@@ -733,7 +735,7 @@ public final class Replicator: TransportDelegate, @unchecked Sendable {
         }
     }
 
-    public func transport(_ transport: any Transport, didFailToConnect address: String, reason: DisconnectReason) {
+    func transport(_ transport: any Transport, didFailToConnect address: String, reason: DisconnectReason) {
         let now = clock.nowMilliseconds()
         let retry = state.withLock { $0.dialFailed(address, now: now) }
         logger.debug("dial failed", metadata: ["address": "\(address)", "reason": "\(reason)", "retryInMs": "\(retry)"])
