@@ -20,8 +20,9 @@ FUZZ_SOURCES := Fuzz/FuzzTransport.swift \
 
 .PHONY: fuzz fuzz-smoke fuzz-build test-transport-asan bench-transport
 
-# Every Swift file of a module, in its folders (`swift_sources Sources/Decide`).
-swift_sources = $(shell find $(1) -name '*.swift' | LC_ALL=C sort)
+# Every Swift file of a module, in its folders (`swift_sources Sources/Decide`); not the code of
+# its DocC catalog (the tutorial's steps), which SwiftPM leaves out too.
+swift_sources = $(shell find $(1) -name '*.docc' -prune -o -name '*.swift' -print | LC_ALL=C sort)
 
 # The replication layer's decoders (DecideCore: ReplicationCodec, WireCodec) get their own target.
 FUZZ_REPLICATION_BIN := $(FUZZ_BUILD)/fuzz-replication

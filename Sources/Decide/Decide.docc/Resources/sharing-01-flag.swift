@@ -1,0 +1,7 @@
+import Decide
+
+enum Flags {
+    struct Maintenance: AtomicState {                // one replicated property
+        static func defaultValue() -> Bool { false }
+    }
+}
