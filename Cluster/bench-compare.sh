@@ -28,7 +28,7 @@ BENCH="${DECIDE_BENCH:-.build-bench/release/DecideBench}"
 SYNCNODE="${SYNCNODE:-.build-bench/release/syncnode}"
 KEYS="${COMPARE_KEYS:-100000}"
 CLIENTS=50
-ROUNDS="${COMPARE_ROUNDS:-3}"
+ROUNDS="${COMPARE_ROUNDS:-5}"
 OUTPUT="${COMPARE_OUTPUT:-docs/benchmarks.md}"
 for tool in redis-server redis-cli redis-benchmark; do
     command -v "$tool" >/dev/null || { echo "bench-compare: $tool missing (make deps-bench)" >&2; exit 1; }
@@ -144,7 +144,8 @@ start_redis replica "$REPLICA_PORT" --replicaof 127.0.0.1 "$MASTER_PORT"
 wait_for 20 "the Redis replica to link to its master" replica_up
 
 # The Redis stream and the library, ROUNDS times each, alternating, so that a slow moment of
-# this shared machine does not land on one side only; the table takes each side's best round.
+# this shared machine does not land on one side only; the table takes the median round, and
+# each round's own Decide/Redis ratio (paired).
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS: Redis stream, then the library"
     COMPARE_MODE=redis-stream COMPARE_KEYS="$KEYS" COMPARE_MASTER="127.0.0.1:$MASTER_PORT" \
@@ -235,7 +236,7 @@ run_benchmark() {
     done
 }
 
-# Alternating rounds again: each figure keeps its best round.
+# Alternating rounds again: each round runs both servers back to back, so its ratio is paired.
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS: redis-benchmark against Redis, then against syncnode"
     run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")"
@@ -243,24 +244,38 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- the table
-# The best of a figure's rounds: the highest rate, the shortest time.
-value() { awk -v name="$1" '$1 == name { if (!seen || (name ~ /_per_s$/ ? $2 > best : $2 < best)) best = $2; seen = 1 }
-    END { if (seen) print best }' "$RESULTS"; }
+# A figure over its rounds: the median (of an even count, the mean of the middle two). The best
+# round would favour the noisier side; the median of a machine this shared is steadier.
+value() { awk -v name="$1" '$1 == name { v[++n] = $2 }
+    END { if (!n) exit
+        for (i = 2; i <= n; i++) { t = v[i]; j = i - 1; while (j >= 1 && v[j] > t) { v[j + 1] = v[j]; j-- } v[j + 1] = t }
+        print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }' "$RESULTS"; }
+# paired KIND DECIDE_NAME REDIS_NAME: "MEDIAN LOWEST HIGHEST COUNT" of each round's own speed
+# ratio (rates: Decide ÷ Redis; times: Redis ÷ Decide). Both sides of a round run back to back,
+# so a slow minute of the machine lands on both; rounds where a time is not positive (a lag
+# held before the last reply) have no ratio. Nothing when no round has one.
+paired() { awk -v kind="$1" -v d="$2" -v r="$3" '
+    $1 == d { dv[++nd] = $2 } $1 == r { rv[++nr] = $2 }
+    END { n = (nd < nr) ? nd : nr
+        for (i = 1; i <= n; i++) {
+            if (kind == "rate") { if (rv[i] > 0) v[++m] = dv[i] / rv[i] }
+            else if (dv[i] > 0 && rv[i] > 0) v[++m] = rv[i] / dv[i]
+        }
+        if (!m) exit
+        for (i = 2; i <= m; i++) { t = v[i]; j = i - 1; while (j >= 1 && v[j] > t) { v[j + 1] = v[j]; j-- } v[j + 1] = t }
+        printf "%f %f %f %d\n", (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2, v[1], v[m], m }' "$RESULTS"; }
 rate() { awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2f M/s", v / 1e6; else printf "%.1f k/s", v / 1e3 }'; }
 micros() { awk -v v="$1" 'BEGIN { printf "%.2f µs", v }'; }
 millis() { awk -v v="$1" 'BEGIN { if (v <= 0) printf "0 (%.2f ms before the reply)", -v; else if (v >= 100) printf "%.0f ms", v; else printf "%.2f ms", v }'; }
-# ratio KIND DECIDE REDIS: Decide's speed ÷ Redis's speed (for times, speed is 1/time), so
-# above 1× Decide is ahead on every row.
-ratio() { awk -v kind="$1" -v d="$2" -v r="$3" 'BEGIN {
-    if (kind == "rate" && r > 0) printf "%.2f×", d / r
-    else if ((kind == "ms" || kind == "us") && d > 0 && r > 0) printf "%.2f×", r / d
-    else printf "n/a (held before the last reply)" }'; }
+# ratio PAIRED: the median paired ratio and the range of the rounds' ratios, so above 1× Decide
+# is ahead; "n/a" when no round has one.
+ratio() { [ -n "$1" ] || { echo "n/a (held before the last reply)"; return; }
+    echo "$1" | awk '{ printf "%.2f× (rounds %.2f–%.2f×)", $1, $2, $3 }'; }
 
-# goal MINIMUM KIND DECIDE REDIS: "≥ MINIMUM×: met" or "not met" (empty MINIMUM: no goal set).
+# goal MINIMUM PAIRED: "≥ MINIMUM×: met" or "not met", judged on the median paired ratio
+# (empty MINIMUM: no goal set).
 goal() { [ -z "$1" ] && { echo "—"; return; }
-    awk -v min="$1" -v kind="$2" -v d="$3" -v r="$4" 'BEGIN {
-        if (kind == "rate") x = (r > 0) ? d / r : 0; else x = (d > 0 && r > 0) ? r / d : 0
-        printf "≥ %s×: %s", min, (x >= min) ? "met" : "not met" }'; }
+    awk -v min="$1" -v x="${2%% *}" 'BEGIN { printf "≥ %s×: %s", min, (x != "" && x + 0 >= min) ? "met" : "not met" }'; }
 
 client_cpu() { # client_cpu RUN: redis-benchmark's CPU use in RUN (e.g. redis_get_p1), the highest of its rounds
     awk -v name="$1_client_cpu_percent" '$1 == name { if (!seen || $2 > high) high = $2; seen = 1 }
@@ -268,7 +283,7 @@ client_cpu() { # client_cpu RUN: redis-benchmark's CPU use in RUN (e.g. redis_ge
 
 ROWS=()
 row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME [GOAL_RATIO]
-    local redis decide shown_redis shown_decide
+    local redis decide shown_redis shown_decide pairs
     redis=$(value "$3"); decide=$(value "$4")
     [ -n "$redis" ] && [ -n "$decide" ] || { echo "bench-compare: missing figure $3 or $4" >&2; exit 1; }
     case "$2" in
@@ -276,7 +291,8 @@ row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME [GOAL_RATIO]
         us) shown_redis=$(micros "$redis"); shown_decide=$(micros "$decide") ;;
         *) shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide") ;;
     esac
-    ROWS+=("$1|$shown_redis|$shown_decide|$(ratio "$2" "$decide" "$redis")|$(goal "${5:-}" "$2" "$decide" "$redis")")
+    pairs=$(paired "$2" "$4" "$3")
+    ROWS+=("$1|$shown_redis|$shown_decide|$(ratio "$pairs")|$(goal "${5:-}" "$pairs")")
 }
 # Goals: syncnode at least 1.0× Redis on every redis-benchmark line and replicated (issue 13);
 # the library, replicated, at least 1.5× Redis master→replica (issue 12).
@@ -307,7 +323,7 @@ REDIS_VERSION=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 echo
 echo "== bench-compare: Redis $REDIS_VERSION vs Decide, $KEYS keys, 64-byte values, 127.0.0.1 ($CORES cores, $MEMORY, load $LOAD)"
 {
-    echo "workload|Redis|Decide|Decide/Redis (speed)|goal"
+    echo "workload|Redis|Decide|Decide/Redis (speed, median of paired rounds)|goal"
     for entry in "${ROWS[@]}"; do echo "$entry"; done
 } | awk -F'|' '
     { for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > width[i]) width[i] = length($i) } rows = NR; cols = NF }
@@ -327,11 +343,11 @@ BLOCK="$WORK/block.md"
     echo "Redis $REDIS_VERSION (no persistence), Decide release build, syncnode with memory durability."
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
     echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
-    echo "each figure the best of $ROUNDS alternating rounds (\`COMPARE_ROUNDS\`)."
+    echo "$ROUNDS alternating rounds (\`COMPARE_ROUNDS\`), each running both sides back to back: each figure is the median round; Decide ÷ Redis is the median of the rounds' own ratios, with their range, and the goal is judged on it."
     echo "Server CPU rows: user and system time of all the server's threads per request (less is better), and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo
-    echo "| workload | Redis | Decide | Decide ÷ Redis (speed; above 1× Decide is ahead) | goal |"
+    echo "| workload | Redis | Decide | Decide ÷ Redis (speed, median of paired rounds; above 1× Decide is ahead) | goal |"
     echo "| --- | ---: | ---: | ---: | --- |"
     for entry in "${ROWS[@]}"; do
         IFS='|' read -r workload redis decide ratio_text goal_text <<< "$entry"

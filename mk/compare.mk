@@ -3,8 +3,8 @@
 #   make bench-compare   Redis master+replica vs Decide (library and syncnode) on 127.0.0.1, one run;
 #                        prints the table and writes it into docs/benchmarks.md
 # COMPARE_KEYS (default 100000) is the key count and the number of writes per workload;
-# COMPARE_ROUNDS (default 3) how many alternating rounds of the Redis stream and the library run
-# (the table takes each side's best).
+# COMPARE_ROUNDS (default 5) how many alternating rounds of the Redis stream and the library run
+# (the table takes the median round and the median of the rounds' paired ratios).
 
 COMPARE_PACKAGES := redis-server redis-tools
 COMPARE_KEYS ?= 100000
