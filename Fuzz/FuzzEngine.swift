@@ -449,7 +449,7 @@ final class EngineHarness {
                 for connection in victimLinks where honestOf[connection] == nil {
                     victim.transport.links[connection]?.outbox = []
                     victim.transport.links[connection]?.queued = 0
-                    victim.replicator.transport(victim.transport, didReceive: ping, from: connection)
+                    victim.replicator.receive(ping, over: victim.transport, from: connection)
                 }
             }
             deliverEvents()
@@ -466,13 +466,13 @@ final class EngineHarness {
                 if let frame = victim.transport.takeFrame(mine) {
                     moved = true
                     if honest.transport.links[theirs] != nil {
-                        honest.replicator.transport(honest.transport, didReceive: frame, from: theirs)
+                        honest.replicator.receive(frame, over: honest.transport, from: theirs)
                     }
                 }
                 if let frame = honest.transport.takeFrame(theirs) {
                     moved = true
                     if victim.transport.links[mine] != nil {
-                        victim.replicator.transport(victim.transport, didReceive: frame, from: mine)
+                        victim.replicator.receive(frame, over: victim.transport, from: mine)
                     }
                 }
             }
@@ -558,7 +558,7 @@ final class EngineHarness {
     private func deliver(_ frame: [UInt8], to connection: ConnectionID) {
         guard victim.transport.links[connection] != nil else { return }
         if honestOf[connection] != nil { impersonated = true }
-        victim.replicator.transport(victim.transport, didReceive: frame, from: connection)
+        victim.replicator.receive(frame, over: victim.transport, from: connection)
     }
 
     private func deliverRaw(_ input: inout FuzzInput) {
@@ -740,7 +740,7 @@ final class EngineHarness {
             impersonated = true
         }
         if target.transport.links[incoming] != nil {
-            target.replicator.transport(target.transport, didReceive: frame, from: incoming)
+            target.replicator.receive(frame, over: target.transport, from: incoming)
         }
         return true
     }
@@ -1034,4 +1034,11 @@ public func fuzzEngine(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let harness = EngineHarness(profile: input.byte())
     harness.run(&input)
     return 0
+}
+
+extension Replicator {
+    /// Hands the engine one frame as a transport would: lent for the call.
+    fileprivate func receive(_ frame: [UInt8], over link: any Transport, from connection: ConnectionID) {
+        frame.withUnsafeBytes { transport(link, didReceive: $0, from: connection) }
+    }
 }

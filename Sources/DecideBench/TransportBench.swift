@@ -205,17 +205,17 @@ enum TransportBench {
             link = connection
             connected.signal()
         }
-        func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+        func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
             switch role {
             case .echo:
-                _ = transport.send(frame, to: connection)
+                _ = transport.send(Array(frame), to: connection)
             case .pinger(let count):
                 samples.append(TransportBench.now() - sentAt)
                 if samples.count == count {
                     done.signal()
                 } else {
                     sentAt = TransportBench.now()
-                    _ = transport.send(frame, to: connection)
+                    _ = transport.send(Array(frame), to: connection)
                 }
             case .sink(let count):
                 received += 1

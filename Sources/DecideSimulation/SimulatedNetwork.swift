@@ -390,7 +390,9 @@ public final class SimulatedNetwork: @unchecked Sendable {
         currentCounters.framesDelivered += 1
         currentCounters.bytesDelivered += UInt64(copy.wireBytes)
         let connection = receiverSide.connectionID
-        receiverSide.transport.notify { $0.transport($1, didReceive: copy.frame, from: connection) }
+        copy.frame.withUnsafeBytes { frame in
+            receiverSide.transport.notify { $0.transport($1, didReceive: frame, from: connection) }
+        }
     }
 
     /// Ends an open link: in-flight frames dropped; each side not already due a notice (and

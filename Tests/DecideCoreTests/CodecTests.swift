@@ -75,14 +75,16 @@ import Testing
     }
 
     @Test func malformedVarintsAreRejected() {
-        var reader = WireReader([UInt8](repeating: 0xFF, count: 11))
-        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try reader.readVarint("n") }
-        var overflow = WireReader([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02])
-        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try overflow.readVarint("n") }
-        var overlong = WireReader([0x81, 0x00])
-        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try overlong.readVarint("n") }
-        var maximum = WireReader([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
-        let value = try? maximum.readVarint("n")
+        func varint(_ bytes: [UInt8]) throws(WireDecodeError) -> UInt64 {
+            try withWireBytes(bytes) { raw throws(WireDecodeError) in
+                var reader = WireReader(raw)
+                return try reader.readVarint("n")
+            }
+        }
+        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try varint([UInt8](repeating: 0xFF, count: 11)) }
+        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try varint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02]) }
+        #expect(throws: WireDecodeError.malformedVarint(field: "n")) { try varint([0x81, 0x00]) }
+        let value = try? varint([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
         #expect(value == .max)
     }
 
@@ -173,10 +175,12 @@ import Testing
             var writer = WireWriter()
             writer.writeBytes(text)
             writer.writeUInt8(0xEE)
-            var reader = WireReader(writer.bytes)
-            let answer = try reader.readString("s", limit: limit, reusing: known)
-            #expect(try reader.readUInt8("after") == 0xEE)
-            return answer
+            return try withWireBytes(writer.bytes) { raw throws(WireDecodeError) in
+                var reader = WireReader(raw)
+                let answer = try reader.readString("s", limit: limit, reusing: known)
+                #expect(try reader.readUInt8("after") == 0xEE)
+                return answer
+            }
         }
         #expect(try read(Array("flags".utf8), knowing: "flags") == ("flags", true))
         #expect(try read(Array("flagz".utf8), knowing: "flags") == ("flagz", false))
@@ -187,8 +191,12 @@ import Testing
         #expect(try read(Array("a much longer name than sixteen bytes".utf8), knowing: "a much longer name than sixteen bytes").reused)
         #expect(throws: WireDecodeError.invalidUTF8(field: "s")) { try read([0xC3, 0x28], knowing: "ab") }
         #expect(throws: WireDecodeError.tooLarge(field: "s", length: 5, limit: 4)) { try read(Array("flags".utf8), knowing: "flags", limit: 4) }
-        var cut = WireReader([5, UInt8(ascii: "f"), UInt8(ascii: "l")])
-        #expect(throws: WireDecodeError.truncated(field: "s", needed: 3)) { try cut.readString("s", limit: 64, reusing: "flags") }
+        #expect(throws: WireDecodeError.truncated(field: "s", needed: 3)) {
+            try withWireBytes([5, UInt8(ascii: "f"), UInt8(ascii: "l")]) { raw throws(WireDecodeError) in
+                var cut = WireReader(raw)
+                return try cut.readString("s", limit: 64, reusing: "flags")
+            }
+        }
 
         // A stream of deltas decoded with one `RecentWireStrings`: the same deltas, versions and
         // key hashes as decoded alone, whatever came before (a failed decode included).

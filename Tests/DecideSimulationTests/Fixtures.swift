@@ -64,7 +64,8 @@ final class Recorder: TransportDelegate, @unchecked Sendable {
         record(.connected(connection, peer))
         onConnect?(connection, peer)
     }
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
+        let frame = Array(frame)
         record(.received(connection, frame))
         onReceive?(connection, frame)
     }

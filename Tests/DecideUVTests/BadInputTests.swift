@@ -156,7 +156,7 @@ final class ClosingDelegate: TransportDelegate, @unchecked Sendable {
     func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo) {
         inner.transport(transport, didConnect: connection, peer: peer)
     }
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
         if closed { framesAfterClose += 1 }
         closed = true
         transport.close(connection)

@@ -16,6 +16,43 @@ struct PureDecoderTests {
         }
     }
 
+    @Test("a frame whole in one read is lent in place; one split across reads is gathered")
+    func payloadsInPlaceOrGathered() throws {
+        let stream = WireProtocol.frame([1, 2, 3]) + WireProtocol.frame([4, 5])
+        var decoder = FrameDecoder(maxFrameBytes: 100)
+        // Both whole in the first read: their ranges of it, nothing copied.
+        try stream.withUnsafeBytes { input in
+            var offset = 0
+            guard case .inInput(let first)? = try decoder.nextPayload(from: input, offset: &offset) else {
+                Issue.record("the first frame was not lent in place"); return
+            }
+            #expect(Array(UnsafeRawBufferPointer(rebasing: input[first])) == [1, 2, 3])
+            guard case .inInput(let second)? = try decoder.nextPayload(from: input, offset: &offset) else {
+                Issue.record("the second frame was not lent in place"); return
+            }
+            #expect(Array(UnsafeRawBufferPointer(rebasing: input[second])) == [4, 5])
+            #expect(try decoder.nextPayload(from: input, offset: &offset) == nil && offset == input.count)
+        }
+        // Cut inside the second frame's payload: the rest arrives in the next read, and the
+        // frame is handed over whole from the decoder's buffer.
+        let cut = stream.count - 1
+        try Array(stream[..<cut]).withUnsafeBytes { input in
+            var offset = 0
+            guard case .inInput? = try decoder.nextPayload(from: input, offset: &offset) else {
+                Issue.record("the first frame was not lent in place"); return
+            }
+            #expect(try decoder.nextPayload(from: input, offset: &offset) == nil)
+        }
+        try Array(stream[cut...]).withUnsafeBytes { input in
+            var offset = 0
+            guard case .gathered(let bytes)? = try decoder.nextPayload(from: input, offset: &offset) else {
+                Issue.record("the split frame was not gathered"); return
+            }
+            #expect(bytes == [4, 5])
+        }
+        #expect(!decoder.hasPartialFrame)
+    }
+
     @Test("limits are typed errors")
     func limits() {
         var decoder = FrameDecoder(maxFrameBytes: 10)

@@ -36,8 +36,8 @@ final class TestDelegate: TransportDelegate, @unchecked Sendable {
     func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo) {
         record(.connected(connection, peer))
     }
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
-        record(.received(connection, frame))
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
+        record(.received(connection, Array(frame)))
     }
     func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
         condition.lock()

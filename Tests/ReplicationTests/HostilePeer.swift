@@ -115,7 +115,7 @@ final class HostilePeer: TransportDelegate, @unchecked Sendable {
         linksOpened += 1
     }
 
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
         // Answer honest traffic with more of the same.
         if random.next() % 4 == 0 { attack(count: 1) }
     }

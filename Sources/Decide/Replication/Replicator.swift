@@ -465,7 +465,7 @@ public final class Replicator: @unchecked Sendable {
         perform(actions)
     }
 
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
         let message: ReplicationMessage
         do {
             message = try codec.decode(frame, recent: &receiving.value.recentStrings)

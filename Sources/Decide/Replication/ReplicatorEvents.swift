@@ -11,7 +11,7 @@ final class ReplicatorEvents: TransportDelegate, @unchecked Sendable {
         replicator.transport(transport, didConnect: connection, peer: peer)
     }
 
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID) {
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
         replicator.transport(transport, didReceive: frame, from: connection)
     }
 

@@ -75,8 +75,10 @@ public enum SendResult: Hashable, Sendable {
 public protocol TransportDelegate: AnyObject, Sendable {
     /// A link finished its handshake; frames may now be sent and will be received.
     func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo)
-    /// One whole frame arrived on a connected link (the length prefix already removed).
-    func transport(_ transport: any Transport, didReceive frame: [UInt8], from connection: ConnectionID)
+    /// One whole frame arrived on a connected link (the length prefix already removed). The
+    /// bytes are lent for the call only, often straight from the transport's read buffer:
+    /// copy what must outlive it.
+    func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID)
     /// A `send` was refused because the link's queued outbound bytes would pass the limit.
     func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID)
     /// A link that had been reported by `didConnect` is gone. Called exactly once per link.

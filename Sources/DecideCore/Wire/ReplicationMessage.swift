@@ -303,12 +303,18 @@ package struct ReplicationCodec: Sendable {
 
     public func decode(_ bytes: [UInt8]) throws(WireDecodeError) -> ReplicationMessage {
         var recent = RecentWireStrings()
-        return try decode(bytes, recent: &recent)
+        return try withWireBytes(bytes) { raw throws(WireDecodeError) in try decode(raw, recent: &recent) }
+    }
+
+    /// `decode(_:recent:)` over an array's bytes.
+    package func decode(_ bytes: [UInt8], recent: inout RecentWireStrings) throws(WireDecodeError) -> ReplicationMessage {
+        try withWireBytes(bytes) { raw throws(WireDecodeError) in try decode(raw, recent: &recent) }
     }
 
     /// `decode`, a delta's strings taken from `recent` where the bytes say the same
-    /// (`WireCodec.decodeDelta(_:from:recent:)`): for a stream of one peer's messages.
-    package func decode(_ bytes: [UInt8], recent: inout RecentWireStrings) throws(WireDecodeError) -> ReplicationMessage {
+    /// (`WireCodec.decodeDelta(_:from:recent:)`): for a stream of one peer's messages. Reads
+    /// `bytes` in place: nothing of the message refers to them afterwards.
+    package func decode(_ bytes: UnsafeRawBufferPointer, recent: inout RecentWireStrings) throws(WireDecodeError) -> ReplicationMessage {
         var reader = WireReader(bytes)
         let type = try reader.readUInt8("message.type")
         let message: ReplicationMessage
@@ -380,7 +386,7 @@ package struct ReplicationCodec: Sendable {
             let round = try reader.readUInt64("entries.round")
             let seq = try reader.readVarint("entries.seq")
             let last = try readFlag(&reader, "entries.last")
-            return .entries(round: round, seq: seq, last: last, batch: try wire.decodeEntries(Array(bytes[reader.position...])))
+            return .entries(round: round, seq: seq, last: last, batch: try wire.decodeEntries(reader.rest))
         case ReplicationMessage.streamAckType:
             message = .streamAck(round: try reader.readUInt64("streamAck.round"), seq: try reader.readVarint("streamAck.seq"))
         case ReplicationMessage.gossipType:

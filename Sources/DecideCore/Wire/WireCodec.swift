@@ -81,13 +81,13 @@ package struct WireCodec: Sendable {
     /// frame's payload after its type byte is read in place, not copied out first).
     public func decodeDelta(_ bytes: [UInt8], from position: Int = 0) throws(WireDecodeError) -> Delta {
         var recent = RecentWireStrings()
-        return try decodeDelta(bytes, from: position, recent: &recent)
+        return try withWireBytes(bytes) { raw throws(WireDecodeError) in try decodeDelta(raw, from: position, recent: &recent) }
     }
 
     /// `decodeDelta`, reusing the node id and collection name of `recent` where the bytes say
     /// the same (the same result, without building and validating them again), and leaving
     /// this delta's in `recent` for the next one.
-    package func decodeDelta(_ bytes: [UInt8], from position: Int = 0, recent: inout RecentWireStrings) throws(WireDecodeError) -> Delta {
+    package func decodeDelta(_ bytes: UnsafeRawBufferPointer, from position: Int = 0, recent: inout RecentWireStrings) throws(WireDecodeError) -> Delta {
         var reader = WireReader(bytes, position: position)
         try readHeader(&reader, kind: Self.deltaKind)
         let version = try readVersion(&reader, recent: &recent)
@@ -118,6 +118,11 @@ package struct WireCodec: Sendable {
     }
 
     public func decodeEntries(_ bytes: [UInt8]) throws(WireDecodeError) -> [KeyedEntry] {
+        try withWireBytes(bytes) { raw throws(WireDecodeError) in try decodeEntries(raw) }
+    }
+
+    /// `decodeEntries` over bytes read in place (a frame's payload after its header).
+    package func decodeEntries(_ bytes: UnsafeRawBufferPointer) throws(WireDecodeError) -> [KeyedEntry] {
         var reader = WireReader(bytes)
         try readHeader(&reader, kind: Self.entryBatchKind)
         let count = try reader.readCount("entries.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 12)

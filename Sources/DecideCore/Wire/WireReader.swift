@@ -3,20 +3,25 @@
 /// Guarantees: never reads past the end of the input; never allocates more than a limit allows
 /// or than the remaining input could fill; every failure is a `WireDecodeError`.
 package struct WireReader {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeRawBufferPointer
     public private(set) var position: Int
 
-    public init(_ bytes: [UInt8], position: Int = 0) {
+    /// Reads `bytes` in place, from `position`; they must stay valid while the reader is used
+    /// (`withWireBytes` lends an array's).
+    public init(_ bytes: UnsafeRawBufferPointer, position: Int = 0) {
         self.bytes = bytes
         self.position = position
     }
+
+    /// The input not read yet, in place.
+    package var rest: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[position...]) }
 
     public var remaining: Int { bytes.count - position }
 
     public mutating func readUInt8(_ field: String) throws(WireDecodeError) -> UInt8 {
         try need(1, field)
         defer { position += 1 }
-        return bytes[position]
+        return bytes.load(fromByteOffset: position, as: UInt8.self)
     }
 
     public mutating func readUInt16(_ field: String) throws(WireDecodeError) -> UInt16 {
@@ -62,8 +67,8 @@ package struct WireReader {
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
         try need(Int(length), field)
         defer { position += Int(length) }
-        guard length > 0 else { return [] }
-        return bytes.withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[position..<position + Int(length)])) }
+        guard length > 0, let base = bytes.baseAddress else { return [] }
+        return [UInt8](copying: UnsafeRawBufferPointer(start: base + position, count: Int(length)))
     }
 
     public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {
@@ -81,17 +86,13 @@ package struct WireReader {
         position += Int(length)
         // Straight from the input, without an intermediate array. Decoding repairs invalid UTF-8,
         // so a string that does not read back as its bytes was not valid UTF-8.
-        let answer: (text: String, reused: Bool)? = bytes.withUnsafeBytes { buffer in
-            let raw = UnsafeRawBufferPointer(rebasing: buffer[start..<start + Int(length)])
-            if var known, known.utf8.count == raw.count, known.withUTF8({ sameBytes(UnsafeRawBufferPointer($0), raw) }) {
-                return (known, true)
-            }
-            let text = String(decoding: raw, as: UTF8.self)
-            if raw.allSatisfy({ $0 < 0x80 }) { return (text, false) }
-            return text.utf8.elementsEqual(raw) ? (text, false) : nil
+        let raw = UnsafeRawBufferPointer(start: bytes.baseAddress.map { $0 + start }, count: Int(length))
+        if var known, known.utf8.count == raw.count, known.withUTF8({ sameBytes(UnsafeRawBufferPointer($0), raw) }) {
+            return (known, true)
         }
-        guard let answer else { throw .invalidUTF8(field: field) }
-        return answer
+        let text = String(decoding: raw, as: UTF8.self)
+        if raw.allSatisfy({ $0 < 0x80 }) || text.utf8.elementsEqual(raw) { return (text, false) }
+        throw .invalidUTF8(field: field)
     }
 
     /// Throws unless the whole input has been read.
@@ -107,10 +108,22 @@ package struct WireReader {
         try need(byteCount, field)
         defer { position += byteCount }
         if byteCount == 8 {
-            return bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: position, as: UInt64.self)) }
+            return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
         }
         var value: UInt64 = 0
-        for index in 0..<byteCount { value |= UInt64(bytes[position + index]) << UInt64(8 * index) }
+        for index in 0..<byteCount {
+            value |= UInt64(bytes.load(fromByteOffset: position + index, as: UInt8.self)) << UInt64(8 * index)
+        }
         return value
     }
+}
+
+/// Runs `body` over the storage of `bytes` (a `WireReader` reads it in place) and passes on its
+/// typed error, which `Array.withUnsafeBytes` would widen to `any Error`.
+package func withWireBytes<Result>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(WireDecodeError) -> Result)
+    throws(WireDecodeError) -> Result {
+    let outcome: Swift.Result<Result, WireDecodeError> = bytes.withUnsafeBytes { raw in
+        do throws(WireDecodeError) { return .success(try body(raw)) } catch { return .failure(error) }
+    }
+    return try outcome.get()
 }

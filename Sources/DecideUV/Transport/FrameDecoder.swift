@@ -38,9 +38,27 @@ package struct FrameDecoder: Sendable {
     /// True while part of a frame (a header byte or more) has been read but not the whole.
     package var hasPartialFrame: Bool { !header.isEmpty || expectedPayloadBytes >= 0 }
 
+    /// Where `nextPayload` found a whole payload.
+    package enum Payload: Equatable {
+        /// Whole inside the input of this call: these bytes of it, to be read in place.
+        case inInput(Range<Int>)
+        /// Gathered across reads into the decoder's own buffer, now handed over.
+        case gathered([UInt8])
+    }
+
     /// Takes bytes from `input` starting at `offset` and returns the next whole payload, or nil
     /// when `input` is used up (then `offset == input.count`). Call again until it returns nil.
     package mutating func next(from input: UnsafeRawBufferPointer, offset: inout Int) throws(FrameDecodingError) -> [UInt8]? {
+        switch try nextPayload(from: input, offset: &offset) {
+        case nil: return nil
+        case .inInput(let range)?: return Array(UnsafeRawBufferPointer(rebasing: input[range]))
+        case .gathered(let payload)?: return payload
+        }
+    }
+
+    /// `next` without copying a payload that lies whole in `input`: its range is returned
+    /// instead (most frames, on a link that keeps up). Same checks, same state.
+    package mutating func nextPayload(from input: UnsafeRawBufferPointer, offset: inout Int) throws(FrameDecodingError) -> Payload? {
         precondition(offset >= 0 && offset <= input.count, "offset out of range")
         while offset < input.count {
             if expectedPayloadBytes < 0 {
@@ -50,9 +68,9 @@ package struct FrameDecoder: Sendable {
                     try check(length)
                     offset += WireProtocol.frameHeaderBytes
                     if input.count - offset >= length {
-                        let frame = Array(input[offset ..< offset + length])
+                        let range = offset ..< offset + length
                         offset += length
-                        return frame
+                        return .inInput(range)
                     }
                     startPayload(length)
                     continue
@@ -73,7 +91,7 @@ package struct FrameDecoder: Sendable {
                     let frame = payload
                     payload = []
                     expectedPayloadBytes = -1
-                    return frame
+                    return .gathered(frame)
                 }
             }
         }

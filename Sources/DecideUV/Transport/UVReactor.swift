@@ -283,28 +283,37 @@ final class UVReactor: @unchecked Sendable {
             }
         }
         while (connection.phase == .established || connection.phase == .handshaking) && !connection.closeRequested {
-            let frame: [UInt8]
+            let payload: FrameDecoder.Payload
             do {
-                guard let next = try connection.decoder.next(from: input, offset: &offset) else { break }
-                frame = next
+                guard let next = try connection.decoder.nextPayload(from: input, offset: &offset) else { break }
+                payload = next
             } catch {
                 close(connection, reason: .protocolViolation(error.description),
                       refusal: Refusal(code: .protocolViolation, reason: error.description))
                 return
             }
-            if connection.phase == .established {
-                guard connection.sealer != nil else {
-                    deliver(frame, on: connection)
-                    delivered = true
-                    continue
+            // A plain link's frame goes to the delegate straight from the read buffer.
+            if connection.phase == .established && connection.sealer == nil {
+                switch payload {
+                case .inInput(let range): deliver(UnsafeRawBufferPointer(rebasing: input[range]), on: connection)
+                case .gathered(let bytes): bytes.withUnsafeBytes { deliver($0, on: connection) }
                 }
+                delivered = true
+                continue
+            }
+            let frame: [UInt8]
+            switch payload {
+            case .inInput(let range): frame = [UInt8](copying: UnsafeRawBufferPointer(rebasing: input[range]))
+            case .gathered(let bytes): frame = bytes
+            }
+            if connection.phase == .established {
                 guard let frames = connection.sealer!.open(frame, maxFrameBytes: configuration.maxFrameBytes) else {
                     let text = "a sealed record did not open: replayed, reordered, cut, changed, not sealed by the peer, or malformed inside"
                     close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
                     return
                 }
                 for payload in frames where connection.phase == .established && !connection.closeRequested {
-                    deliver(payload, on: connection)
+                    payload.withUnsafeBytes { deliver($0, on: connection) }
                     delivered = true
                 }
             } else {
@@ -313,10 +322,14 @@ final class UVReactor: @unchecked Sendable {
         }
     }
 
-    private func deliver(_ frame: [UInt8], on connection: UVConnection) {
-        let type = frame[0]
+    private func deliver(_ frame: UnsafeRawBufferPointer, on connection: UVConnection) {
+        guard let type = frame.first else {
+            let text = "an empty frame inside a sealed record"
+            close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
+            return
+        }
         if type >= WireProtocol.firstTransportType {
-            if case .refusal(let refusal)? = try? HandshakeMessage.parse(frame) {
+            if case .refusal(let refusal)? = try? HandshakeMessage.parse(Array(frame)) {
                 close(connection, reason: .refused("peer: \(refusal.reason)"), refusal: nil)
             } else {
                 let text = "transport frame of type \(type) after the handshake"
