@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// The keys of one sealed link and the record counters of both directions (docs/protocol.md §4):
 /// after the handshake, frames travel in sealed records. A record is the frames written together
@@ -90,22 +91,45 @@ struct LinkSealer {
     /// record, or not sealed by the peer's key) or its frames are malformed (an empty frame, or
     /// one longer than `maxFrameBytes`).
     mutating func open(_ record: [UInt8], maxFrameBytes: Int) -> [[UInt8]]? {
-        guard record.count > Self.overheadBytes,
-              let plain = Self.opened(record[...], key: receiveKey, number: received) else { return nil }
+        guard let opened = record.withUnsafeBytes({ openFrames($0, maxFrameBytes: maxFrameBytes) }) else { return nil }
+        return opened.plain.withUnsafeBytes { plain in
+            opened.frames.map { Array(UnsafeRawBufferPointer(rebasing: plain[$0])) }
+        }
+    }
+
+    /// A record opened: its plaintext, and where each of its frames lies in it (the bytes of
+    /// `plain.withUnsafeBytes`), every one checked before any is handed on.
+    struct OpenedRecord {
+        let plain: Data
+        let frames: [Range<Int>]
+    }
+
+    /// `open`, reading the record in place and copying no frame out of the plaintext.
+    mutating func openFrames(_ record: UnsafeRawBufferPointer, maxFrameBytes: Int) -> OpenedRecord? {
+        guard record.count > Self.overheadBytes else { return nil }
+        let split = record.count - Self.overheadBytes
+        guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(received),
+                                                  ciphertext: UnsafeRawBufferPointer(rebasing: record[..<split]),
+                                                  tag: UnsafeRawBufferPointer(rebasing: record[split...])),
+              let plain = try? ChaChaPoly.open(box, using: receiveKey) else { return nil }
         received += 1
-        var frames: [[UInt8]] = []
         var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
-        let complete: Bool? = plain.withUnsafeBytes { bytes in
+        var frames: [Range<Int>] = []
+        let complete: Bool = plain.withUnsafeBytes { bytes in
             var offset = 0
             do {
-                while let frame = try decoder.next(from: bytes, offset: &offset) { frames.append(frame) }
+                while let payload = try decoder.nextPayload(from: bytes, offset: &offset) {
+                    // One input holds the whole plaintext, so every frame lies in it.
+                    guard case .inInput(let range) = payload else { return false }
+                    frames.append(range)
+                }
             } catch {
-                return nil
+                return false
             }
             return !decoder.hasPartialFrame
         }
-        guard complete == true, !frames.isEmpty else { return nil }
-        return frames
+        guard complete, !frames.isEmpty else { return nil }
+        return OpenedRecord(plain: plain, frames: frames)
     }
 
     /// 4 zero bytes, then the record number little-endian.

@@ -301,23 +301,29 @@ final class UVReactor: @unchecked Sendable {
                 delivered = true
                 continue
             }
-            let frame: [UInt8]
-            switch payload {
-            case .inInput(let range): frame = [UInt8](copying: UnsafeRawBufferPointer(rebasing: input[range]))
-            case .gathered(let bytes): frame = bytes
-            }
             if connection.phase == .established {
-                guard let frames = connection.sealer!.open(frame, maxFrameBytes: configuration.maxFrameBytes) else {
+                // A sealed link's record, opened in place; its frames lent from the plaintext.
+                let maxFrameBytes = configuration.maxFrameBytes
+                let opened: LinkSealer.OpenedRecord? = switch payload {
+                case .inInput(let range): connection.sealer!.openFrames(UnsafeRawBufferPointer(rebasing: input[range]), maxFrameBytes: maxFrameBytes)
+                case .gathered(let bytes): bytes.withUnsafeBytes { connection.sealer!.openFrames($0, maxFrameBytes: maxFrameBytes) }
+                }
+                guard let opened else {
                     let text = "a sealed record did not open: replayed, reordered, cut, changed, not sealed by the peer, or malformed inside"
                     close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
                     return
                 }
-                for payload in frames where connection.phase == .established && !connection.closeRequested {
-                    payload.withUnsafeBytes { deliver($0, on: connection) }
-                    delivered = true
+                opened.plain.withUnsafeBytes { plain in
+                    for range in opened.frames where connection.phase == .established && !connection.closeRequested {
+                        deliver(UnsafeRawBufferPointer(rebasing: plain[range]), on: connection)
+                        delivered = true
+                    }
                 }
             } else {
-                handshakeFrame(frame, on: connection)
+                switch payload {
+                case .inInput(let range): handshakeFrame([UInt8](copying: UnsafeRawBufferPointer(rebasing: input[range])), on: connection)
+                case .gathered(let bytes): handshakeFrame(bytes, on: connection)
+                }
             }
         }
     }
