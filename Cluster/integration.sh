@@ -743,6 +743,9 @@ sent_before=$(metric a "decide_deltas_sent_total{node=\"a\"}")
 received_before=$(metric b "decide_deltas_received_total{node=\"b\"}")
 decided_before=$(metric a "decide_decisions_total{node=\"a\"}")
 log_lines_before_a=$(wc -l < "$RUN_DIR/a/log"); log_lines_before_b=$(wc -l < "$RUN_DIR/b/log")
+# For a failure's line: b's counters that say how writes reached it other than as deltas.
+b_counters() { scrape b | grep -E '^decide_(deltas_received|incoming_deltas_dropped|catchup_(walks|entries)|link_changes|remote_deltas_applied)|lag_seconds_count' | tr '\n' ' '; }
+b_counters_before=$(b_counters)
 for index in $(seq 1 50); do echo "SET metered[$index] $index"; done > "$RUN_DIR/metered.req"
 resp_batch a "$RUN_DIR/metered.req" 20 > "$RUN_DIR/metered.rep"
 moved() {
@@ -762,7 +765,7 @@ if [ -n "$sent_before" ] && batch_ok "$RUN_DIR/metered.rep" 50 && wait_until 15 
 else
     # The counts before the SETs and a's links now, so a failure says which inequality broke
     # and on which link.
-    fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b: $(scrape b | grep -E '^decide_(deltas_received|incoming_deltas_dropped|catchup_(walks|entries)|link_changes)|lag_seconds_count' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); b's links: $(rcli b INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); metered keys on b: $(rcli b KEYS 'metered*' | wc -l); a's log since: $(tail -n +"$((log_lines_before_a + 1))" "$RUN_DIR/a/log" | tail -n 20); b's log since: $(tail -n +"$((log_lines_before_b + 1))" "$RUN_DIR/b/log" | tail -n 20)"
+    fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b before: $b_counters_before; b now: $(b_counters); c: $(rcli c INFO decide | tr -d '\r' | grep -E '^(committed_decisions|applied_remote_deltas):' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); b's links: $(rcli b INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); metered keys on b: $(rcli b KEYS 'metered*' | wc -l); a's log since: $(tail -n +"$((log_lines_before_a + 1))" "$RUN_DIR/a/log" | tail -n 20); b's log since: $(tail -n +"$((log_lines_before_b + 1))" "$RUN_DIR/b/log" | tail -n 20)"
 fi
 
 # --- (q) -----------------------------------------------------------------------------------
