@@ -303,7 +303,7 @@ package struct ReplicationCodec: Sendable {
 
     public func decode(_ bytes: [UInt8]) throws(WireDecodeError) -> ReplicationMessage {
         var recent = RecentWireStrings()
-        return try withWireBytes(bytes) { raw throws(WireDecodeError) in try decode(raw, recent: &recent) }
+        return try decode(bytes, recent: &recent)
     }
 
     /// `decode(_:recent:)` over an array's bytes.

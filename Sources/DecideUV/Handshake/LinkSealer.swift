@@ -79,12 +79,20 @@ struct LinkSealer {
     /// What `sealed` sealed with the same key, number and additional data; nil when `sealed` is
     /// shorter than a tag or does not open.
     static func opened(_ sealed: ArraySlice<UInt8>, key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8]? {
+        sealed.withUnsafeBytes { opened($0, key: key, number: number, authenticating: aad) }.map { Array($0) }
+    }
+
+    /// `opened`, reading `sealed` in place and answering the plaintext as ChaChaPoly gives it.
+    static func opened(_ sealed: UnsafeRawBufferPointer, key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> Data? {
         guard sealed.count >= overheadBytes else { return nil }
-        let split = sealed.endIndex - overheadBytes
-        guard let box = try? ChaChaPoly.SealedBox(nonce: nonce(number), ciphertext: sealed[..<split], tag: sealed[split...]) else {
+        let split = sealed.count - overheadBytes
+        guard let box = try? ChaChaPoly.SealedBox(nonce: nonce(number), ciphertext: UnsafeRawBufferPointer(rebasing: sealed[..<split]),
+                                                  tag: UnsafeRawBufferPointer(rebasing: sealed[split...])) else {
             return nil
         }
-        return (try? ChaChaPoly.open(box, using: key, authenticating: aad)).map { Array($0) }
+        // Records carry no additional data: opening without it skips swift-crypto's generic
+        // handling of an empty one (about 4 % of opening a record, callgrind).
+        return try? aad.isEmpty ? ChaChaPoly.open(box, using: key) : ChaChaPoly.open(box, using: key, authenticating: aad)
     }
 
     /// The frames of the next record received, or nil when it does not open (not the next
@@ -106,12 +114,8 @@ struct LinkSealer {
 
     /// `open`, reading the record in place and copying no frame out of the plaintext.
     mutating func openFrames(_ record: UnsafeRawBufferPointer, maxFrameBytes: Int) -> OpenedRecord? {
-        guard record.count > Self.overheadBytes else { return nil }
-        let split = record.count - Self.overheadBytes
-        guard let box = try? ChaChaPoly.SealedBox(nonce: Self.nonce(received),
-                                                  ciphertext: UnsafeRawBufferPointer(rebasing: record[..<split]),
-                                                  tag: UnsafeRawBufferPointer(rebasing: record[split...])),
-              let plain = try? ChaChaPoly.open(box, using: receiveKey) else { return nil }
+        guard record.count > Self.overheadBytes,
+              let plain = Self.opened(record, key: receiveKey, number: received) else { return nil }
         received += 1
         var decoder = FrameDecoder(maxFrameBytes: maxFrameBytes)
         var frames: [Range<Int>] = []

@@ -44,16 +44,30 @@ package struct FrameDecoder: Sendable {
         case inInput(Range<Int>)
         /// Gathered across reads into the decoder's own buffer, now handed over.
         case gathered([UInt8])
+
+        /// Runs `body` over the payload's bytes: lent from `input` (the call's input) or from the
+        /// gathered array, copied in neither case.
+        package func withBytes<Result>(in input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+            switch self {
+            case .inInput(let range): body(UnsafeRawBufferPointer(rebasing: input[range]))
+            case .gathered(let bytes): bytes.withUnsafeBytes(body)
+            }
+        }
+
+        /// The payload as an array of its own: a copy of its range of `input`, or the gathered
+        /// array itself.
+        package func bytes(in input: UnsafeRawBufferPointer) -> [UInt8] {
+            switch self {
+            case .inInput(let range): Array(UnsafeRawBufferPointer(rebasing: input[range]))
+            case .gathered(let bytes): bytes
+            }
+        }
     }
 
     /// Takes bytes from `input` starting at `offset` and returns the next whole payload, or nil
     /// when `input` is used up (then `offset == input.count`). Call again until it returns nil.
     package mutating func next(from input: UnsafeRawBufferPointer, offset: inout Int) throws(FrameDecodingError) -> [UInt8]? {
-        switch try nextPayload(from: input, offset: &offset) {
-        case nil: return nil
-        case .inInput(let range)?: return Array(UnsafeRawBufferPointer(rebasing: input[range]))
-        case .gathered(let payload)?: return payload
-        }
+        try nextPayload(from: input, offset: &offset)?.bytes(in: input)
     }
 
     /// `next` without copying a payload that lies whole in `input`: its range is returned

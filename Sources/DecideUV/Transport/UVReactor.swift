@@ -294,20 +294,14 @@ final class UVReactor: @unchecked Sendable {
             }
             // A plain link's frame goes to the delegate straight from the read buffer.
             if connection.phase == .established && connection.sealer == nil {
-                switch payload {
-                case .inInput(let range): deliver(UnsafeRawBufferPointer(rebasing: input[range]), on: connection)
-                case .gathered(let bytes): bytes.withUnsafeBytes { deliver($0, on: connection) }
-                }
+                payload.withBytes(in: input) { deliver($0, on: connection) }
                 delivered = true
                 continue
             }
             if connection.phase == .established {
                 // A sealed link's record, opened in place; its frames lent from the plaintext.
                 let maxFrameBytes = configuration.maxFrameBytes
-                let opened: LinkSealer.OpenedRecord? = switch payload {
-                case .inInput(let range): connection.sealer!.openFrames(UnsafeRawBufferPointer(rebasing: input[range]), maxFrameBytes: maxFrameBytes)
-                case .gathered(let bytes): bytes.withUnsafeBytes { connection.sealer!.openFrames($0, maxFrameBytes: maxFrameBytes) }
-                }
+                let opened = payload.withBytes(in: input) { connection.sealer!.openFrames($0, maxFrameBytes: maxFrameBytes) }
                 guard let opened else {
                     let text = "a sealed record did not open: replayed, reordered, cut, changed, not sealed by the peer, or malformed inside"
                     close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
@@ -320,10 +314,7 @@ final class UVReactor: @unchecked Sendable {
                     }
                 }
             } else {
-                switch payload {
-                case .inInput(let range): handshakeFrame([UInt8](copying: UnsafeRawBufferPointer(rebasing: input[range])), on: connection)
-                case .gathered(let bytes): handshakeFrame(bytes, on: connection)
-                }
+                handshakeFrame(payload.bytes(in: input), on: connection)
             }
         }
     }

@@ -27,12 +27,6 @@ struct ConfigFile: Sendable {
     /// Every value per key, in file order (only `peer` may have several).
     private(set) var values: [String: [String]] = [:]
 
-    /// The last value of `key`, nil when the file does not set it.
-    func value(_ key: String) -> String? { values[key]?.last }
-
-    /// Every value of `key` (empty when unset).
-    func all(_ key: String) -> [String] { values[key] ?? [] }
-
     /// The file's settings as a provider of the settings reader holds them: `peer` as a list,
     /// every other key as its text.
     var configValues: [AbsoluteConfigKey: ConfigValue] {
