@@ -244,17 +244,20 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- the table
-# A figure over its rounds: the median (of an even count, the mean of the middle two). The best
-# round would favour the noisier side; the median of a machine this shared is steadier.
-value() { awk -v name="$1" '$1 == name { v[++n] = $2 }
-    END { if (!n) exit
-        for (i = 2; i <= n; i++) { t = v[i]; j = i - 1; while (j >= 1 && v[j] > t) { v[j + 1] = v[j]; j-- } v[j + 1] = t }
-        print (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }' "$RESULTS"; }
+# sort_median(V, N): sorts V[1..N] in place and answers its median (of an even count, the mean of
+# the middle two). Prepended to the awk programs below.
+MEDIAN_AWK='function sort_median(v, n,   i, j, t) {
+    for (i = 2; i <= n; i++) { t = v[i]; j = i - 1; while (j >= 1 && v[j] > t) { v[j + 1] = v[j]; j-- } v[j + 1] = t }
+    return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'
+# A figure over its rounds: the median. The best round would favour the noisier side; the median
+# of a machine this shared is steadier.
+value() { awk -v name="$1" "$MEDIAN_AWK"' $1 == name { v[++n] = $2 }
+    END { if (n) print sort_median(v, n) }' "$RESULTS"; }
 # paired KIND DECIDE_NAME REDIS_NAME: "MEDIAN LOWEST HIGHEST COUNT" of each round's own speed
 # ratio (rates: Decide ÷ Redis; times: Redis ÷ Decide). Both sides of a round run back to back,
 # so a slow minute of the machine lands on both; rounds where a time is not positive (a lag
 # held before the last reply) have no ratio. Nothing when no round has one.
-paired() { awk -v kind="$1" -v d="$2" -v r="$3" '
+paired() { awk -v kind="$1" -v d="$2" -v r="$3" "$MEDIAN_AWK"'
     $1 == d { dv[++nd] = $2 } $1 == r { rv[++nr] = $2 }
     END { n = (nd < nr) ? nd : nr
         for (i = 1; i <= n; i++) {
@@ -262,8 +265,8 @@ paired() { awk -v kind="$1" -v d="$2" -v r="$3" '
             else if (dv[i] > 0 && rv[i] > 0) v[++m] = rv[i] / dv[i]
         }
         if (!m) exit
-        for (i = 2; i <= m; i++) { t = v[i]; j = i - 1; while (j >= 1 && v[j] > t) { v[j + 1] = v[j]; j-- } v[j + 1] = t }
-        printf "%f %f %f %d\n", (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2, v[1], v[m], m }' "$RESULTS"; }
+        median = sort_median(v, m)
+        printf "%f %f %f %d\n", median, v[1], v[m], m }' "$RESULTS"; }
 rate() { awk -v v="$1" 'BEGIN { if (v >= 1e6) printf "%.2f M/s", v / 1e6; else printf "%.1f k/s", v / 1e3 }'; }
 micros() { awk -v v="$1" 'BEGIN { printf "%.2f µs", v }'; }
 millis() { awk -v v="$1" 'BEGIN { if (v <= 0) printf "0 (%.2f ms before the reply)", -v; else if (v >= 100) printf "%.0f ms", v; else printf "%.2f ms", v }'; }
