@@ -739,6 +739,21 @@ a_links_settled() {
 }
 wait_until 15 "a linked to b and c, neither catching up" a_links_settled || true
 metric() { scrape "$1" | awk -v name="$2" '$1 == name {print $2; exit}'; }
+# A node publishes its counts once a second (metricsIntervalMilliseconds), a and b each on their
+# own phase: a baseline read before a's publication covers (r)'s write, but after b's does,
+# counts that write as a decision of the batch's window that b "never received". Read the
+# baseline only once each node's published counter equals its live one (INFO decide).
+info_number() { rcli "$1" INFO decide | tr -d '\r' | awk -F: -v name="$2" '$1 == name {print $2; exit}'; }
+published_current() {
+    local published live
+    published=$(metric "$1" "$2{node=\"$1\"}"); live=$(info_number "$1" "$3")
+    [ -n "$published" ] && [ -n "$live" ] && awk -v p="$published" -v l="$live" 'BEGIN { exit !(p == l) }'
+}
+baseline_settled() {
+    published_current a decide_decisions_total committed_decisions \
+        && published_current b decide_remote_deltas_applied_total applied_remote_deltas
+}
+wait_until 15 "a's and b's published counts to cover their writes so far" baseline_settled || true
 sent_before=$(metric a "decide_deltas_sent_total{node=\"a\"}")
 received_before=$(metric b "decide_deltas_received_total{node=\"b\"}")
 decided_before=$(metric a "decide_decisions_total{node=\"a\"}")
@@ -756,20 +771,13 @@ moved() {
     lag=$(metric b "decide_propagation_lag_seconds_count{node=\"b\"}")
     [ -n "$decided" ] && [ -n "$sent" ] && [ -n "$received" ] && [ -n "$lag" ] \
         && awk -v d="$decided" -v d0="${decided_before:-0}" -v s="$sent" -v s0="${sent_before:-0}" -v r="$received" -v r0="${received_before:-0}" -v l="$lag" \
-            'BEGIN { exit !(d - d0 >= 1 && s - s0 >= 2 * (d - d0) && r - r0 >= 1 && l >= r - r0) }' \
+            'BEGIN { exit !(d - d0 >= 1 && s - s0 >= 2 * (d - d0) && r - r0 >= d - d0 && l >= r - r0) }' \
         && [ "$(rcli b KEYS 'metered*' | wc -l)" -eq 50 ]
 }
 if [ -n "$sent_before" ] && batch_ok "$RUN_DIR/metered.rep" 50 && wait_until 15 "the metrics of a and b to move" moved \
     && awk -v peers="$(metric a "decide_peers_connected{node=\"a\"}")" 'BEGIN { exit !(peers == 2) }' \
     && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(peer_metrics a)/nothing")" = 404 ]; then
     pass "(s) curl scrapes a and b: 50 pipelined SETs on a move decide_decisions_total, decide_deltas_sent_total (one per decision to b and to c), b's decide_deltas_received_total and its propagation-lag histogram"
-    # About one run in ten, a makes one more decision in this window than the batch's, which b
-    # never applies as a delta while the digests stay equal (the stop-32 note on the issues says
-    # what the counters showed). Until that decision is named, say so here instead of failing.
-    a_decided=$(metric a "decide_decisions_total{node=\"a\"}"); b_received=$(metric b "decide_deltas_received_total{node=\"b\"}")
-    if awk -v d="$a_decided" -v d0="$decided_before" -v r="$b_received" -v r0="$received_before" 'BEGIN { exit !(r - r0 < d - d0) }'; then
-        echo "note (s): a made $(( ${a_decided%.*} - ${decided_before%.*} )) decisions, b applied $(( ${b_received%.*} - ${received_before%.*} )) of its deltas; b before: $b_counters_before; b now: $(b_counters)"
-    fi
 else
     # The counts before the SETs and a's links now, so a failure says which inequality broke
     # and on which link.
