@@ -52,6 +52,19 @@ import Testing
         }
     }
 
+    /// An `Int` id's key is its decimal digits (what `NAME[ID]` names from syncnode), whether it
+    /// fits in the key (up to 16 bytes) or not, and the value reads back through that key.
+    @Test func integerIdsAreKeyedByTheirDigits() {
+        let node = Fixture.node()
+        for id in [0, 7, -1, 42, 1_000_000, 9_999_999_999_999_999, -999_999_999_999_999, Int.max, Int.min] {
+            node.decide(Post(id: id, text: "post \(id)"))
+            let key = StateKey(name: Messages.name, element: Array(String(id).utf8))
+            #expect(node.entry(for: key)?.value == Array("\"post \(id)\"".utf8), "id \(id)")
+            #expect(node.read(Messages.self, at: id) == "post \(id)")
+        }
+        #expect(node.elements(Messages.self).ids == [Int.min, -999_999_999_999_999, -1, 0, 7, 42, 1_000_000, 9_999_999_999_999_999, Int.max].sorted { Array(String($0).utf8).lexicographicallyPrecedes(Array(String($1).utf8)) })
+    }
+
     @Test func listsPresentElementsInIdOrderWithTheDecisionsOwnWrites() {
         let node = Fixture.node()
         #expect(node.elements(Messages.self).isEmpty)

@@ -85,7 +85,7 @@ struct PendingWrites {
                       options writeOptions: WriteOptions = .plain, maxKeys: Int) -> Bool {
         let existing = position(of: key)
         guard existing != nil || writes.count < maxKeys else { return false }
-        if !indexOrders.isEmpty, !key.element.isEmpty { indexOrders[key.name] = nil }
+        if !indexOrders.isEmpty, key.elementCount != 0 { indexOrders[key.name] = nil }
         let options = value == nil ? WriteOptions.plain : writeOptions
         if options != .plain { hasOptions = true }
         set(key, value: value, decoded: typed, options: options, at: existing)
@@ -109,7 +109,7 @@ struct PendingWrites {
     private mutating func set(_ key: StateKey, value: consuming [UInt8]?, decoded typed: consuming (any Sendable)?,
                               options: WriteOptions, at existing: Int?) {
         func bytes(_ value: [UInt8]?) -> Int {
-            WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+            WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
                                            nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
         }
         if let existing {

@@ -15,7 +15,7 @@ extension Transaction {
             present.append((key, bytes, entry.version, nil))
         }
         for write in pending.writes {
-            guard !write.key.element.isEmpty, write.key.name == name, let bytes = write.value else { continue }
+            guard write.key.elementCount != 0, write.key.name == name, let bytes = write.value else { continue }
             present.append((write.key, bytes, nil, write.decoded))
         }
         return present
@@ -23,7 +23,7 @@ extension Transaction {
 
     func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
         var present = presentElements(named: core.name(of: C.self, named: C.name))
-        present.sort { $0.key.element.lexicographicallyPrecedes($1.key.element) }
+        present.sort { $0.key < $1.key }
         var ids: [C.ID] = []
         var values: [C.Value] = []
         ids.reserveCapacity(present.count)
@@ -99,7 +99,7 @@ extension Transaction {
         let tag = IndexPosition.tag(ofNodeHash: Version(timestamp: .zero, node: core.nodeID).nodeHash)
         func slot(of anchor: I.ID) -> Int? {
             guard let bytes = try? ValueCoding.encode(anchor) else { return nil }
-            return others.firstIndex { $0.key.element == bytes }
+            return others.firstIndex { $0.key.packedElement.equals(bytes) }
         }
         let position: IndexPosition
         switch placement {

@@ -167,8 +167,8 @@ final class Transaction: @unchecked Sendable {
         var problem: String?
         if key.name.utf8.count > limits.maxNameBytes {
             problem = "state name of \(key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
-        } else if key.element.count > limits.maxElementBytes {
-            problem = "element id of \(key.element.count) bytes in \(key.name) is over maxElementBytes \(limits.maxElementBytes)"
+        } else if key.elementCount > limits.maxElementBytes {
+            problem = "element id of \(key.elementCount) bytes in \(key.name) is over maxElementBytes \(limits.maxElementBytes)"
         } else if let value, value.count > limits.maxValueBytes {
             problem = "value of \(value.count) bytes for \(key) is over maxValueBytes \(limits.maxValueBytes)"
         }

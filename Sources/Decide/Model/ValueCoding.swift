@@ -1,4 +1,5 @@
 import Foundation
+import DecideCore
 
 /// Encodes values and element ids as JSON (UTF-8), the one encoding every node and every tool
 /// (`syncnode put KEY JSON-VALUE`) agrees on. Bool, integers and plain strings take a fast path
@@ -52,9 +53,14 @@ package enum ValueCoding {
     }
 
     /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.
-    /// Digits are written backwards into a stack buffer, dividing by the constant 10 (a multiply
-    /// and a shift), then copied once.
     private static func encodeInteger(_ number: Int64) -> [UInt8] {
+        withIntegerText(number) { [UInt8](copying: $0) }
+    }
+
+    /// The JSON text of `number` (its decimal digits), lent for the call from scratch memory:
+    /// a key made from it holds a short id in place and allocates nothing. Digits are written
+    /// backwards into a stack buffer, dividing by the constant 10 (a multiply and a shift).
+    package static func withIntegerText<Result>(_ number: Int64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         var magnitude = number.magnitude
         var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)
         return withUnsafeMutableBytes(of: &buffer) { bytes in
@@ -68,7 +74,7 @@ package enum ValueCoding {
                 start -= 1
                 bytes[start] = UInt8(ascii: "-")
             }
-            return Array(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+            return body(UnsafeRawBufferPointer(rebasing: bytes[start...]))
         }
     }
 

@@ -184,7 +184,7 @@ extension Node {
     /// absent (nil).
     func notifyObservers(_ core: NodeCore, key: StateKey, entry: Entry?, decoded: (any Sendable)?, now: UInt64) {
         guard core.observing else { return }
-        if !key.element.isEmpty, !core.collectionObservers.isEmpty, let watchers = core.collectionObservers[key.name] {
+        if key.elementCount != 0, !core.collectionObservers.isEmpty, let watchers = core.collectionObservers[key.name] {
             for observer in watchers.values { delivery.enqueue(.init(observer: observer, entry: nil, decoded: nil)) }
         }
         guard !core.observers.isEmpty, let observers = core.observers[key] else { return }

@@ -295,7 +295,7 @@ public final class Node: Sendable {
     package static func decisionBytes(nodeID: String, writes: some Sequence<(StateKey, [UInt8]?)>) -> Int {
         var bytes = 16 + nodeID.utf8.count
         for (key, value) in writes {
-            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+            bytes += WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
                                                     nodeBytes: nodeID.utf8.count, valueBytes: value?.count ?? 0)
         }
         return bytes

@@ -236,7 +236,7 @@ final class SQLiteDatabase: StoreFile {
                 if let version = change.removeUpTo {
                     let statement = deleteStatement
                     bindText(statement, 1, key.name)
-                    bindBlob(statement, 2, key.element)
+                    key.withElementBytes { bindBlob(statement, 2, $0) }
                     sqlite3_bind_int64(statement, 3, Self.encode(version.timestamp))
                     bindBlob(statement, 4, version.node)
                     try run(statement, "deleting a tombstone")
@@ -244,7 +244,7 @@ final class SQLiteDatabase: StoreFile {
                 if let entry = change.upsert {
                     let statement = upsertStatement
                     bindText(statement, 1, key.name)
-                    bindBlob(statement, 2, key.element)
+                    key.withElementBytes { bindBlob(statement, 2, $0) }
                     sqlite3_bind_int64(statement, 3, Self.encode(entry.version.timestamp))
                     bindBlob(statement, 4, entry.version.node)
                     if let value = entry.value { bindBlob(statement, 5, value) } else { sqlite3_bind_null(statement, 5) }
@@ -295,12 +295,14 @@ final class SQLiteDatabase: StoreFile {
     }
 
     private func bindBlob(_ statement: OpaquePointer?, _ index: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            if let base = buffer.baseAddress, buffer.count > 0 {
-                _ = sqlite3_bind_blob(statement, index, base, Int32(buffer.count), Self.transient)
-            } else {
-                _ = sqlite3_bind_zeroblob(statement, index, 0)  // a NULL pointer would bind NULL
-            }
+        bytes.withUnsafeBytes { bindBlob(statement, index, $0) }
+    }
+
+    private func bindBlob(_ statement: OpaquePointer?, _ index: Int32, _ buffer: UnsafeRawBufferPointer) {
+        if let base = buffer.baseAddress, buffer.count > 0 {
+            _ = sqlite3_bind_blob(statement, index, base, Int32(buffer.count), Self.transient)
+        } else {
+            _ = sqlite3_bind_zeroblob(statement, index, 0)  // a NULL pointer would bind NULL
         }
     }
 

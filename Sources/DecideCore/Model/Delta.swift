@@ -72,7 +72,7 @@ public struct KeyedEntry: Hashable, Sendable {
 extension KeyedEntry {
     /// The most bytes this entry takes in a `WireCodec` entry batch (lengths as 5-byte varints).
     public var maxEncodedBytes: Int {
-        WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.element.count,
+        WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
                                        nodeBytes: entry.version.node.utf8.count, valueBytes: entry.value?.count ?? 0)
     }
 }

@@ -6,10 +6,40 @@
 public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The state's wire name.
     public let name: String
-    /// The encoded element id of a collection element; empty for an atomic state.
-    public let element: [UInt8]
+    /// The element id's bytes up to `PackedBytes.inlineCapacity` (an integer id, a short
+    /// string id), in place as two little-endian words, zero past `elementCount`: making,
+    /// copying and dropping such a key allocates nothing and counts no reference
+    /// (docs/benchmarks.md, "Keys hold short element ids in place"). Plain fields, not an
+    /// enum: a copy is a copy, with no outlined value-witness call.
+    private let elementLow: UInt64, elementHigh: UInt64
+    /// A longer element id's bytes; nil when they are held in place.
+    private let elementSpill: [UInt8]?
+    /// How many bytes the element id has (0 for an atomic state).
+    package let elementCount: Int
     /// `StableHash` of (name, element), computed once.
     public let stableHash: UInt64
+
+    /// The encoded element id of a collection element; empty for an atomic state. A short id is
+    /// held in place, so this allocates an array for it: code on a hot path reads
+    /// `withElementBytes` or `elementCount` instead.
+    public var element: [UInt8] {
+        if let elementSpill { return elementSpill }
+        return elementCount == 0 ? [] : withElementBytes { [UInt8](copying: $0) }
+    }
+
+    /// The element id as the entry table holds it.
+    package var packedElement: PackedBytes {
+        if let elementSpill { return .heap(elementSpill) }
+        return .inline(elementLow, elementHigh, count: UInt8(truncatingIfNeeded: elementCount))
+    }
+
+    /// Lends the element id's bytes for the call.
+    package func withElementBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        if let elementSpill { return try elementSpill.withUnsafeBytes(body) }
+        return try withUnsafeBytes(of: (elementLow.littleEndian, elementHigh.littleEndian)) {
+            try body(UnsafeRawBufferPointer(rebasing: $0[0 ..< elementCount]))
+        }
+    }
 
     /// The key of `element` in state `name` (empty by default: an atomic state's key), with
     /// `stableHash` computed.
@@ -19,20 +49,56 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// The same key as `init(name:element:)`, with the name's part of the hash already taken
     /// (`nameHash` is `StableHash()` after `combine(bytes: name.utf8)`): a collection's name is
-    /// hashed once, not once per element written.
+    /// hashed once, not once per element written. A long id's array is shared, not copied.
     package init(name: String, nameHash: StableHash, element: [UInt8]) {
-        self.name = name
-        self.element = element
+        if element.count <= PackedBytes.inlineCapacity {
+            self = element.withUnsafeBytes { StateKey(name: name, nameHash: nameHash, elementBytes: $0) }
+        } else {
+            self.init(name: name, spill: element, nameHash: nameHash)
+        }
+    }
+
+    /// `init(name:nameHash:element:)` with the element's bytes lent (a decoder's input, a
+    /// number's digits in scratch memory): a short id is copied into the key, nothing allocated.
+    package init(name: String, nameHash: StableHash, elementBytes: UnsafeRawBufferPointer) {
+        guard elementBytes.count <= PackedBytes.inlineCapacity else {
+            self.init(name: name, spill: [UInt8](copying: elementBytes), nameHash: nameHash)
+            return
+        }
         var hash = nameHash
-        hash.combine(bytes: element)
-        self.stableHash = hash.value
+        hash.combine(buffer: elementBytes)
+        let (low, high) = PackedBytes.words(elementBytes)
+        self.init(name: name, low: low, high: high, spill: nil, count: elementBytes.count, stableHash: hash.value)
+    }
+
+    private init(name: String, spill: [UInt8], nameHash: StableHash) {
+        var hash = nameHash
+        spill.withUnsafeBytes { hash.combine(buffer: $0) }
+        self.init(name: name, low: 0, high: 0, spill: spill, count: spill.count, stableHash: hash.value)
+    }
+
+    private init(name: String, low: UInt64, high: UInt64, spill: [UInt8]?, count: Int, stableHash: UInt64) {
+        self.name = name
+        elementLow = low
+        elementHigh = high
+        elementSpill = spill
+        elementCount = count
+        self.stableHash = stableHash
     }
 
     /// A key whose `stableHash` is already known (a table that stored it hands it back).
+    package init(name: String, packedElement: PackedBytes, stableHash: UInt64) {
+        switch packedElement {
+        case let .inline(low, high, count):
+            self.init(name: name, low: low, high: high, spill: nil, count: Int(count), stableHash: stableHash)
+        case .heap(let bytes):
+            self.init(name: name, low: 0, high: 0, spill: bytes, count: bytes.count, stableHash: stableHash)
+        }
+    }
+
+    /// A key whose `stableHash` is already known, from its element as an array.
     package init(name: String, element: [UInt8], stableHash: UInt64) {
-        self.name = name
-        self.element = element
-        self.stableHash = stableHash
+        self.init(name: name, packedElement: PackedBytes(element), stableHash: stableHash)
     }
 
     /// `StableHash` after the name: what `init(name:nameHash:element:)` takes.
@@ -43,19 +109,21 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     public static func == (lhs: StateKey, rhs: StateKey) -> Bool {
-        lhs.stableHash == rhs.stableHash && lhs.name == rhs.name && lhs.element == rhs.element
+        lhs.stableHash == rhs.stableHash && lhs.elementCount == rhs.elementCount && lhs.elementLow == rhs.elementLow
+            && lhs.elementHigh == rhs.elementHigh && lhs.elementSpill == rhs.elementSpill && lhs.name == rhs.name
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(stableHash) }
 
     public static func < (lhs: StateKey, rhs: StateKey) -> Bool {
         if lhs.name != rhs.name { return lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8) }
-        return lhs.element.lexicographicallyPrecedes(rhs.element)
+        return lhs.withElementBytes { left in rhs.withElementBytes { right in left.lexicographicallyPrecedes(right) } }
     }
 
     /// `name` for an atomic state, `name[element]` with the element as text when it is UTF-8.
     public var description: String {
-        if element.isEmpty { return name }
+        if elementCount == 0 { return name }
+        let element = self.element
         if let text = String(validating: element, as: UTF8.self) { return "\(name)[\(text)]" }
         return "\(name)[0x\(element.map { String($0, radix: 16) }.joined())]"
     }

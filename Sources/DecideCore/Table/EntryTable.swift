@@ -224,10 +224,10 @@ package struct EntryTable: Sendable {
         } else {
             let contribution = StateDigest.contribution(of: key, entry)
             let number = UInt32(records.count)
-            let atomic = key.element.isEmpty
+            let atomic = key.elementCount == 0
             let keyBytes = atomic
                 ? key.name.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(key.name.utf8))
-                : PackedBytes(key.element)
+                : key.packedElement
             let node = nodeNumber(of: entry.version)
             let meta = Self.meta(of: entry)
             let name = atomic ? Self.inlineName : nameNumber(of: key.name)
@@ -605,9 +605,9 @@ package struct EntryTable: Sendable {
     private func key(of record: Record) -> StateKey {
         if record.name == Self.inlineName {
             let name = record.keyBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            return StateKey(name: name, element: [], stableHash: record.keyHash)
+            return StateKey(name: name, packedElement: .inline(0, 0, count: 0), stableHash: record.keyHash)
         }
-        return StateKey(name: names[Int(record.name)].name, element: record.keyBytes.array, stableHash: record.keyHash)
+        return StateKey(name: names[Int(record.name)].name, packedElement: record.keyBytes, stableHash: record.keyHash)
     }
 
     /// The stored keys whose `stableHash` is `hash` (nearly always none or one; a hash shared
@@ -630,9 +630,9 @@ package struct EntryTable: Sendable {
     /// Whether `record` is `key`'s (its stable hash already matched).
     private func holds(_ record: Record, _ key: StateKey) -> Bool {
         guard record.name == Self.inlineName else {
-            return record.keyBytes.equals(key.element) && names[Int(record.name)].name == key.name
+            return record.keyBytes == key.packedElement && names[Int(record.name)].name == key.name
         }
-        return key.element.isEmpty && record.keyBytes.equals(utf8: key.name)
+        return key.elementCount == 0 && record.keyBytes.equals(utf8: key.name)
     }
 
     /// The number of a state name for a new record (the caller adds the record to its

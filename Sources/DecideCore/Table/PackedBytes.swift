@@ -5,24 +5,24 @@
 ///
 /// Guarantees: `equals` and `withUnsafeBytes` see exactly the bytes it was made from, whatever
 /// their length; equal byte strings make equal values.
-enum PackedBytes: Hashable, Sendable {
+package enum PackedBytes: Hashable, Sendable {
     /// Up to `inlineCapacity` bytes, little-endian in two words (zero past `count`).
     case inline(UInt64, UInt64, count: UInt8)
     case heap([UInt8])
 
-    static let inlineCapacity = 16
+    package static let inlineCapacity = 16
 
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         if bytes.count <= Self.inlineCapacity {
             let words = Self.words(bytes)
             self = .inline(words.0, words.1, count: UInt8(bytes.count))
         } else {
-            self = .heap(Array(bytes))
+            self = .heap([UInt8](copying: bytes))
         }
     }
 
     /// Shares `bytes`' storage when it is too long to hold in place.
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         if bytes.count <= Self.inlineCapacity {
             self = bytes.withUnsafeBytes { PackedBytes($0) }
         } else {
@@ -30,7 +30,7 @@ enum PackedBytes: Hashable, Sendable {
         }
     }
 
-    var count: Int {
+    package var count: Int {
         switch self {
         case .inline(_, _, let count): return Int(count)
         case .heap(let bytes): return bytes.count
@@ -38,7 +38,7 @@ enum PackedBytes: Hashable, Sendable {
     }
 
     /// Whether these are exactly `bytes`.
-    func equals(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package func equals(_ bytes: UnsafeRawBufferPointer) -> Bool {
         switch self {
         case let .inline(low, high, count):
             guard bytes.count == Int(count) else { return false }
@@ -51,36 +51,36 @@ enum PackedBytes: Hashable, Sendable {
     }
 
     /// Whether these are exactly the bytes of `array`.
-    func equals(_ array: [UInt8]) -> Bool {
+    package func equals(_ array: [UInt8]) -> Bool {
         array.withUnsafeBytes { equals($0) }
     }
 
     /// Whether these are exactly the UTF-8 bytes of `text`.
-    func equals(utf8 text: String) -> Bool {
+    package func equals(utf8 text: String) -> Bool {
         text.utf8.withContiguousStorageIfAvailable { equals(UnsafeRawBufferPointer($0)) } ?? equals(Array(text.utf8))
     }
 
-    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         switch self {
         case let .inline(low, high, count):
-            return Swift.withUnsafeBytes(of: (low.littleEndian, high.littleEndian)) {
-                body(UnsafeRawBufferPointer(rebasing: $0[0 ..< Int(count)]))
+            return try Swift.withUnsafeBytes(of: (low.littleEndian, high.littleEndian)) {
+                try body(UnsafeRawBufferPointer(rebasing: $0[0 ..< Int(count)]))
             }
         case .heap(let bytes):
-            return bytes.withUnsafeBytes(body)
+            return try bytes.withUnsafeBytes(body)
         }
     }
 
     /// The bytes as an array (allocated for the ones held in place).
-    var array: [UInt8] {
+    package var array: [UInt8] {
         switch self {
-        case .inline: return withUnsafeBytes { Array($0) }
+        case .inline: return withUnsafeBytes { [UInt8](copying: $0) }
         case .heap(let bytes): return bytes
         }
     }
 
     /// Up to 16 bytes as two little-endian words, zero-padded.
-    private static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+    package static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
         var words: (UInt64, UInt64) = (0, 0)
         Swift.withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
         return (UInt64(littleEndian: words.0), UInt64(littleEndian: words.1))

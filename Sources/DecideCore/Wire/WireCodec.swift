@@ -68,7 +68,7 @@ package struct WireCodec: Sendable {
         }
         var bytes = 2 + 8 + string(delta.version.node) + WireCursor.varintBytes(UInt64(delta.writes.count))
         for write in delta.writes {
-            bytes += string(write.key.name) + WireCursor.varintBytes(UInt64(write.key.element.count)) + write.key.element.count + 1
+            bytes += string(write.key.name) + WireCursor.varintBytes(UInt64(write.key.elementCount)) + write.key.elementCount + 1
             if let value = write.value {
                 bytes += WireCursor.varintBytes(UInt64(value.count)) + value.count
                 if write.expiresAtMilliseconds != nil { bytes += 8 }
@@ -143,7 +143,7 @@ package struct WireCodec: Sendable {
     /// A key, as both encoders write it (`WireSink`: the delta's sized cursor, the batch's writer).
     private static func writeKey<Sink: WireSink>(_ key: StateKey, into sink: inout Sink) {
         sink.writeString(key.name)
-        key.element.withUnsafeBytes { sink.writeBytes($0) }
+        key.withElementBytes { sink.writeBytes($0) }
     }
 
     private static let presentFlag: UInt8 = 1
@@ -191,8 +191,8 @@ package struct WireCodec: Sendable {
         let name = try reader.readString("key.name", limit: limits.maxNameBytes, reusing: recent.name?.text)
         let nameHash = if name.reused, let known = recent.name { known.hash } else { StateKey.nameHash(name.text) }
         recent.name = (name.text, nameHash)
-        let element = try reader.readBytes("key.element", limit: limits.maxElementBytes)
-        return StateKey(name: name.text, nameHash: nameHash, element: element)
+        let element = try reader.readBytesInPlace("key.element", limit: limits.maxElementBytes)
+        return StateKey(name: name.text, nameHash: nameHash, elementBytes: element)
     }
 
     private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?, owned: Bool) {

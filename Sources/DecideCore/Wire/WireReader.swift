@@ -63,12 +63,19 @@ package struct WireReader {
     }
 
     public mutating func readBytes(_ field: String, limit: Int) throws(WireDecodeError) -> [UInt8] {
+        let lent = try readBytesInPlace(field, limit: limit)
+        return lent.isEmpty ? [] : [UInt8](copying: lent)
+    }
+
+    /// `readBytes` without the copy: the bytes where they lie in the input, valid as long as
+    /// the input is.
+    package mutating func readBytesInPlace(_ field: String, limit: Int) throws(WireDecodeError) -> UnsafeRawBufferPointer {
         let length = try readVarint(field)
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
         try need(Int(length), field)
         defer { position += Int(length) }
-        guard length > 0, let base = bytes.baseAddress else { return [] }
-        return [UInt8](copying: UnsafeRawBufferPointer(start: base + position, count: Int(length)))
+        guard length > 0, let base = bytes.baseAddress else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: base + position, count: Int(length))
     }
 
     public mutating func readString(_ field: String, limit: Int) throws(WireDecodeError) -> String {

@@ -61,7 +61,7 @@ enum KeySyntax {
 
     /// The element id of `key` as JSON, nil for an atomic state or an element that is not JSON.
     static func elementID(of key: StateKey) -> JSONValue? {
-        guard !key.element.isEmpty else { return nil }
+        guard key.elementCount != 0 else { return nil }
         return try? JSONValue.parse(key.element)
     }
 }

@@ -113,7 +113,7 @@ extension RESPService {
         count = min(count, max(1, configuration.maxReplyBytes / 25))
         var page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
         while count > 1 {
-            let replyBytes = page.keys.reduce(32) { $0 + $1.name.utf8.count + $1.element.count + 24 }
+            let replyBytes = page.keys.reduce(32) { $0 + $1.name.utf8.count + $1.elementCount + 24 }
             guard replyBytes > configuration.maxReplyBytes else { break }
             count = max(1, min(count / 2, page.keys.count * configuration.maxReplyBytes / replyBytes))
             page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))

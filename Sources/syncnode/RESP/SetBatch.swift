@@ -22,7 +22,7 @@ struct SetBatch {
     var isFull: Bool { writes.count >= Self.maxWrites || bytes >= Self.maxBytes }
 
     mutating func append(key: StateKey, value: [UInt8]) {
-        bytes += key.name.utf8.count + key.element.count + value.count
+        bytes += key.name.utf8.count + key.elementCount + value.count
         writes.append((key, value))
     }
 
