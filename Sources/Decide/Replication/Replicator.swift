@@ -1,3 +1,4 @@
+@_spi(Engine) import DecideCore
 import Dispatch
 import Logging
 import Synchronization
@@ -325,7 +326,7 @@ public final class Replicator: @unchecked Sendable {
         // Who holds it already, and what to ask each open link: how many deltas were queued on it.
         let (held, requests) = state.withLock { state -> ([String], [(ConnectionID, UInt64)]) in
             let open = state.liveConnections()
-            return (state.acknowledging(timestamp), open.map { ($0, state.deltaCounts[$0]?.queued ?? 0) })
+            return (state.acknowledging(timestamp), open.map { ($0, state.deltaCounts[$0.rawValue]?.queued ?? 0) })
         }
         guard required > 0, held.count < required, timestamp > 0, !stopped.withLock({ $0 }) else {
             return completion(Acknowledged(commit: commit, acknowledgedBy: held, required: required))
@@ -423,7 +424,7 @@ public final class Replicator: @unchecked Sendable {
             state.lastBroadcast = max(state.lastBroadcast, timestamp)
             let connections = state.linkOrder
             for connection in connections {
-                state.deltaCounts[connection, default: .init()].noteQueued(timestamp)
+                state.deltaCounts[connection.rawValue, default: .init()].noteQueued(timestamp)
             }
             state.totals.deltasQueued &+= UInt64(connections.count)
             return connections
@@ -518,8 +519,8 @@ public final class Replicator: @unchecked Sendable {
             state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
         case .applied(let timestamp):
             state.withLock { state in
-                if state.peers[connection] != nil, timestamp > state.deltaCounts[connection]?.peerApplied ?? 0 {
-                    state.deltaCounts[connection, default: .init()].peerApplied = timestamp
+                if state.peers[connection] != nil, timestamp > state.deltaCounts[connection.rawValue]?.peerApplied ?? 0 {
+                    state.deltaCounts[connection.rawValue, default: .init()].peerApplied = timestamp
                 }
             }
             settleWaiters(now: now)
@@ -655,7 +656,7 @@ public final class Replicator: @unchecked Sendable {
         }
         state.withLock { state in
             for count in counts where state.peers[count.connection] != nil {
-                state.deltaCounts[count.connection, default: .init()].applied &+= count.deltas
+                state.deltaCounts[count.connection.rawValue, default: .init()].applied &+= count.deltas
             }
             state.totals.deltasApplied &+= UInt64(deltas.count - refused.count)
         }
@@ -690,7 +691,7 @@ public final class Replicator: @unchecked Sendable {
             // The deltas this link brought before the request are applied (arrival order); when
             // their count is the sender's, none was lost on the way. Under strict durability,
             // they are on disk once the newest applied batch is.
-            let complete = state.withLock { ($0.deltaCounts[connection]?.applied ?? 0) == deltas }
+            let complete = state.withLock { ($0.deltaCounts[connection.rawValue]?.applied ?? 0) == deltas }
             let upTo = complete ? timestamp : 0
             if node.acknowledgesAfterDisk {
                 let ticket = lastAppliedTicket.withLock { $0 }

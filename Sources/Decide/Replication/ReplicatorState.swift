@@ -1,3 +1,4 @@
+@_spi(Engine) import DecideCore
 import Logging
 
 /// What the replication engine decided to do after an event; performed outside its lock.
@@ -92,14 +93,16 @@ struct ReplicatorState {
         }
     }
 
-    /// By link: what it carried, for acknowledged writes. Entries go with their link.
-    var deltaCounts: [ConnectionID: DeltaCounts] = [:]
+    /// By link (its connection number): what it carried, for acknowledged writes. Entries go
+    /// with their link. Touched for every link on every broadcast: a `NumberMap`, not a
+    /// `Dictionary`.
+    var deltaCounts = NumberMap<DeltaCounts>()
 
     /// The ids of the peers on open links that acknowledged this node's decision of
     /// `timestamp` (all of them for 0: nothing to hold), sorted.
     func acknowledging(_ timestamp: UInt64) -> [String] {
         peers.filter { connection, link in
-            !link.closing && (timestamp == 0 || deltaCounts[connection]?.acknowledges(timestamp) == true)
+            !link.closing && (timestamp == 0 || deltaCounts[connection.rawValue]?.acknowledges(timestamp) == true)
         }.values.map(\.nodeID).sorted()
     }
 
@@ -446,7 +449,7 @@ struct ReplicatorState {
     private static func isOpen(_ link: inout Link) -> Bool { !link.closing }
 
     mutating func disconnected(_ connection: ConnectionID, now: UInt64) -> (String?, Bool) {
-        deltaCounts[connection] = nil
+        deltaCounts[connection.rawValue] = nil
         guard let link = peers.removeValue(forKey: connection) else { return (nil, true) }
         totals.linksDown &+= 1
         if var member = members[link.nodeID], member.connection == connection {
@@ -517,8 +520,8 @@ struct ReplicatorState {
     /// episode (log it once).
     mutating func deltaDropped(on connection: ConnectionID, timestamp: UInt64?) -> Bool {
         guard var link = peers[connection] else { return false }
-        let firstDropped = min(deltaCounts[connection]?.firstDropped ?? .max, timestamp ?? 0)
-        deltaCounts[connection, default: DeltaCounts()].firstDropped = firstDropped
+        let firstDropped = min(deltaCounts[connection.rawValue]?.firstDropped ?? .max, timestamp ?? 0)
+        deltaCounts[connection.rawValue, default: DeltaCounts()].firstDropped = firstDropped
         members[link.nodeID]?.droppedDeltas += 1
         totals.deltasDropped &+= 1
         let first = !link.overflowing

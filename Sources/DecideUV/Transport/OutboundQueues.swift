@@ -1,3 +1,4 @@
+@_spi(Engine) import DecideCore
 import Synchronization
 
 /// The frames each established link has queued for writing, shared between the threads that
@@ -14,7 +15,8 @@ final class OutboundQueues: Sendable {
         var frameOverheadBytes = 0
     }
     private struct State {
-        var outboxes: [UInt64: Outbox] = [:]
+        /// By connection number; looked up on every frame sent (`NumberMap`, not `Dictionary`).
+        var outboxes = NumberMap<Outbox>()
         var dirty: [UInt64] = []
     }
     /// The result of `enqueue`.
