@@ -8,7 +8,7 @@
 
 COMPARE_PACKAGES := redis-server redis-tools
 COMPARE_KEYS ?= 100000
-COMPARE_ROUNDS ?= 3
+COMPARE_ROUNDS ?= 5
 
 .PHONY: deps-bench bench-compare compare-build
 
