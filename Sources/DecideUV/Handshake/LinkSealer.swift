@@ -1,4 +1,5 @@
 import Crypto
+import DecideCore
 import Foundation
 
 /// The keys of one sealed link and the record counters of both directions (docs/protocol.md §4):
@@ -67,14 +68,20 @@ struct LinkSealer {
     /// additional data `aad`: the ciphertext, then the tag. The one sealing of the link layer: a
     /// record, or a handshake's identity.
     static func sealed(_ plain: [UInt8], key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8] {
-        // Sealing with a valid key and a 12-byte nonce cannot fail.
-        let box = try! ChaChaPoly.seal(plain, using: key, nonce: nonce(number), authenticating: aad)
-        var out = [UInt8]()
-        out.reserveCapacity(plain.count + overheadBytes)
-        out.append(contentsOf: box.ciphertext)
-        out.append(contentsOf: box.tag)
-        return out
+        // Sealing with a valid key and a 12-byte nonce cannot fail. Records carry no additional
+        // data: sealing without it skips swift-crypto's generic handling of an empty one.
+        let box = try! aad.isEmpty
+            ? ChaChaPoly.seal(plain, using: key, nonce: nonce(number))
+            : ChaChaPoly.seal(plain, using: key, nonce: nonce(number), authenticating: aad)
+        // `combined` is the nonce, the ciphertext and the tag in one buffer: the record is all of
+        // it but the nonce (which both sides count), copied out in one piece.
+        return box.combined.withUnsafeBytes { combined in
+            [UInt8](copying: UnsafeRawBufferPointer(rebasing: combined[nonceBytes...]))
+        }
     }
+
+    /// The bytes of a ChaCha20-Poly1305 nonce, at the front of `SealedBox.combined`.
+    private static let nonceBytes = 12
 
     /// What `sealed` sealed with the same key, number and additional data; nil when `sealed` is
     /// shorter than a tag or does not open.
