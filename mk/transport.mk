@@ -10,6 +10,8 @@ FUZZ_SECONDS ?= 300
 # Optimised, but with `assert` kept: every fuzz input also checks the core's invariants
 # (docs/architecture.md, "Invariants asserted where they must hold").
 FUZZ_ASSERTS := -assert-config Debug
+# The language features Package.swift enables for every target, so the fuzzers compile the same code.
+FUZZ_FEATURES := -enable-upcoming-feature ImmutableWeakCaptures
 FUZZ_SMOKE_SECONDS ?= 30
 FUZZ_BUILD := .build-fuzz
 FUZZ_BIN := $(FUZZ_BUILD)/fuzz-transport
@@ -30,7 +32,7 @@ FUZZ_REPLICATION_SOURCES := Fuzz/FuzzReplication.swift $(call swift_sources,Sour
 
 $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_REPLICATION_SOURCES) -o $(FUZZ_REPLICATION_BIN)
 
 # The Redis protocol codec (DecideRESP: request and reply parsers, writer, globs) is pure Swift.
@@ -39,7 +41,7 @@ FUZZ_RESP_SOURCES := Fuzz/FuzzRESP.swift $(call swift_sources,Sources/DecideRESP
 
 $(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_RESP_SOURCES) -o $(FUZZ_RESP_BIN)
 
 # The replication engine (Decide's Replicator and Node, DecideCore under them) as one module,
@@ -63,13 +65,13 @@ $(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(DEBUG_LOGGIN
 	mkdir -p $(FUZZ_ENGINE_MODULES)
 	cp $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) $(FUZZ_ENGINE_MODULES)/
 	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
-	swiftc -O $(FUZZ_ASSERTS) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite -I Sources/CDecideHints/include $(FUZZ_ENGINE_FLAGS) \
 		$(FUZZ_ENGINE_SOURCES) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
 
 $(FUZZ_BIN): $(FUZZ_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_SOURCES) -o $(FUZZ_BIN)
 
 fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
