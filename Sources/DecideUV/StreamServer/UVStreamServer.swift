@@ -84,23 +84,29 @@ public final class UVStreamServer: @unchecked Sendable {
         /// Reply bytes not yet handed to the socket; append, and the server writes them after
         /// the current delegate call (or at `flush`).
         public var output: [UInt8] = []
+        // The server's own state of the connection, changed only in this file, on the loop
+        // thread, by code that calls nothing back while it holds an access: no two accesses can
+        // overlap, so the dynamic exclusivity checks of class properties (several per request,
+        // `updateReading` among them) are left out. `output` and `context`, which delegates
+        // change, keep theirs.
+
         /// Bytes handed to libuv and not yet written (excludes `output`).
-        public fileprivate(set) var bytesInFlight = 0
+        @exclusivity(unchecked) public fileprivate(set) var bytesInFlight = 0
         /// Set once `close` or `closeWhenWritten` was asked or the socket failed.
-        public fileprivate(set) var isClosing = false
+        @exclusivity(unchecked) public fileprivate(set) var isClosing = false
         /// The client sent EOF.
-        public fileprivate(set) var inputEnded = false
+        @exclusivity(unchecked) public fileprivate(set) var inputEnded = false
 
         fileprivate let handle: UnsafeMutableRawPointer
         fileprivate let isPipe: Bool
-        fileprivate var readsPausedByDelegate = false
-        fileprivate var readsPausedForOutput = false
-        fileprivate var reading = false
-        fileprivate var closeOnceWritten = false
-        fileprivate var inDrainCall = false
-        fileprivate var drainAgain = false
+        @exclusivity(unchecked) fileprivate var readsPausedByDelegate = false
+        @exclusivity(unchecked) fileprivate var readsPausedForOutput = false
+        @exclusivity(unchecked) fileprivate var reading = false
+        @exclusivity(unchecked) fileprivate var closeOnceWritten = false
+        @exclusivity(unchecked) fileprivate var inDrainCall = false
+        @exclusivity(unchecked) fileprivate var drainAgain = false
         /// Waiting in `pendingFlush` for the end of the loop turn.
-        fileprivate var flushQueued = false
+        @exclusivity(unchecked) fileprivate var flushQueued = false
         fileprivate unowned(unsafe) var server: UVStreamServer?
 
         fileprivate init(id: UInt64, peer: String, isPipe: Bool, loop: UnsafeMutablePointer<uv_loop_t>) {

@@ -5,11 +5,15 @@ import DecideUV
 /// One client of the Redis-protocol endpoint: its parser, its protocol version and name, its
 /// subscriptions, and a reply that is still being written. Lives on the server's loop thread
 /// only, from accept to close.
+///
+/// The fields every request touches skip the dynamic exclusivity checks of class properties:
+/// one thread uses them, and no code holding an access to one calls back into code that
+/// touches it (the service's request loop, `RESPService.process`).
 final class RESPSession {
     let connection: UVStreamServer.Connection
-    var parser: RESPRequestParser
+    @exclusivity(unchecked) var parser: RESPRequestParser
     /// Replies of the commands handled now; swapped with `connection.output` around each batch.
-    var writer = RESPWriter()
+    @exclusivity(unchecked) var writer = RESPWriter()
     var authenticated: Bool
     var name: String?
     var libraryName: String?
@@ -20,14 +24,14 @@ final class RESPSession {
     var patterns: [[UInt8]] = []
     /// A command answered off the loop, or a long reply written as the socket drains: later
     /// commands wait.
-    var busy = false
+    @exclusivity(unchecked) var busy = false
     var dump: DumpCursor?
     /// QUIT or a protocol error: nothing more is read or answered.
-    var finished = false
+    @exclusivity(unchecked) var finished = false
     /// Its SETs waiting in the service's turn batch, answered when that commits.
-    var waitingSets = 0
+    @exclusivity(unchecked) var waitingSets = 0
     let createdMilliseconds: UInt64
-    var commandsProcessed: UInt64 = 0
+    @exclusivity(unchecked) var commandsProcessed: UInt64 = 0
 
     /// A dump reply in progress: the snapshot, where it stands.
     struct DumpCursor {
