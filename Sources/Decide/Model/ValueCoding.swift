@@ -106,15 +106,25 @@ package enum ValueCoding {
         byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20
     }
 
-    /// Whether any byte of `utf8` needs an escape (`needsEscape`), tested eight bytes at a time:
-    /// a word has a byte below 0x20 iff `(w - 0x20…) & ~w & 0x80…` is non-zero, and a byte equal
-    /// to `c` iff the same test for zero holds of `w ^ c…` (exact as a yes/no answer).
+    /// Whether any byte of `utf8` needs an escape (`needsEscape`): sixteen bytes at a time as a
+    /// vector (a compare for each of the three cases and one test of the lanes), then eight at a
+    /// time in a word (a word has a byte below 0x20 iff `(w - 0x20…) & ~w & 0x80…` is non-zero,
+    /// and a byte equal to `c` iff the same test for zero holds of `w ^ c…`), then bytes.
     static func anyNeedsEscape(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard let base = raw.baseAddress else { return false }
+        var offset = 0
+        let space = SIMD16<UInt8>(repeating: 0x20)
+        let quoteLanes = SIMD16<UInt8>(repeating: UInt8(ascii: "\""))
+        let backslashLanes = SIMD16<UInt8>(repeating: UInt8(ascii: "\\"))
+        while offset + 16 <= raw.count {
+            let lanes = base.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self)
+            if any((lanes .< space) .| (lanes .== quoteLanes) .| (lanes .== backslashLanes)) { return true }
+            offset += 16
+        }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        var offset = 0
         while offset + 8 <= raw.count {
-            let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             let control = (word &- ones &* 0x20) & ~word & highs
             let quoteWord = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
             let quote = (quoteWord &- ones) & ~quoteWord & highs
