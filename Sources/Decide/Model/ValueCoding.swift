@@ -18,13 +18,11 @@ package enum ValueCoding {
 
     package static func encode<Value: Encodable>(_ value: Value) throws(Failure) -> [UInt8] {
         // Metadata comparisons, not dynamic casts: this runs on every write.
-        if Value.self == Int.self { return encodeInteger(Int64(unsafeBitCast(value, to: Int.self))) }
+        if let number = integer(value) { return encodeInteger(number) }
         if Value.self == Bool.self {
             return unsafeBitCast(value, to: Bool.self) ? Array("true".utf8) : Array("false".utf8)
         }
         if Value.self == String.self { return encodeString(unsafeBitCast(value, to: String.self)) }
-        if Value.self == Int64.self { return encodeInteger(unsafeBitCast(value, to: Int64.self)) }
-        if Value.self == Int32.self { return encodeInteger(Int64(unsafeBitCast(value, to: Int32.self))) }
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -50,6 +48,16 @@ package enum ValueCoding {
         } catch {
             throw .decoding(type: String(describing: Value.self), underlying: "\(error)")
         }
+    }
+
+    /// `value` as a 64-bit integer when its type is `Int`, `Int64` or `Int32` (the types whose
+    /// JSON is their decimal digits, `withIntegerText`), else nil. Metadata comparisons only.
+    @inline(__always)
+    package static func integer<Value>(_ value: Value) -> Int64? {
+        if Value.self == Int.self { return Int64(unsafeBitCast(value, to: Int.self)) }
+        if Value.self == Int64.self { return unsafeBitCast(value, to: Int64.self) }
+        if Value.self == Int32.self { return Int64(unsafeBitCast(value, to: Int32.self)) }
+        return nil
     }
 
     /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.

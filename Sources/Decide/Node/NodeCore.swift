@@ -239,11 +239,9 @@ final class NodeCore: @unchecked Sendable {
 
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
         let name = collectionName(of: collection, named: C.name)
-        // The most common id: its digits go straight into the key, no array between.
-        if C.ID.self == Int.self {
-            return ValueCoding.withIntegerText(Int64(unsafeBitCast(element, to: Int.self))) {
-                StateKey(name: name.name, nameHash: name.hash, elementBytes: $0)
-            }
+        // An integer id's digits go straight into the key, no array between.
+        if let number = ValueCoding.integer(element) {
+            return ValueCoding.withIntegerText(number) { StateKey(name: name.name, nameHash: name.hash, elementBytes: $0) }
         }
         return StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
     }

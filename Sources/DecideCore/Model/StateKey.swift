@@ -22,12 +22,9 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// The encoded element id of a collection element; empty for an atomic state. A short id is
     /// held in place, so this allocates an array for it: code on a hot path reads
     /// `withElementBytes` or `elementCount` instead.
-    public var element: [UInt8] {
-        if let elementSpill { return elementSpill }
-        return elementCount == 0 ? [] : withElementBytes { [UInt8](copying: $0) }
-    }
+    public var element: [UInt8] { packedElement.array }
 
-    /// The element id as the entry table holds it.
+    /// The element id as the entry table holds it (the key keeps the enum's parts as fields).
     package var packedElement: PackedBytes {
         if let elementSpill { return .heap(elementSpill) }
         return .inline(elementLow, elementHigh, count: UInt8(truncatingIfNeeded: elementCount))
@@ -35,10 +32,7 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Lends the element id's bytes for the call.
     package func withElementBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        if let elementSpill { return try elementSpill.withUnsafeBytes(body) }
-        return try withUnsafeBytes(of: (elementLow.littleEndian, elementHigh.littleEndian)) {
-            try body(UnsafeRawBufferPointer(rebasing: $0[0 ..< elementCount]))
-        }
+        try packedElement.withUnsafeBytes(body)
     }
 
     /// The key of `element` in state `name` (empty by default: an atomic state's key), with
@@ -51,49 +45,29 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// (`nameHash` is `StableHash()` after `combine(bytes: name.utf8)`): a collection's name is
     /// hashed once, not once per element written. A long id's array is shared, not copied.
     package init(name: String, nameHash: StableHash, element: [UInt8]) {
-        if element.count <= PackedBytes.inlineCapacity {
-            self = element.withUnsafeBytes { StateKey(name: name, nameHash: nameHash, elementBytes: $0) }
-        } else {
-            self.init(name: name, spill: element, nameHash: nameHash)
-        }
+        var hash = nameHash
+        element.withUnsafeBytes { hash.combine(buffer: $0) }
+        self.init(name: name, packedElement: PackedBytes(element), stableHash: hash.value)
     }
 
     /// `init(name:nameHash:element:)` with the element's bytes lent (a decoder's input, a
     /// number's digits in scratch memory): a short id is copied into the key, nothing allocated.
     package init(name: String, nameHash: StableHash, elementBytes: UnsafeRawBufferPointer) {
-        guard elementBytes.count <= PackedBytes.inlineCapacity else {
-            self.init(name: name, spill: [UInt8](copying: elementBytes), nameHash: nameHash)
-            return
-        }
         var hash = nameHash
         hash.combine(buffer: elementBytes)
-        let (low, high) = PackedBytes.words(elementBytes)
-        self.init(name: name, low: low, high: high, spill: nil, count: elementBytes.count, stableHash: hash.value)
-    }
-
-    private init(name: String, spill: [UInt8], nameHash: StableHash) {
-        var hash = nameHash
-        spill.withUnsafeBytes { hash.combine(buffer: $0) }
-        self.init(name: name, low: 0, high: 0, spill: spill, count: spill.count, stableHash: hash.value)
-    }
-
-    private init(name: String, low: UInt64, high: UInt64, spill: [UInt8]?, count: Int, stableHash: UInt64) {
-        self.name = name
-        elementLow = low
-        elementHigh = high
-        elementSpill = spill
-        elementCount = count
-        self.stableHash = stableHash
+        self.init(name: name, packedElement: PackedBytes(elementBytes), stableHash: hash.value)
     }
 
     /// A key whose `stableHash` is already known (a table that stored it hands it back).
     package init(name: String, packedElement: PackedBytes, stableHash: UInt64) {
+        self.name = name
         switch packedElement {
         case let .inline(low, high, count):
-            self.init(name: name, low: low, high: high, spill: nil, count: Int(count), stableHash: stableHash)
+            (elementLow, elementHigh, elementSpill, elementCount) = (low, high, nil, Int(count))
         case .heap(let bytes):
-            self.init(name: name, low: 0, high: 0, spill: bytes, count: bytes.count, stableHash: stableHash)
+            (elementLow, elementHigh, elementSpill, elementCount) = (0, 0, bytes, bytes.count)
         }
+        self.stableHash = stableHash
     }
 
     /// A key whose `stableHash` is already known, from its element as an array.

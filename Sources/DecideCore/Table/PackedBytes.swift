@@ -80,7 +80,7 @@ package enum PackedBytes: Hashable, Sendable {
     }
 
     /// Up to 16 bytes as two little-endian words, zero-padded.
-    package static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+    private static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
         var words: (UInt64, UInt64) = (0, 0)
         Swift.withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
         return (UInt64(littleEndian: words.0), UInt64(littleEndian: words.1))
