@@ -24,9 +24,10 @@ struct Generators {
     }
 
     /// Some values expire, at instants from a small space (ties happen), and some are owned by
-    /// their writer; tombstones are neither.
+    /// their writer; tombstones are neither. Most values are short (held in place, and equal
+    /// often); one in five may be longer than `PackedBytes.inlineCapacity` (held in an array).
     mutating func entry() -> Entry {
-        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: 3), expiresAtMilliseconds: expiry(),
+        Entry(version: version(), value: int(0...4) == 0 ? nil : bytes(maxCount: int(0...4) == 0 ? 20 : 3), expiresAtMilliseconds: expiry(),
               ownedByWriter: int(0...3) == 0)
     }
 

@@ -27,6 +27,23 @@ import Testing
         }
     }
 
+    /// Held in place or in an array, byte strings order as their bytes do (a prefix first), and
+    /// only an array has an object a prefetch hint may name.
+    @Test func orderIsTheBytesOrderOnEitherSideOfTheInlineLimit() {
+        forEachSeed(0..<40) { seed, gen in
+            for _ in 0..<200 {
+                // A shared prefix often, so long and short strings meet at every length.
+                let prefix = gen.bytes(maxCount: 18)
+                let left = prefix + gen.bytes(maxCount: gen.int(0...1) == 0 ? 2 : 20)
+                let right = prefix + gen.bytes(maxCount: gen.int(0...1) == 0 ? 2 : 20)
+                #expect(PackedBytes(left).lexicographicallyPrecedes(PackedBytes(right)) == left.lexicographicallyPrecedes(right),
+                        "seed \(seed): \(left) against \(right)")
+            }
+            let bytes = gen.bytes(maxCount: 40)
+            #expect((PackedBytes(bytes).heapObjectAddress != nil) == (bytes.count > PackedBytes.inlineCapacity))
+        }
+    }
+
     @Test func stringsCompareByTheirUTF8() {
         for text in ["", "k", "key:000000012345", "exactly-sixteen!", "seventeen bytes!!", "naïve – ünïcödé keys", String(repeating: "x", count: 300)] {
             let packed = PackedBytes(Array(text.utf8))

@@ -43,14 +43,14 @@ import Testing
                 let value: [UInt8]? = random.next() % 5 == 0 ? nil : [UInt8](repeating: 7, count: Int(random.next() % 40))
                 let existing = pending.position(of: key)
                 #expect((existing != nil) == (latest[key] != nil))
-                let recorded = pending.set(key, value: value, decoded: nil, maxKeys: .max)
+                let recorded = pending.set(key, value: value.map(PackedBytes.init), decoded: nil, maxKeys: .max)
                 #expect(recorded)
                 if latest[key] == nil { order.append(key) }
                 latest[key] = .some(value)
             }
             #expect(pending.writes.map(\.key) == order)
-            #expect(pending.writes.map(\.value) == order.map { latest[$0]! })
-            let expected = Node.decisionBytes(nodeID: "node", writes: order.map { ($0, latest[$0]!) })
+            #expect(pending.writes.map { $0.value?.array } == order.map { latest[$0]! })
+            let expected = Node.decisionBytes(nodeID: "node", writes: order.map { ($0, latest[$0]!.map(PackedBytes.init)) })
             #expect(pending.decisionBytes == expected)
             pending.removeAll()
             #expect(pending.isEmpty && pending.decisionBytes == Node.decisionBytes(nodeID: "node", writes: []))
@@ -62,17 +62,17 @@ import Testing
     @Test func pendingWritesRefuseANewKeyPastTheLimitAndTrackExpiry() {
         var pending = PendingWrites(nodeID: "n")
         var recorded: [Bool] = []
-        recorded.append(pending.set(StateKey(name: "a"), value: [1], decoded: nil, maxKeys: 2))
-        recorded.append(pending.set(StateKey(name: "b"), value: [2], decoded: nil,
+        recorded.append(pending.set(StateKey(name: "a"), value: PackedBytes([1]), decoded: nil, maxKeys: 2))
+        recorded.append(pending.set(StateKey(name: "b"), value: PackedBytes([2]), decoded: nil,
                                     options: WriteOptions(expiry: .after(milliseconds: 5)), maxKeys: 2))
         #expect(pending.expires)
-        recorded.append(pending.set(StateKey(name: "c"), value: [3], decoded: nil, maxKeys: 2))
-        recorded.append(pending.set(StateKey(name: "a"), value: [4], decoded: nil, maxKeys: 2))
+        recorded.append(pending.set(StateKey(name: "c"), value: PackedBytes([3]), decoded: nil, maxKeys: 2))
+        recorded.append(pending.set(StateKey(name: "a"), value: PackedBytes([4]), decoded: nil, maxKeys: 2))
         #expect(recorded == [true, true, false, true])
-        #expect(pending.writes.map(\.value) == [[4], [2]])
+        #expect(pending.writes.map { $0.value?.array } == [[4], [2]])
         pending.removeAll()
         #expect(!pending.expires && pending.isEmpty)
-        let again = pending.set(StateKey(name: "c"), value: [3], decoded: nil, maxKeys: 2)
+        let again = pending.set(StateKey(name: "c"), value: PackedBytes([3]), decoded: nil, maxKeys: 2)
         #expect(again && !pending.expires)
     }
 
@@ -176,6 +176,44 @@ import Testing
             #expect(try JSONDecoder().decode(String.self, from: Data(try ValueCoding.encode(escaped))) == escaped,
                     "\(length) bytes and a newline")
         }
+    }
+
+    /// A value written in place (`encodePacked`) is exactly the JSON `encode` writes, held in
+    /// the pending write without an array when it fits: integers of every width and sign at the
+    /// edges of the in-place limit, flags, strings of 0 to 20 bytes with and without escapes;
+    /// and it decodes back the same from either form.
+    @Test func valuesWrittenInPlaceAreTheSameJSON() throws {
+        func check<Value: Codable & Equatable>(_ value: Value) throws {
+            let packed = try ValueCoding.encodePacked(value)
+            let array = try ValueCoding.encode(value)
+            #expect(packed.array == array, "\(value)")
+            #expect((packed.heapObjectAddress == nil) == (array.count <= PackedBytes.inlineCapacity), "\(value)")
+            #expect(try ValueCoding.decode(Value.self, from: packed) == value, "\(value)")
+            #expect(try ValueCoding.decode(Value.self, from: array) == value, "\(value)")
+        }
+        var numbers: [Int64] = [0, 1, -1, 9, 10, -10, Int64.max, Int64.min, Int64(Int32.max), Int64(Int32.min)]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            numbers += [power - 1, power, -(power - 1), -power]
+        }
+        for number in numbers {
+            try check(Int(number))
+            try check(number)
+            if let narrow = Int32(exactly: number) { try check(narrow) }
+        }
+        try check(true)
+        try check(false)
+        var random = SplitMix64(seed: 21)
+        let alphabet: [Character] = ["a", "Z", "0", " ", "\"", "\\", "\n", "\u{1}", "é", "😀"]
+        for length in 0...20 {
+            try check(String(repeating: "x", count: length))
+            for _ in 0..<20 {
+                try check(String((0..<length).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }))
+            }
+        }
+        try check([1, 2, 3])
+        try check(["key": "value"])
     }
 
     /// Strings of random bytes, escapes and non-ASCII characters encode to JSON that decodes back

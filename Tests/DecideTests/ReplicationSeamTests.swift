@@ -143,7 +143,7 @@ import Testing
         let node = Fixture.node("a") { $0.maxDecisionBytes = 1_024 }
         let label = StateKey(name: Fixture.Label.name)
         func bytes(_ text: String) -> Int {
-            Node.decisionBytes(nodeID: "a", writes: [(label, Array("\"\(text)\"".utf8))])
+            Node.decisionBytes(nodeID: "a", writes: [(label, PackedBytes(Array("\"\(text)\"".utf8)))])
         }
         let fits = String(repeating: "f", count: 1_024 - bytes(""))
         #expect(bytes(fits) == 1_024)

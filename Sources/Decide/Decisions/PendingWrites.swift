@@ -5,7 +5,9 @@ import DecideCore
 /// and ownership.
 struct PendingWrite {
     let key: StateKey
-    var value: [UInt8]?
+    /// In place when short (`PackedBytes`): an integer, a flag or a short string is written
+    /// without an allocation, and replaces its predecessor in the table without a free.
+    var value: PackedBytes?
     var decoded: (any Sendable)?
     var options: WriteOptions
 }
@@ -81,7 +83,7 @@ struct PendingWrites {
     /// `value` and `typed` are consumed: they move into the record instead of being copied
     /// (an `Optional` existential's copy and destroy are generic witness calls, ~180 instructions
     /// a write).
-    mutating func set(_ key: StateKey, value: consuming [UInt8]?, decoded typed: consuming (any Sendable)?,
+    mutating func set(_ key: consuming StateKey, value: consuming PackedBytes?, decoded typed: consuming (any Sendable)?,
                       options writeOptions: WriteOptions = .plain, maxKeys: Int) -> Bool {
         let existing = position(of: key)
         guard existing != nil || writes.count < maxKeys else { return false }
@@ -98,18 +100,20 @@ struct PendingWrites {
     /// The entry the write at `index` stores under `version` (its lifetime counted from the
     /// version's timestamp).
     func entry(at index: Int, version: Version) -> Entry {
-        guard hasOptions else { return Entry(version: version, value: writes[index].value) }
+        guard hasOptions else { return Entry(version: version, packedValue: writes[index].value) }
         let write = writes[index]
-        return Entry(version: version, value: write.value,
+        return Entry(version: version, packedValue: write.value,
                      expiresAtMilliseconds: write.options.expiry.instant(committedAt: version.timestamp),
                      ownedByWriter: write.options.owned)
     }
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
-    private mutating func set(_ key: StateKey, value: consuming [UInt8]?, decoded typed: consuming (any Sendable)?,
+    /// The key is consumed: it moves into the record, not copied (a copy retains its name).
+    private mutating func set(_ key: consuming StateKey, value: consuming PackedBytes?, decoded typed: consuming (any Sendable)?,
                               options: WriteOptions, at existing: Int?) {
-        func bytes(_ value: [UInt8]?) -> Int {
-            WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
+        let (nameBytes, elementBytes, nodeBytes) = (key.name.utf8.count, key.elementCount, nodeBytes)
+        func bytes(_ value: PackedBytes?) -> Int {
+            WireCodec.maxEncodedEntryBytes(nameBytes: nameBytes, elementBytes: elementBytes,
                                            nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
         }
         if let existing {

@@ -8,10 +8,10 @@ extension Transaction {
     /// `now`, with this decision's writes applied, each once: its key, its value bytes and the
     /// version it was decoded at (nil for this decision's own write, whose typed value is
     /// `decoded` when the write had one). In no particular order.
-    func presentElements(named name: String) -> [(key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)] {
-        var present: [(key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)] = []
+    func presentElements(named name: String) -> [(key: StateKey, bytes: PackedBytes, version: Version?, decoded: (any Sendable)?)] {
+        var present: [(key: StateKey, bytes: PackedBytes, version: Version?, decoded: (any Sendable)?)] = []
         for (key, entry) in core.elements(ofCollectionNamed: name) where pending.position(of: key) == nil {
-            guard let bytes = entry.value, core.isVisible(entry, now: now) else { continue }
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now) else { continue }
             present.append((key, bytes, entry.version, nil))
         }
         for write in pending.writes {
@@ -29,7 +29,7 @@ extension Transaction {
         ids.reserveCapacity(present.count)
         values.reserveCapacity(present.count)
         for item in present {
-            guard let id = decode(C.ID.self, item.key.element, key: item.key) else { continue }
+            guard let id = decode(C.ID.self, item.key.packedElement, key: item.key) else { continue }
             ids.append(id)
             values.append(typedValue(C.Value.self, of: item) ?? C.defaultValue(at: id))
         }
@@ -42,7 +42,7 @@ extension Transaction {
     }
 
     private func typedValue<Value: Decodable & Sendable>(
-        _ type: Value.Type, of item: (key: StateKey, bytes: [UInt8], version: Version?, decoded: (any Sendable)?)
+        _ type: Value.Type, of item: (key: StateKey, bytes: PackedBytes, version: Version?, decoded: (any Sendable)?)
     ) -> Value? {
         if let decoded = item.decoded as? Value { return decoded }
         if let version = item.version, let kept = core.decoded.value(of: item.key, at: version) as? Value { return kept }
@@ -81,7 +81,7 @@ extension Transaction {
     }
 
     func ids<I: IndexState>(_ index: I.Type) -> [I.ID] {
-        orderedIndex(index).compactMap { decode(I.ID.self, $0.key.element, key: $0.key) }
+        orderedIndex(index).compactMap { decode(I.ID.self, $0.key.packedElement, key: $0.key) }
     }
 
     /// Puts `id` at `placement` in index `I` (moving it if it is there already).
@@ -127,7 +127,7 @@ extension Transaction {
             return
         }
         do {
-            store(key, try ValueCoding.encode(position.encoded), decoded: position)
+            store(key, try ValueCoding.encodePacked(position.encoded), decoded: position)
         } catch {
             failure = failure ?? "\(error)"
             return
@@ -151,7 +151,7 @@ extension Transaction {
     func remove<I: IndexState>(_ id: I.ID, from index: I.Type) {
         guard let element = try? ValueCoding.encode(id) else { return }  // an id that cannot be encoded is in no index
         let key = core.key(of: I.self, named: I.name, element: element)
-        let present = pending.position(of: key).map { pending.writes[$0].value != nil } ?? (entry(for: key)?.value != nil)
+        let present = pending.position(of: key).map { pending.writes[$0].value != nil } ?? (entry(for: key)?.packedValue != nil)
         guard present else { return }
         var order = pending.indexOrders[key.name]
         store(key, nil, decoded: nil)

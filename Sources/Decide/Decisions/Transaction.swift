@@ -76,14 +76,14 @@ final class Transaction: @unchecked Sendable {
             guard let bytes = pending.writes[index].value else { return nil }
             return decode(type, bytes, key: key)
         }
-        guard let entry = core.entry(for: key), let bytes = entry.value, core.isVisible(entry, now: now) else { return nil }
+        guard let entry = core.entry(for: key), let bytes = entry.packedValue, core.isVisible(entry, now: now) else { return nil }
         if let decoded = core.decoded.value(of: key, at: entry.version) as? Value { return decoded }
         guard let decoded = decode(type, bytes, key: key) else { return nil }
         core.decoded.keep(decoded, of: key, at: entry.version)
         return decoded
     }
 
-    func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8], key: StateKey) -> Value? {
+    func decode<Value: Decodable>(_ type: Value.Type, _ bytes: PackedBytes, key: StateKey) -> Value? {
         do {
             return try ValueCoding.decode(type, from: bytes)
         } catch {
@@ -142,19 +142,19 @@ final class Transaction: @unchecked Sendable {
     }
 
     func writeRaw(_ value: [UInt8]?, into key: StateKey, options: WriteOptions = .plain) {
-        store(key, value, decoded: nil, options: options)
+        store(key, value.map(PackedBytes.init), decoded: nil, options: options)
     }
 
-    private func record<Value: Encodable & Sendable>(_ key: StateKey, _ value: Value, options: WriteOptions) {
+    private func record<Value: Encodable & Sendable>(_ key: consuming StateKey, _ value: Value, options: WriteOptions) {
         do {
-            store(key, try ValueCoding.encode(value), decoded: value, options: options)
+            store(key, try ValueCoding.encodePacked(value), decoded: value, options: options)
         } catch {
             failure = failure ?? "\(error)"
         }
     }
 
     /// One mutation of `pending` per write (it is `InPlace`, so no exclusivity check either).
-    func store(_ key: StateKey, _ value: consuming [UInt8]?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {
+    func store(_ key: consuming StateKey, _ value: consuming PackedBytes?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
             failure = failure ?? "more than maxEntriesPerMessage \(limits.maxEntriesPerMessage) writes in one decision"
@@ -163,7 +163,7 @@ final class Transaction: @unchecked Sendable {
 
     /// Whether every peer's decoder would accept this write's key and value; records the failure
     /// if not (the count of writes is `PendingWrites.set`'s to check).
-    private func withinLimits(_ key: StateKey, _ value: [UInt8]?) -> Bool {
+    private func withinLimits(_ key: StateKey, _ value: PackedBytes?) -> Bool {
         var problem: String?
         if key.name.utf8.count > limits.maxNameBytes {
             problem = "state name of \(key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"

@@ -72,7 +72,7 @@ struct ReleaseLease: Decision {
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         let key = Lease.key(for: lease.resource)
-        guard let entry = read.entry(key), entry.value != nil, entry.version == lease.fence else { return .none }
+        guard let entry = read.entry(key), !entry.isTombstone, entry.version == lease.fence else { return .none }
         write.raw(nil, into: key)
         return .none
     }
@@ -81,7 +81,7 @@ struct ReleaseLease: Decision {
 extension Lease {
     /// The lease a stored entry holds, nil for a tombstone or a value that is not one.
     init?(resource: String, entry: Entry) {
-        guard let bytes = entry.value, let holder = try? ValueCoding.decode(String.self, from: bytes),
+        guard let bytes = entry.packedValue, let holder = try? ValueCoding.decode(String.self, from: bytes),
               let expiresAt = entry.expiresAtMilliseconds else { return nil }
         self.init(resource: resource, holder: holder, fence: entry.version, expiresAtMilliseconds: expiresAt)
     }

@@ -32,21 +32,49 @@ package enum ValueCoding {
         }
     }
 
-    package static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
+    /// `encode(_:)` as a pending write and the table hold it: an integer, a flag or a short
+    /// string with nothing to escape (up to `PackedBytes.inlineCapacity` bytes of JSON) is
+    /// written in place, without an array.
+    package static func encodePacked<Value: Encodable>(_ value: Value) throws(Failure) -> PackedBytes {
+        if let number = integer(value) { return withIntegerText(number) { PackedBytes($0) } }
         if Value.self == Bool.self {
-            if bytes.elementsEqual("true".utf8) { return true as! Value }
-            if bytes.elementsEqual("false".utf8) { return false as! Value }
+            return unsafeBitCast(value, to: Bool.self) ? trueText : falseText
+        }
+        if Value.self == String.self {
+            var text = unsafeBitCast(value, to: String.self)
+            return text.withUTF8 { quotedPacked(UnsafeRawBufferPointer($0)) }
+        }
+        return PackedBytes(try encode(value))
+    }
+
+    private static let trueText = PackedBytes(Array("true".utf8))
+    private static let falseText = PackedBytes(Array("false".utf8))
+
+    package static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
+        try bytes.withUnsafeBytes { decode(type, fromBytes: $0) }.get()
+    }
+
+    /// `decode(_:from:)` of a value as the table holds it: one held in place is read where it
+    /// lies, without an array.
+    package static func decode<Value: Decodable>(_ type: Value.Type, from packed: PackedBytes) throws(Failure) -> Value {
+        try packed.withUnsafeBytes { decode(type, fromBytes: $0) }.get()
+    }
+
+    private static func decode<Value: Decodable>(_ type: Value.Type, fromBytes bytes: UnsafeRawBufferPointer) -> Result<Value, Failure> {
+        if Value.self == Bool.self {
+            if bytes.elementsEqual("true".utf8) { return .success(true as! Value) }
+            if bytes.elementsEqual("false".utf8) { return .success(false as! Value) }
         } else if Value.self == Int.self, let number = decodeInteger(bytes) {
-            return Int(number) as! Value
+            return .success(Int(number) as! Value)
         } else if Value.self == Int64.self, let number = decodeInteger(bytes) {
-            return number as! Value
+            return .success(number as! Value)
         } else if Value.self == String.self, let text = decodePlainString(bytes) {
-            return text as! Value
+            return .success(text as! Value)
         }
         do {
-            return try JSONDecoder().decode(Value.self, from: Data(bytes))
+            return .success(try JSONDecoder().decode(Value.self, from: Data(bytes)))
         } catch {
-            throw .decoding(type: String(describing: Value.self), underlying: "\(error)")
+            return .failure(.decoding(type: String(describing: Value.self), underlying: "\(error)"))
         }
     }
 
@@ -88,7 +116,7 @@ package enum ValueCoding {
 
     /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to
     /// JSONDecoder, which decides.
-    private static func decodeInteger(_ bytes: [UInt8]) -> Int64? {
+    private static func decodeInteger(_ bytes: UnsafeRawBufferPointer) -> Int64? {
         guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
         let negative = bytes[0] == UInt8(ascii: "-")
         let digits = negative ? bytes.dropFirst() : bytes[...]
@@ -158,6 +186,21 @@ package enum ValueCoding {
     /// and be copied twice).
     static let maxScratchQuotedBytes = 4_096
 
+    /// `quoted(_:)` as a pending write holds it: in place when the quoted string fits and needs
+    /// no escape.
+    package static func quotedPacked(_ utf8: UnsafeRawBufferPointer) -> PackedBytes {
+        guard utf8.count + 2 <= PackedBytes.inlineCapacity, !anyNeedsEscape(utf8) else { return PackedBytes(quoted(utf8)) }
+        var scratch: (UInt64, UInt64) = (0, 0)
+        return withUnsafeMutableBytes(of: &scratch) { out in
+            out[0] = UInt8(ascii: "\"")
+            if let source = utf8.baseAddress, utf8.count > 0 {
+                out.baseAddress!.advanced(by: 1).copyMemory(from: source, byteCount: utf8.count)
+            }
+            out[utf8.count + 1] = UInt8(ascii: "\"")
+            return PackedBytes(UnsafeRawBufferPointer(rebasing: out[0 ..< utf8.count + 2]))
+        }
+    }
+
     /// `utf8` (valid UTF-8) as a JSON string: the quote, the backslash and control characters
     /// escaped, nothing else. The one escaping of strings in the package: typed values here and
     /// syncnode's Redis-protocol values both use it, so they write the same bytes.
@@ -208,10 +251,10 @@ package enum ValueCoding {
     }
 
     /// A quoted string with no escapes and no control characters; anything else goes to JSONDecoder.
-    private static func decodePlainString(_ bytes: [UInt8]) -> String? {
+    private static func decodePlainString(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
-        let body = bytes[1..<bytes.count - 1]
-        for byte in body where needsEscape(byte) { return nil }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[1..<bytes.count - 1])
+        if anyNeedsEscape(body) { return nil }
         return String(validating: body, as: UTF8.self)
     }
 }

@@ -45,7 +45,7 @@ extension Node {
     /// `StateKey(name:)` takes it): `.none` when never written here, `.some(nil)` when deleted,
     /// expired, or owned by a node that is not a live member here. For protocol front ends that
     /// hold a name as bytes: no `StateKey` is built.
-    package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> [UInt8]?? {
+    package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> PackedBytes?? {
         core.withLock { core in core.value(ofAtomicNamed: name, atMilliseconds: hybridNow(core)) }
     }
 

@@ -199,7 +199,7 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// `EntryTable.value(ofAtomicNamed:atMilliseconds:)`, read in place (`withTable`).
-    func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
+    func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
         withTable { $0.pointee.inPlaceValue(ofAtomicNamed: name, atMilliseconds: now) }
     }
 
@@ -299,7 +299,7 @@ private extension EntryTable {
         }
     }
 
-    mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
+    mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
         value(ofAtomicNamed: name, atMilliseconds: now)
     }
 

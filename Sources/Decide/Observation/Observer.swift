@@ -48,7 +48,7 @@ final class TypedObserver<Value: Decodable & Sendable & Equatable>: Observer, @u
         let value: Value
         if let decoded = decoded as? Value {
             value = decoded
-        } else if let bytes = entry?.value {
+        } else if let bytes = entry?.packedValue {
             do {
                 value = try ValueCoding.decode(Value.self, from: bytes)
             } catch {

@@ -627,7 +627,7 @@ public final class Replicator: @unchecked Sendable {
                 if sources == nil { sources = Array(items.indices.prefix(while: { $0 != position })) }
                 continue
             }
-            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.value) })
+            let bytes = Node.decisionBytes(nodeID: delta.version.node, writes: delta.writes.lazy.map { ($0.key, $0.packedValue) })
             guard bytes <= node.configuration.maxDecisionBytes else {
                 dropped.append(item.connection)
                 if sources == nil { sources = Array(items.indices.prefix(while: { $0 != position })) }

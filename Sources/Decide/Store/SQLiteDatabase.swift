@@ -247,7 +247,7 @@ final class SQLiteDatabase: StoreFile {
                     key.withElementBytes { bindBlob(statement, 2, $0) }
                     sqlite3_bind_int64(statement, 3, Self.encode(entry.version.timestamp))
                     bindBlob(statement, 4, entry.version.node)
-                    if let value = entry.value { bindBlob(statement, 5, value) } else { sqlite3_bind_null(statement, 5) }
+                    if let value = entry.packedValue { value.withUnsafeBytes { bindBlob(statement, 5, $0) } } else { sqlite3_bind_null(statement, 5) }
                     if let expires = entry.expiresAtMilliseconds {
                         sqlite3_bind_int64(statement, 6, Int64(expires))
                     } else {

@@ -9,8 +9,11 @@ public struct Delta: Hashable, Sendable {
     public struct Write: Hashable, Sendable {
         /// The key written.
         public let key: StateKey
-        /// The new encoded value; `nil` deletes the key.
-        public let value: [UInt8]?
+        /// The new encoded value; `nil` deletes the key. Builds an array for a short value
+        /// (see `Entry.value`): code on a hot path reads `packedValue`.
+        public var value: [UInt8]? { packedValue?.array }
+        /// The new encoded value as the write holds it (nil: a delete).
+        package let packedValue: PackedBytes?
         /// The hybrid-clock instant (physical milliseconds since the Unix epoch) from which the
         /// value reads as absent; `nil` for a value that never expires and for a delete.
         public let expiresAtMilliseconds: UInt64?
@@ -20,8 +23,15 @@ public struct Delta: Hashable, Sendable {
         /// and ownership are dropped for a delete, and the instant is kept within
         /// `1...HLCTimestamp.maxPhysicalMilliseconds`.
         public init(key: StateKey, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
+            self.init(key: key, packedValue: value.map(PackedBytes.init), expiresAtMilliseconds: expiresAtMilliseconds,
+                      ownedByWriter: ownedByWriter)
+        }
+
+        /// `init(key:value:expiresAtMilliseconds:ownedByWriter:)` with the value as the codec
+        /// and the table hold it.
+        package init(key: StateKey, packedValue value: PackedBytes?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
             self.key = key
-            self.value = value
+            self.packedValue = value
             self.expiresAtMilliseconds = value == nil ? nil
                 : expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
             self.ownedByWriter = value != nil && ownedByWriter
@@ -29,13 +39,13 @@ public struct Delta: Hashable, Sendable {
 
         /// The write that stores `entry` (its version aside) into `key`.
         public init(key: StateKey, entry: Entry) {
-            self.init(key: key, value: entry.value, expiresAtMilliseconds: entry.expiresAtMilliseconds,
+            self.init(key: key, packedValue: entry.packedValue, expiresAtMilliseconds: entry.expiresAtMilliseconds,
                       ownedByWriter: entry.ownedByWriter)
         }
 
         /// This write as the entry it stores under `version`.
         public func entry(at version: Version) -> Entry {
-            Entry(version: version, value: value, expiresAtMilliseconds: expiresAtMilliseconds, ownedByWriter: ownedByWriter)
+            Entry(version: version, packedValue: packedValue, expiresAtMilliseconds: expiresAtMilliseconds, ownedByWriter: ownedByWriter)
         }
     }
 
@@ -73,6 +83,6 @@ extension KeyedEntry {
     /// The most bytes this entry takes in a `WireCodec` entry batch (lengths as 5-byte varints).
     public var maxEncodedBytes: Int {
         WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
-                                       nodeBytes: entry.version.node.utf8.count, valueBytes: entry.value?.count ?? 0)
+                                       nodeBytes: entry.version.node.utf8.count, valueBytes: entry.packedValue?.count ?? 0)
     }
 }

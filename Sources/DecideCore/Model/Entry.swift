@@ -3,8 +3,12 @@
 public struct Entry: Hashable, Sendable {
     /// The version of the write that stored this entry.
     public let version: Version
-    /// The encoded value; `nil` is a tombstone (the key was deleted at `version`).
-    public let value: [UInt8]?
+    /// The encoded value; `nil` is a tombstone (the key was deleted at `version`). A value of
+    /// up to `PackedBytes.inlineCapacity` bytes is held in the entry, so this builds an array
+    /// for it: code on a hot path reads `packedValue` instead.
+    public var value: [UInt8]? { packedValue?.array }
+    /// The encoded value as the entry holds it (nil: a tombstone).
+    package let packedValue: PackedBytes?
     /// The hybrid-clock instant (physical milliseconds since the Unix epoch, the scale of
     /// `HLCTimestamp.physicalMilliseconds`) from which the value reads as absent on every
     /// replica; nil for a value that never expires and for every tombstone
@@ -20,8 +24,15 @@ public struct Entry: Hashable, Sendable {
     /// kept within `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside it means the
     /// same thing as the nearest one inside), so equal meanings make equal entries.
     public init(version: Version, value: [UInt8]?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
+        self.init(version: version, packedValue: value.map(PackedBytes.init), expiresAtMilliseconds: expiresAtMilliseconds,
+                  ownedByWriter: ownedByWriter)
+    }
+
+    /// `init(version:value:expiresAtMilliseconds:ownedByWriter:)` with the value as the table
+    /// and the codec hold it (nil: a tombstone), normalised the same way.
+    package init(version: Version, packedValue value: PackedBytes?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
         self.version = version
-        self.value = value
+        self.packedValue = value
         if value == nil {
             self.expiresAtMilliseconds = nil
             self.ownedByWriter = false
@@ -33,7 +44,7 @@ public struct Entry: Hashable, Sendable {
 
     /// Whether the key was deleted at `version` (`value` is `nil`). An expired value is not a
     /// tombstone.
-    public var isTombstone: Bool { value == nil }
+    public var isTombstone: Bool { packedValue == nil }
 
     /// Whether the value has expired at hybrid-clock instant `now` (physical milliseconds):
     /// the key then reads as absent, exactly like a tombstone.
@@ -46,6 +57,11 @@ public struct Entry: Hashable, Sendable {
     /// expired value.
     public func value(atMilliseconds now: UInt64) -> [UInt8]? {
         isExpired(atMilliseconds: now) ? nil : value
+    }
+
+    /// `value(atMilliseconds:)` as the entry holds it, without building an array.
+    package func packedValue(atMilliseconds now: UInt64) -> PackedBytes? {
+        isExpired(atMilliseconds: now) ? nil : packedValue
     }
 
     /// Whether this entry reads as absent for good at hybrid-clock instant `now`: a tombstone, an
@@ -72,8 +88,8 @@ public struct Entry: Hashable, Sendable {
     /// Whether `self` survives a merge with `other` (true when they are equal).
     public func wins(over other: Entry) -> Bool {
         if version != other.version { return other.version < version }
-        switch (value, other.value) {
-        case (nil, _): return other.value == nil
+        switch (packedValue, other.packedValue) {
+        case (nil, _): return other.packedValue == nil
         case (.some, nil): return true
         case let (.some(mine), .some(theirs)):
             if mine != theirs { return !mine.lexicographicallyPrecedes(theirs) }

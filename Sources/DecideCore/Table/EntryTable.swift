@@ -7,8 +7,8 @@
 /// entries held.
 ///
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
-/// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes, digest
-/// contribution, expiry: 72 bytes), an open-addressing index of 32-bit
+/// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes in place
+/// up to 16, digest contribution, expiry: 80 bytes), an open-addressing index of 32-bit
 /// record numbers probed by the key's `stableHash`, per digest leaf the record numbers of
 /// its keys, and per collection name the record numbers of its elements (each record knows its
 /// slot there: 4 bytes more per record, so listing one collection never scans the table). Decoded values are not kept here; the node layer caches the ones it reads.
@@ -39,10 +39,11 @@ package struct EntryTable: Sendable {
         }
     }
 
-    /// 72 bytes: the key as its stable hash, an interned name number and its element bytes;
+    /// 80 bytes: the key as its stable hash, an interned name number and its element bytes;
     /// the version as timestamp and interned node number; the value; the digest contribution;
     /// the expiry.
-    /// Element bytes of up to 16 bytes are held in the record itself (`PackedBytes`). An atomic
+    /// Element bytes and value bytes of up to 16 bytes each are held in the record itself
+    /// (`PackedBytes`): a counter, a flag or a short string costs no allocation. An atomic
     /// key (no element) has a name of its own, used by no other key: its record keeps the
     /// name's UTF-8 bytes where an element would be, and `inlineName` as its number, instead of
     /// interning it (no name table entry, no dictionary entry, no memory load beyond the record
@@ -51,15 +52,17 @@ package struct EntryTable: Sendable {
         let keyHash: UInt64
         var timestamp: HLCTimestamp
         var contribution: UInt64
-        var value: [UInt8]?
-        /// The element id's bytes, or an atomic key's name (`name == inlineName`).
-        let keyBytes: PackedBytes
-        let name: UInt32
-        var node: UInt32
         /// The expiry instant in the low 48 bits (`instantMask`; 0: the value never expires, and
         /// every tombstone), `ownedBit` for a value its writer owns, `sweptBit` once
         /// `expire(dueAtMilliseconds:)` reported the value expired.
         var meta: UInt64
+        /// The value (nil: a tombstone), in place up to `PackedBytes.inlineCapacity` bytes.
+        var value: PackedBytes?
+        /// Declared between the two byte strings, it fills the padding after the value's.
+        let name: UInt32
+        /// The element id's bytes, or an atomic key's name (`name == inlineName`).
+        let keyBytes: PackedBytes
+        var node: UInt32
 
         var expiry: UInt64 { meta & EntryTable.instantMask }
         var owned: Bool { meta & EntryTable.ownedBit != 0 }
@@ -213,7 +216,7 @@ package struct EntryTable: Sendable {
                 records[position].timestamp = entry.version.timestamp
                 // Bound first: assigning `entry.value` as an optional copies it through the generic
                 // `Optional` value witness (~120 instructions a write); an array copy is one retain.
-                if let bytes = entry.value { records[position].value = bytes } else { records[position].value = nil }
+                if let bytes = entry.packedValue { records[position].value = bytes } else { records[position].value = nil }
                 records[position].contribution = contribution
                 records[position].node = node
                 records[position].meta = meta
@@ -238,7 +241,7 @@ package struct EntryTable: Sendable {
                 names[Int(name)].members.append(number)
             }
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  value: entry.value, keyBytes: keyBytes, name: name, node: node, meta: meta))
+                                  meta: meta, value: entry.packedValue, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
             index[cell] = number + 1
@@ -300,7 +303,6 @@ package struct EntryTable: Sendable {
                           hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
         guard count > 1, records.count >= Self.prefetchMinimumRecords else { return }
         let mask = index.count - 1
-        let valueOffset = MemoryLayout<Record>.offset(of: \Record.value)!
         index.withUnsafeBufferPointer { cells in
             records.withUnsafeBufferPointer { records in
                 guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
@@ -314,10 +316,10 @@ package struct EntryTable: Sendable {
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
                     guard stored != 0 else { continue }
-                    // The value's storage object, read as the bare pointer it is (no retain, which
-                    // would wait for the line): 0 for a tombstone.
-                    let object = UnsafeRawPointer(recordBase + Int(stored - 1)).load(fromByteOffset: valueOffset, as: UInt.self)
-                    guard let address = UnsafeRawPointer(bitPattern: object) else { continue }
+                    // The value's storage object, if it has one (a tombstone and a value held in
+                    // place have none), read as the bare pointer it is: no retain, which would
+                    // wait for the line.
+                    guard let address = recordBase[Int(stored - 1)].value?.heapObjectAddress else { continue }
                     hint(address, true)
                     // A reader copies the bytes too: the line after the header's holds most of
                     // a short value.
@@ -697,7 +699,7 @@ package struct EntryTable: Sendable {
     }
 
     private func entry(of record: Record) -> Entry {
-        Entry(version: version(of: record), value: record.value,
+        Entry(version: version(of: record), packedValue: record.value,
               expiresAtMilliseconds: record.expiry == 0 ? nil : record.expiry, ownedByWriter: record.owned)
     }
 
@@ -757,7 +759,7 @@ package struct EntryTable: Sendable {
     /// at hybrid-clock instant `now`: `.none` when the key is not stored, `.some(nil)` for its
     /// tombstone, an expired value, or an owned value of a hidden owner (`setPresentOwners`). No
     /// `StateKey` (and no `String`) is built; bytes that are not UTF-8 match no stored key.
-    public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> [UInt8]?? {
+    public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
         let stored = index[probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
             record.name == Self.inlineName && record.keyBytes.equals(name)
         }]

@@ -1,7 +1,14 @@
 /// A short byte string held in place, or a longer one on the heap: how the entry table keeps
-/// each key's element id (or an atomic key's name). Most are short — an integer id, a short
-/// string id, a Redis-style key name — and then cost no allocation and no memory load beyond
-/// the record that holds them.
+/// each key's element id (or an atomic key's name) and each stored value, and how a value
+/// travels from a decision's pending write through its entry, delta and frame into a peer's
+/// table. Most are short — an integer id, a short string id, a Redis-style key name, a flag, a
+/// counter — and then cost no allocation, no reference count and no memory load beyond the
+/// record that holds them (docs/benchmarks.md, "Values held in place").
+///
+/// An enum: `Optional<PackedBytes>` (a value or a tombstone) is then as small as the enum, 18
+/// bytes, and is tested without a call. A struct of plain fields (two words, an optional array,
+/// a count) measured worse on every path: 25 bytes, so 16 more per stored record, and its
+/// optional went through run-time value witnesses for every test and copy (docs/benchmarks.md).
 ///
 /// Guarantees: `equals` and `withUnsafeBytes` see exactly the bytes it was made from, whatever
 /// their length; equal byte strings make equal values.
@@ -69,6 +76,19 @@ package enum PackedBytes: Hashable, Sendable {
         case .heap(let bytes):
             return try bytes.withUnsafeBytes(body)
         }
+    }
+
+    /// The address of the array object that holds bytes too long to keep in place, nil for
+    /// bytes held in place: for a processor prefetch hint, so the array is neither retained
+    /// nor read.
+    package var heapObjectAddress: UnsafeRawPointer? {
+        guard case .heap(let bytes) = self else { return nil }
+        return unsafeBitCast(bytes, to: UnsafeRawPointer.self)
+    }
+
+    /// Whether these bytes order before `other`'s, byte by byte (a prefix first).
+    package func lexicographicallyPrecedes(_ other: PackedBytes) -> Bool {
+        withUnsafeBytes { mine in other.withUnsafeBytes { theirs in mine.lexicographicallyPrecedes(theirs) } }
     }
 
     /// The bytes as an array (allocated for the ones held in place).

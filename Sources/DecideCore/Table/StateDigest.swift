@@ -61,7 +61,7 @@ package struct StateDigest: Hashable, Sendable {
         var hash = StableHash(seed: key.stableHash)
         hash.combine(entry.version.timestamp.rawValue)
         hash.combine(entry.version.nodeHash)
-        if let value = entry.value {
+        if let value = entry.packedValue {
             // The value's flags as the wire has them: 1, plus 2 when it expires, 4 when owned.
             let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
             hash.combine(flags)

@@ -53,7 +53,7 @@ package struct WireCodec: Sendable {
             cursor.writeVarint(UInt64(delta.writes.count))
             for write in delta.writes {
                 Self.writeKey(write.key, into: &cursor)
-                Self.writeValue(write.value, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &cursor)
+                Self.writeValue(write.packedValue, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &cursor)
             }
             precondition(cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
             return [UInt8](UnsafeRawBufferPointer(buffer))
@@ -69,7 +69,7 @@ package struct WireCodec: Sendable {
         var bytes = 2 + 8 + string(delta.version.node) + WireCursor.varintBytes(UInt64(delta.writes.count))
         for write in delta.writes {
             bytes += string(write.key.name) + WireCursor.varintBytes(UInt64(write.key.elementCount)) + write.key.elementCount + 1
-            if let value = write.value {
+            if let value = write.packedValue {
                 bytes += WireCursor.varintBytes(UInt64(value.count)) + value.count
                 if write.expiresAtMilliseconds != nil { bytes += 8 }
             }
@@ -97,7 +97,7 @@ package struct WireCodec: Sendable {
         for _ in 0..<count {
             let key = try readKey(&reader, recent: &recent)
             let value = try readValue(&reader)
-            writes.append(Delta.Write(key: key, value: value.bytes, expiresAtMilliseconds: value.expiresAt, ownedByWriter: value.owned))
+            writes.append(Delta.Write(key: key, packedValue: value.bytes, expiresAtMilliseconds: value.expiresAt, ownedByWriter: value.owned))
         }
         try reader.expectEnd()
         return Delta(version: version, writes: writes)
@@ -112,7 +112,7 @@ package struct WireCodec: Sendable {
             Self.writeKey(item.key, into: &writer)
             writer.writeUInt64(item.entry.version.timestamp.rawValue)
             writer.writeString(item.entry.version.node)
-            Self.writeValue(item.entry.value, expiresAt: item.entry.expiresAtMilliseconds, owned: item.entry.ownedByWriter, into: &writer)
+            Self.writeValue(item.entry.packedValue, expiresAt: item.entry.expiresAtMilliseconds, owned: item.entry.ownedByWriter, into: &writer)
         }
         return writer.bytes
     }
@@ -133,7 +133,7 @@ package struct WireCodec: Sendable {
             let key = try readKey(&reader, recent: &recent)
             let version = try readVersion(&reader, recent: &recent)
             let value = try readValue(&reader)
-            entries.append(KeyedEntry(key: key, entry: Entry(version: version, value: value.bytes, expiresAtMilliseconds: value.expiresAt,
+            entries.append(KeyedEntry(key: key, entry: Entry(version: version, packedValue: value.bytes, expiresAtMilliseconds: value.expiresAt,
                                                              ownedByWriter: value.owned)))
         }
         try reader.expectEnd()
@@ -151,7 +151,7 @@ package struct WireCodec: Sendable {
     private static let ownedFlag: UInt8 = 4
 
     /// A value (or a tombstone's 0 flags byte), as both encoders write it.
-    private static func writeValue<Sink: WireSink>(_ value: [UInt8]?, expiresAt: UInt64?, owned: Bool, into sink: inout Sink) {
+    private static func writeValue<Sink: WireSink>(_ value: PackedBytes?, expiresAt: UInt64?, owned: Bool, into sink: inout Sink) {
         guard let value else {
             sink.writeUInt8(0)
             return
@@ -195,13 +195,14 @@ package struct WireCodec: Sendable {
         return StateKey(name: name.text, nameHash: nameHash, elementBytes: element)
     }
 
-    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: [UInt8]?, expiresAt: UInt64?, owned: Bool) {
+    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: PackedBytes?, expiresAt: UInt64?, owned: Bool) {
         let flags = try reader.readUInt8("value.present")
         guard flags != 0 else { return (nil, nil, false) }
         guard flags & Self.presentFlag != 0, flags & ~(Self.presentFlag | Self.expiresFlag | Self.ownedFlag) == 0 else {
             throw .invalidFlag(field: "value.present", value: flags)
         }
-        let bytes = try reader.readBytes("value.bytes", limit: limits.maxValueBytes)
+        // A short value is copied from the frame into its place; a longer one into an array.
+        let bytes = PackedBytes(try reader.readBytesInPlace("value.bytes", limit: limits.maxValueBytes))
         var expiresAt: UInt64?
         if flags & Self.expiresFlag != 0 {
             let instant = try reader.readUInt64("value.expiresAt")

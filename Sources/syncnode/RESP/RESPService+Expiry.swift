@@ -60,7 +60,7 @@ extension RESPService {
     func ttl(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
         let (entry, now) = node.read { read in (read.entry(key), read.nowMilliseconds) }
-        guard let entry, entry.value != nil else {
+        guard let entry, !entry.isTombstone else {
             writer.integer(-2)
             return
         }

@@ -10,7 +10,8 @@ extension RESPService {
         let stored: [UInt8]?
         if Self.isPlainName(arguments[1]) {
             // A Redis-style key (an atomic state's name): looked up by its bytes, no StateKey.
-            stored = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
+            // A value held in place becomes an array here; a longer one is the stored array.
+            stored = (arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil)?.array
         } else {
             guard let key = key(arguments[1], into: &writer) else { return }
             stored = node.read { $0.entry(key)?.value }
@@ -57,12 +58,12 @@ extension RESPService {
             guard let key = key(argument, into: &writer) else { return }
             keys.append(key)
         }
-        writer.integer(node.read { read in keys.reduce(0) { $0 + (read.entry($1)?.value == nil ? 0 : 1) } })
+        writer.integer(node.read { read in keys.reduce(0) { $0 + (read.entry($1)?.packedValue == nil ? 0 : 1) } })
     }
 
     func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        writer.simpleString(node.read { $0.entry(key)?.value } == nil ? "none" : "string")
+        writer.simpleString(node.read { $0.entry(key)?.packedValue } == nil ? "none" : "string")
     }
 
     func dbsize(into writer: inout RESPWriter) {

@@ -497,7 +497,7 @@ final class NotificationQueue: Sendable {
     /// Queues `delta` (or counts it dropped); true when the loop must be woken to drain.
     func push(_ delta: CommittedDelta) -> Bool {
         var size = 64
-        for item in delta.delta.entries { size += 64 + item.key.name.utf8.count + item.key.elementCount + (item.entry.value?.count ?? 0) }
+        for item in delta.delta.entries { size += 64 + item.key.name.utf8.count + item.key.elementCount + (item.entry.packedValue?.count ?? 0) }
         return state.withLock { state in
             if state.bytes + size > maxBytes {
                 state.dropped += 1
