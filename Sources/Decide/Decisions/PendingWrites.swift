@@ -51,7 +51,7 @@ struct PendingWrites {
     func key(at index: Int) -> StateKey { writes[index].key }
 
     /// The bytes `Node.decisionBytes` counts for these writes.
-    var decisionBytes: Int { 16 + nodeBytes + entryBytes }
+    var decisionBytes: Int { WireCodec.decisionHeaderBytes(nodeBytes: nodeBytes) + entryBytes }
 
     mutating func removeAll() {
         if !indexOrders.isEmpty { indexOrders.removeAll() }

@@ -293,7 +293,7 @@ public final class Node: Sendable {
     /// The size `maxDecisionBytes` bounds: a decision's writes encoded as catch-up entries (each
     /// carries the version), the larger of its two encodings.
     package static func decisionBytes(nodeID: String, writes: some Sequence<(StateKey, PackedBytes?)>) -> Int {
-        var bytes = 16 + nodeID.utf8.count
+        var bytes = WireCodec.decisionHeaderBytes(nodeBytes: nodeID.utf8.count)
         for (key, value) in writes {
             bytes += WireCodec.maxEncodedEntryBytes(nameBytes: key.name.utf8.count, elementBytes: key.elementCount,
                                                     nodeBytes: nodeID.utf8.count, valueBytes: value?.count ?? 0)

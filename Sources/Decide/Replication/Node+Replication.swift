@@ -81,33 +81,82 @@ extension Node {
     /// waiting for the disk: each delta still lands whole or not at all (a delta the clock
     /// refuses changes nothing), and observers and listeners hear of each as before.
     package func apply(deltas: some Collection<Delta>) -> DeltaBatchOutcome {
+        let deltas = Array(deltas)
+        return applyBatch(count: deltas.count, skip: { _ in false }, timestamp: { deltas[$0].version.timestamp }) { core, index, merge in
+            let delta = deltas[index]
+            // A delta of several writes (a peer's batch of SETs) has their misses overlap
+            // (`EntryTable.prefetch`). A run of one-write deltas is not gathered: over
+            // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
+            // (docs/benchmarks.md, "The prefetch and allocator pass").
+            core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash }
+            var changed = 0
+            for write in delta.writes where merge(write.entry(at: delta.version), write.key) { changed += 1 }
+            return changed
+        } delta: { deltas[$0] }
+    }
+
+    /// `apply(deltas:)` for peers' deltas held as they arrived (`ReceivedDeltas`), read where
+    /// they lie, without a `Delta` built for each (one is built only for commit listeners); the
+    /// ones `skip` names (by position) are left out, and a refusal names its delta by position.
+    /// The node ids and names of `recent` are reused where the bytes are theirs.
+    package func apply(received: ReceivedDeltas, recent: inout RecentWireStrings, skip: (Int) -> Bool) -> DeltaBatchOutcome {
+        applyBatch(count: received.count, skip: skip, timestamp: { received.items[$0].timestamp }) { core, index, merge in
+            var version: Version?
+            var changed = 0
+            if received.items[index].writeCount > 1 {
+                // As in `apply(deltas:)`: the misses of a delta's writes overlap.
+                var hashes: [UInt64] = []
+                hashes.reserveCapacity(received.items[index].writeCount)
+                received.read(index) { _ in } write: { name, element, _ in
+                    var hash = recent.name(utf8: name).hash
+                    hash.combine(buffer: element)
+                    hashes.append(hash.value)
+                }
+                core.prefetch(count: hashes.count) { hashes[$0] }
+            }
+            received.read(index) { node in
+                version = recent.version(timestamp: received.items[index].timestamp, node: node)
+            } write: { name, element, value in
+                let known = recent.name(utf8: name)
+                let key = StateKey(name: known.text, nameHash: known.hash, elementBytes: element)
+                let entry = Entry(version: version!, packedValue: value.map { PackedBytes($0.bytes) }, expiresAtMilliseconds: value?.expiresAt,
+                                  ownedByWriter: value?.owned ?? false)
+                if merge(entry, key) { changed += 1 }
+            }
+            return changed
+        } delta: { received.delta(at: $0, recent: &recent) }
+    }
+
+    /// What both forms of applying peers' deltas share: under one hold of the lock, for each
+    /// delta `skip` does not name, the clock merges its `timestamp` (or refuses it, and then
+    /// nothing of it is applied), `mergeWrites` merges its writes through the closure it is
+    /// given (which answers whether the key changed) and says how many changed, and commit
+    /// listeners get the `delta` when any did; one store append for all.
+    @inline(__always)
+    private func applyBatch(count: Int, skip: (Int) -> Bool, timestamp: (Int) -> HLCTimestamp,
+                            mergeWrites: (NodeCore, Int, (Entry, StateKey) -> Bool) -> Int,
+                            delta: (Int) -> Delta) -> DeltaBatchOutcome {
         let admitted = admitToStorage()
         let outcome = core.withLock { core -> DeltaBatchOutcome in
             var outcome = DeltaBatchOutcome()
             var stored: [StoreChange] = []
             let physical = configuration.clock.nowMilliseconds()
             var now = hybridNow(core, physical: physical)
-            for (index, delta) in deltas.enumerated() {
+            for index in 0..<count where !skip(index) {
+                let stamp = timestamp(index)
                 do throws(ClockError) {
-                    try core.clock.merge(remote: delta.version.timestamp, physicalMilliseconds: physical)
+                    try core.clock.merge(remote: stamp, physicalMilliseconds: physical)
                 } catch {
                     outcome.refusals.append((index, error))
                     continue
                 }
-                now = max(now, min(delta.version.timestamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
-                var changed = 0
-                // A delta of several writes (a peer's batch of SETs) has their misses overlap
-                // (`EntryTable.prefetch`). A run of one-write deltas is not gathered: over
-                // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
-                // (docs/benchmarks.md, "The prefetch and allocator pass").
-                core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash }
-                for write in delta.writes
-                where mergeReceived(core, write.entry(at: delta.version), for: write.key, now: now, admitted: admitted, into: &stored) {
-                    changed += 1
+                now = max(now, min(stamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
+                let changed = mergeWrites(core, index) { entry, key in
+                    mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored)
                 }
                 core.appliedRemoteDeltas += 1
                 if changed > 0 && core.hasCommitListeners {
-                    let committed = CommittedDelta(delta: delta, origin: .remote)
+                    let committed = CommittedDelta(delta: delta(index), origin: .remote)
                     for listener in core.commitCalls { listener(committed) }
                 }
                 outcome.changed += changed

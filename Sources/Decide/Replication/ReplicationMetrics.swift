@@ -75,9 +75,9 @@ final class ReplicationMetrics: Sendable {
 
     /// Records the age of each applied delta: this node's physical time minus the physical part
     /// of the delta's version (0 when the writer's clock is ahead).
-    func propagated(_ deltas: [Delta], now: UInt64) {
-        for delta in deltas {
-            let written = delta.version.timestamp.physicalMilliseconds
+    func propagated(_ timestamps: some Sequence<HLCTimestamp>, now: UInt64) {
+        for timestamp in timestamps {
+            let written = timestamp.physicalMilliseconds
             lag.recordMilliseconds(now > written ? Int64(clamping: now - written) : 0)
         }
     }

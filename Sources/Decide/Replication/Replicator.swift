@@ -54,13 +54,21 @@ public final class Replicator: @unchecked Sendable {
     /// calls, which come one at a time, so it is kept `InPlace`: a class's stored `var` costs a
     /// dynamic exclusivity check on every access, two or three of them a delta.
     private struct Receiving {
-        /// A node without a store: deltas of the current read, applied together when it ends.
-        var heldDeltas: [InboundLoad.Waiting] = []
+        /// A node without a store: deltas of the current read as they arrived (checked, not
+        /// decoded), applied together from their bytes when it ends; each tagged with its link.
+        var heldDeltas: ReceivedDeltas
+        /// The batch being applied, swapped out of `heldDeltas` first: a link closed meanwhile
+        /// (a violation) applies what is held again, which must then be nothing. Kept for its
+        /// memory.
+        var applying: ReceivedDeltas
         /// The strings of the delta decoded last (a peer's node id, a collection's name), for
         /// the next one to reuse.
         var recentStrings = RecentWireStrings()
+
+        /// Moves the held deltas to `applying` (which must be empty) and holds none.
+        mutating func takeHeld() { swap(&heldDeltas, &applying) }
     }
-    private let receiving = InPlace(Receiving())
+    private let receiving: InPlace<Receiving>
     /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
     /// with an inbound queue that reports the ends of its reads.
     private let holdsDeltas: Bool
@@ -83,6 +91,7 @@ public final class Replicator: @unchecked Sendable {
         self.configuration = configuration
         self.clock = clock ?? node.configuration.clock
         self.codec = ReplicationCodec(wire: WireCodec(limits: node.configuration.limits))
+        self.receiving = InPlace(Receiving(heldDeltas: ReceivedDeltas(codec: codec.wire), applying: ReceivedDeltas(codec: codec.wire)))
         self.inbound = transport.delegateMayBlock ? nil : DispatchQueue(label: "decide.replicator.inbound")
         self.holdsDeltas = !transport.delegateMayBlock && transport.reportsReadEnds && !node.persists
         var logger = configuration.logger
@@ -467,6 +476,25 @@ public final class Replicator: @unchecked Sendable {
     }
 
     func transport(_ transport: any Transport, didReceive frame: UnsafeRawBufferPointer, from connection: ConnectionID) {
+        // A node without a store never waits to apply a delta: with nothing queued ahead of it
+        // (arrival order holds), it is checked and held as it arrived, then applied from its
+        // bytes on this thread with the other deltas of the same read (`didFinishReading`),
+        // saving the hop to the queue's and the decoding into a `Delta`. Anything else is
+        // handled only after the deltas that arrived before it.
+        if holdsDeltas, frame.first == ReplicationMessage.deltaType, inboundLoad.withLock({ $0.isIdle }) {
+            let now = clock.nowMilliseconds()
+            guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
+            do throws(WireDecodeError) {
+                try receiving.value.heldDeltas.append(frame, from: 1, source: connection.rawValue)
+            } catch {
+                logger.warning("closing link: undecodable message", metadata: ["peer": "\(peerID)", "error": "\(error)"])
+                transport.close(connection)
+                return
+            }
+            if receiving.value.heldDeltas.count >= Self.inboundBatchMessages
+                || receiving.value.heldDeltas.byteCount >= Self.maxHeldDeltaBytes { applyHeldDeltas() }
+            return
+        }
         let message: ReplicationMessage
         do {
             message = try codec.decode(frame, recent: &receiving.value.recentStrings)
@@ -486,16 +514,6 @@ public final class Replicator: @unchecked Sendable {
             if walkBytes > 0 { state.totals.walkBytesReceived &+= walkBytes }
             return state.heard(from: connection, now: now)
         }) else { return }
-        // A node without a store never waits to apply a delta: with nothing queued ahead of it
-        // (arrival order holds), it is applied on this thread, saving the hop to the queue's,
-        // together with the other deltas of the same read (`didFinishReading`). Anything else
-        // is handled only after the deltas that arrived before it.
-        if case .delta = message, holdsDeltas, inboundLoad.withLock({ $0.isIdle }) {
-            receiving.value.heldDeltas.append(InboundLoad.Waiting(message: message, bytes: frame.count, isDelta: true,
-                                                                  connection: connection, peerID: peerID))
-            if receiving.value.heldDeltas.count >= Self.inboundBatchMessages { applyHeldDeltas() }
-            return
-        }
         applyHeldDeltas()
         switch message {
         case let .streamAck(round, seq):
@@ -601,14 +619,16 @@ public final class Replicator: @unchecked Sendable {
 
     /// The most messages one step of the inbound queue takes (and deltas applied under one lock).
     static let inboundBatchMessages = 256
+    /// Held deltas (`heldDeltas`) are applied once their bytes reach this, even mid-read.
+    static let maxHeldDeltaBytes = 1 << 20
 
-    /// Applies peers' deltas, in order, as one batch: those of links that went or were condemned
-    /// meanwhile are dropped (unless `linksChecked`: the caller just found them open), one over
-    /// `maxDecisionBytes` condemns its link (and drops the rest of that link's), and the node
-    /// applies the others under one hold of its lock.
-    private func applyDeltas<Items: Collection<InboundLoad.Waiting>>(_ items: Items, linksChecked: Bool = false) {
+    /// Applies peers' deltas from the inbound queue, in order, as one batch: those of links that
+    /// went or were condemned meanwhile are dropped, one over `maxDecisionBytes` condemns its
+    /// link (and drops the rest of that link's), and the node applies the others under one hold
+    /// of its lock.
+    private func applyDeltas<Items: Collection<InboundLoad.Waiting>>(_ items: Items) {
         // Links not to apply from: usually none, so a short array rather than a set.
-        var dropped: [ConnectionID] = linksChecked ? [] : state.withLock { state in
+        var dropped: [ConnectionID] = state.withLock { state in
             var closed: [ConnectionID] = []
             for item in items where !closed.contains(item.connection) && !state.isOpen(item.connection) {
                 closed.append(item.connection)
@@ -660,7 +680,7 @@ public final class Replicator: @unchecked Sendable {
             }
             state.totals.deltasApplied &+= UInt64(deltas.count - refused.count)
         }
-        metrics?.propagated(deltas, now: node.configuration.clock.nowMilliseconds())
+        metrics?.propagated(deltas.lazy.map(\.version.timestamp), now: node.configuration.clock.nowMilliseconds())
         for (refusal, source) in refused {
             logger.warning("refused delta", metadata: [
                 "peer": "\(source.peerID)", "version": "\(deltas[refusal.index].version)", "error": "\(refusal.error)"])
@@ -712,12 +732,62 @@ public final class Replicator: @unchecked Sendable {
     }
 
     /// Applies the deltas held back on the transport's thread (`heard` found each link open as
-    /// it arrived), as one batch.
+    /// it arrived), as one batch, from their bytes: as `applyDeltas` does, one over
+    /// `maxDecisionBytes` condemns its link (and drops the rest of that link's).
     private func applyHeldDeltas() {
         guard !receiving.value.heldDeltas.isEmpty else { return }
-        let held = receiving.value.heldDeltas
-        receiving.value.heldDeltas.removeAll(keepingCapacity: true)
-        applyDeltas(held, linksChecked: true)
+        receiving.value.takeHeld()
+        defer { receiving.value.applying.removeAll() }
+        let held = receiving.value.applying.items
+        var dropped: [UInt64] = []
+        var skipped: [Bool] = []
+        var counts: [(connection: UInt64, deltas: UInt64)] = []
+        for (index, item) in held.enumerated() {
+            var skip = dropped.contains(item.source)
+            if !skip && item.decisionBytes > node.configuration.maxDecisionBytes {
+                skip = true
+                dropped.append(item.source)
+                let connection = ConnectionID(rawValue: item.source)
+                violation(connection, peerName(connection), "a delta of \(item.decisionBytes) bytes is over maxDecisionBytes \(node.configuration.maxDecisionBytes) (every node must share the bound)")
+            }
+            if skip {
+                if skipped.isEmpty { skipped = Array(repeating: false, count: held.count) }
+                skipped[index] = true
+            } else if counts.last?.connection == item.source {
+                counts[counts.count - 1].deltas &+= 1
+            } else {
+                counts.append((item.source, 1))
+            }
+        }
+        guard !counts.isEmpty else { return }
+        var recent = receiving.value.recentStrings
+        let outcome = node.apply(received: receiving.value.applying, recent: &recent, skip: { !skipped.isEmpty && skipped[$0] })
+        receiving.value.recentStrings = recent
+        // Counted as `applyDeltas` counts: what each link brought and was applied; a refused
+        // delta is not.
+        for refusal in outcome.refusals {
+            if let slot = counts.firstIndex(where: { $0.connection == held[refusal.index].source }) { counts[slot].deltas &-= 1 }
+        }
+        let applied = counts.reduce(0) { $0 &+ $1.deltas }
+        state.withLock { state in
+            for count in counts where state.peers[ConnectionID(rawValue: count.connection)] != nil {
+                state.deltaCounts[count.connection, default: .init()].applied &+= count.deltas
+            }
+            state.totals.deltasApplied &+= applied
+        }
+        metrics?.propagated(held.indices.lazy.filter { skipped.isEmpty || !skipped[$0] }.map { held[$0].timestamp },
+                            now: node.configuration.clock.nowMilliseconds())
+        for refusal in outcome.refusals {
+            let connection = ConnectionID(rawValue: held[refusal.index].source)
+            logger.warning("refused delta", metadata: [
+                "peer": "\(peerName(connection))", "version": "\(receiving.value.applying.delta(at: refusal.index, recent: &recent).version)",
+                "error": "\(refusal.error)"])
+        }
+    }
+
+    /// The node id of the peer on `connection`, for a log line ("?" once it is gone).
+    private func peerName(_ connection: ConnectionID) -> String {
+        state.withLock { $0.peers[connection]?.nodeID ?? "?" }
     }
 
     func transport(_ transport: any Transport, outboundLimitExceeded connection: ConnectionID) {

@@ -82,6 +82,13 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
         return hash
     }
 
+    /// `nameHash(_:)` of the name whose UTF-8 bytes are `utf8`.
+    package static func nameHash(utf8: UnsafeRawBufferPointer) -> StableHash {
+        var hash = StableHash()
+        hash.combine(buffer: utf8)
+        return hash
+    }
+
     public static func == (lhs: StateKey, rhs: StateKey) -> Bool {
         lhs.stableHash == rhs.stableHash && lhs.elementCount == rhs.elementCount && lhs.elementLow == rhs.elementLow
             && lhs.elementHigh == rhs.elementHigh && lhs.elementSpill == rhs.elementSpill && lhs.name == rhs.name

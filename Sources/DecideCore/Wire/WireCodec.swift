@@ -25,6 +25,11 @@ package struct WireCodec: Sendable {
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
+    /// The fixed part of the size a node bounds a decision by (`maxDecisionBytes`), for a
+    /// decision of the node whose id has `nodeBytes` bytes; each write adds
+    /// `maxEncodedEntryBytes` (its encoding as a catch-up entry, which carries the version).
+    package static func decisionHeaderBytes(nodeBytes: Int) -> Int { 16 + nodeBytes }
+
     /// The most bytes one entry takes in an entry batch, from the sizes of its parts: the
     /// parts themselves, the timestamp, presence flag and expiry, and four lengths as 5-byte
     /// varints.
@@ -88,19 +93,74 @@ package struct WireCodec: Sendable {
     /// the same (the same result, without building and validating them again), and leaving
     /// this delta's in `recent` for the next one.
     package func decodeDelta(_ bytes: UnsafeRawBufferPointer, from position: Int = 0, recent: inout RecentWireStrings) throws(WireDecodeError) -> Delta {
+        var version: Version?
+        var writes: [Delta.Write] = []
+        try Self.withUTF8(of: recent.version?.node) { validNode throws(WireDecodeError) in
+            try Self.withUTF8(of: recent.name?.text) { validName throws(WireDecodeError) in
+                try walkDelta(bytes, from: position, validNode: validNode, validName: validName) { timestamp, node, count in
+                    version = recent.version(timestamp: HLCTimestamp(rawValue: timestamp), node: node)
+                    writes.reserveCapacity(count)
+                } write: { name, element, value in
+                    writes.append(Self.write(name: name, element: element, value: value, recent: &recent))
+                }
+            }
+        }
+        return Delta(version: version!, writes: writes)
+    }
+
+    /// Lends the UTF-8 bytes of `text` for the call (nil for none), passing on `body`'s typed error.
+    private static func withUTF8<Result>(of text: String?, _ body: (UnsafeRawBufferPointer?) throws(WireDecodeError) -> Result)
+        throws(WireDecodeError) -> Result {
+        guard var text else { return try body(nil) }
+        let outcome: Swift.Result<Result, WireDecodeError> = text.withUTF8 { utf8 in
+            do throws(WireDecodeError) { return .success(try body(UnsafeRawBufferPointer(utf8))) } catch { return .failure(error) }
+        }
+        return try outcome.get()
+    }
+
+    /// The write whose parts lie in a delta's bytes as `walkDelta` hands them over, its name's
+    /// string reused from `recent` when the bytes are its.
+    package static func write(name: UnsafeRawBufferPointer, element: UnsafeRawBufferPointer, value: WireValue?,
+                              recent: inout RecentWireStrings) -> Delta.Write {
+        let known = recent.name(utf8: name)
+        return Delta.Write(key: StateKey(name: known.text, nameHash: known.hash, elementBytes: element),
+                           packedValue: value.map { PackedBytes($0.bytes) }, expiresAtMilliseconds: value?.expiresAt,
+                           ownedByWriter: value?.owned ?? false)
+    }
+
+    /// A present value as it lies in a delta's bytes: its bytes, expiry instant and ownership.
+    package struct WireValue {
+        package let bytes: UnsafeRawBufferPointer
+        package let expiresAt: UInt64?
+        package let owned: Bool
+    }
+
+    /// Reads the delta that starts at byte `position` of `bytes` and runs to their end, checking
+    /// every rule (the one reader of deltas: `decodeDelta` builds a `Delta` from it, and
+    /// `ReceivedDeltas` keeps where the parts lie). Calls `header` with the version's timestamp,
+    /// the node id's bytes and the count of writes, then `write` for each write with its name,
+    /// element and value (nil: a delete) as they lie in `bytes`; throws, having called them for
+    /// a prefix, when anything is wrong. A node id or name equal to `validNode` or `validName`
+    /// (or to the name of the write before) is not checked for UTF-8 again.
+    package func walkDelta(
+        _ bytes: UnsafeRawBufferPointer, from position: Int, validNode: UnsafeRawBufferPointer?, validName: UnsafeRawBufferPointer?,
+        header: (_ timestamp: UInt64, _ node: UnsafeRawBufferPointer, _ count: Int) -> Void,
+        write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireValue?) -> Void
+    ) throws(WireDecodeError) {
         var reader = WireReader(bytes, position: position)
         try readHeader(&reader, kind: Self.deltaKind)
-        let version = try readVersion(&reader, recent: &recent)
+        let timestamp = try reader.readUInt64("version.timestamp")
+        let node = try reader.readUTF8InPlace("version.node", limit: limits.maxNodeIDBytes, known: validNode)
         let count = try reader.readCount("delta.count", limit: limits.maxEntriesPerMessage, minimumItemBytes: 3)
-        var writes: [Delta.Write] = []
-        writes.reserveCapacity(count)
+        header(timestamp, node, count)
+        var lastName = validName
         for _ in 0..<count {
-            let key = try readKey(&reader, recent: &recent)
-            let value = try readValue(&reader)
-            writes.append(Delta.Write(key: key, packedValue: value.bytes, expiresAtMilliseconds: value.expiresAt, ownedByWriter: value.owned))
+            let name = try reader.readUTF8InPlace("key.name", limit: limits.maxNameBytes, known: lastName)
+            lastName = name
+            let element = try reader.readBytesInPlace("key.element", limit: limits.maxElementBytes)
+            write(name, element, try readValue(&reader))
         }
         try reader.expectEnd()
-        return Delta(version: version, writes: writes)
     }
 
     public func encode(_ entries: [KeyedEntry]) -> [UInt8] {
@@ -133,8 +193,9 @@ package struct WireCodec: Sendable {
             let key = try readKey(&reader, recent: &recent)
             let version = try readVersion(&reader, recent: &recent)
             let value = try readValue(&reader)
-            entries.append(KeyedEntry(key: key, entry: Entry(version: version, packedValue: value.bytes, expiresAtMilliseconds: value.expiresAt,
-                                                             ownedByWriter: value.owned)))
+            // A short value is copied from the frame into its place; a longer one into an array.
+            entries.append(KeyedEntry(key: key, entry: Entry(version: version, packedValue: value.map { PackedBytes($0.bytes) },
+                                                             expiresAtMilliseconds: value?.expiresAt, ownedByWriter: value?.owned ?? false)))
         }
         try reader.expectEnd()
         return entries
@@ -195,14 +256,14 @@ package struct WireCodec: Sendable {
         return StateKey(name: name.text, nameHash: nameHash, elementBytes: element)
     }
 
-    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> (bytes: PackedBytes?, expiresAt: UInt64?, owned: Bool) {
+    /// A value (nil: a tombstone's 0 flags byte), its bytes where they lie in the input.
+    private func readValue(_ reader: inout WireReader) throws(WireDecodeError) -> WireValue? {
         let flags = try reader.readUInt8("value.present")
-        guard flags != 0 else { return (nil, nil, false) }
+        guard flags != 0 else { return nil }
         guard flags & Self.presentFlag != 0, flags & ~(Self.presentFlag | Self.expiresFlag | Self.ownedFlag) == 0 else {
             throw .invalidFlag(field: "value.present", value: flags)
         }
-        // A short value is copied from the frame into its place; a longer one into an array.
-        let bytes = PackedBytes(try reader.readBytesInPlace("value.bytes", limit: limits.maxValueBytes))
+        let bytes = try reader.readBytesInPlace("value.bytes", limit: limits.maxValueBytes)
         var expiresAt: UInt64?
         if flags & Self.expiresFlag != 0 {
             let instant = try reader.readUInt64("value.expiresAt")
@@ -211,6 +272,6 @@ package struct WireCodec: Sendable {
             }
             expiresAt = instant
         }
-        return (bytes, expiresAt, flags & Self.ownedFlag != 0)
+        return WireValue(bytes: bytes, expiresAt: expiresAt, owned: flags & Self.ownedFlag != 0)
     }
 }

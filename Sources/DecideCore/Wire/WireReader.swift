@@ -102,6 +102,32 @@ package struct WireReader {
         throw .invalidUTF8(field: field)
     }
 
+    /// A string's bytes where they lie in the input, checked to be UTF-8 unless they are exactly
+    /// `known` (bytes checked before: a peer's node id, a name it sends again and again).
+    package mutating func readUTF8InPlace(_ field: String, limit: Int, known: UnsafeRawBufferPointer?) throws(WireDecodeError) -> UnsafeRawBufferPointer {
+        let raw = try readBytesInPlace(field, limit: limit)
+        if let known, known.count == raw.count, raw.isEmpty || sameBytes(known, raw) { return raw }
+        guard isUTF8(raw) else { throw .invalidUTF8(field: field) }
+        return raw
+    }
+
+    /// Whether `raw` is valid UTF-8: ASCII eight bytes at a time, anything else by decoding it
+    /// (decoding repairs invalid UTF-8, so bytes that do not read back were not valid).
+    private func isUTF8(_ raw: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset + 8 <= raw.count {
+            guard raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 else {
+                return String(decoding: raw, as: UTF8.self).utf8.elementsEqual(raw)
+            }
+            offset += 8
+        }
+        while offset < raw.count {
+            guard raw[offset] < 0x80 else { return String(decoding: raw, as: UTF8.self).utf8.elementsEqual(raw) }
+            offset += 1
+        }
+        return true
+    }
+
     /// Throws unless the whole input has been read.
     public func expectEnd() throws(WireDecodeError) {
         if remaining != 0 { throw .trailingBytes(count: remaining) }

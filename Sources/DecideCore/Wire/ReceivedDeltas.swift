@@ -1,0 +1,147 @@
+/// Peers' deltas as they arrived, each checked whole against the codec's rules when it was
+/// added and kept as its bytes with the positions of its parts: a batch a node applies without
+/// first building a `Delta` for each (its array of writes, its keys' and version's strings, the
+/// message around it, and their release afterwards: docs/benchmarks.md, "Deltas applied from
+/// their bytes").
+///
+/// Guarantees: holds only deltas that `WireCodec.decodeDelta` accepts, and reads back exactly
+/// what it would decode (`delta(at:)`); a delta that breaks any rule is not added, and `append`
+/// throws the same error `decodeDelta` does. Holds what the caller adds until `removeAll`: the
+/// replication engine applies and empties it at the end of every socket read, or sooner past
+/// bounds of its own.
+///
+/// A class: a node applying the batch reads it from closures nested per delta and per write,
+/// and a struct would be copied (its three arrays retained and released) into each. Its owner
+/// touches it from one thread at a time (the replication engine: inside its transport's
+/// delegate calls, which come one at a time), so the dynamic exclusivity checks of its
+/// properties are left out.
+package final class ReceivedDeltas {
+    /// One held delta: where it came from, its version's timestamp, where its node id and
+    /// writes are, and the sizes the engine checks.
+    package struct Item {
+        /// The caller's tag for where the delta came from (the replication engine: its link).
+        package let source: UInt64
+        package let timestamp: HLCTimestamp
+        fileprivate let node: Range<Int>
+        fileprivate let writes: Range<Int>
+        /// How many writes the delta has.
+        package var writeCount: Int { writes.count }
+        /// `Node.decisionBytes` of the delta: what `maxDecisionBytes` bounds.
+        package let decisionBytes: Int
+    }
+
+    /// One write of a held delta: its parts' positions in `bytes`.
+    private struct Write {
+        let name: Range<Int>
+        let element: Range<Int>
+        /// nil for a delete.
+        let value: Range<Int>?
+        let expiresAt: UInt64?
+        let owned: Bool
+    }
+
+    private let codec: WireCodec
+    @exclusivity(unchecked) private var bytes: [UInt8] = []
+    @exclusivity(unchecked) private(set) package var items: [Item] = []
+    @exclusivity(unchecked) private var writes: [Write] = []
+
+    package init(codec: WireCodec) {
+        self.codec = codec
+    }
+
+    /// Held deltas.
+    package var count: Int { items.count }
+    package var isEmpty: Bool { items.isEmpty }
+    /// Bytes held for them.
+    package var byteCount: Int { bytes.count }
+
+    /// Checks the delta that starts at byte `position` of `frame` (a message's payload, its type
+    /// byte before `position`) and holds a copy, tagged `source`; throws what `decodeDelta`
+    /// throws for it, holding nothing. The node id and names of the held delta before are not
+    /// checked for UTF-8 again when the bytes are the same.
+    package func append(_ frame: UnsafeRawBufferPointer, from position: Int, source: UInt64) throws(WireDecodeError) {
+        let base = bytes.count - position
+        // The writes are appended to while the held bytes are read (the node id and name of the
+        // delta before): moved out of `self` for that, so they stay uniquely referenced and
+        // grow in place instead of being copied.
+        var added = writes
+        writes = []
+        defer { writes = added }
+        let firstWrite = added.count
+        var timestamp: UInt64 = 0
+        var node = 0..<0
+        var decisionBytes = 0
+        // Positions of the frame's parts, moved to where the copy will be in `bytes`.
+        func place(_ part: UnsafeRawBufferPointer) -> Range<Int> {
+            // An empty part (its bytes lent without an address) is empty anywhere.
+            guard let start = part.baseAddress, let origin = frame.baseAddress, !part.isEmpty else { return 0..<0 }
+            let offset = base + (start - origin)
+            return offset..<offset + part.count
+        }
+        let previousNode = items.last?.node
+        let previousName = items.last.flatMap { $0.writes.isEmpty ? nil : added[$0.writes.upperBound - 1].name }
+        let outcome: Result<Void, WireDecodeError> = bytes.withUnsafeBytes { held in
+            do throws(WireDecodeError) {
+                try codec.walkDelta(frame, from: position, validNode: previousNode.map { UnsafeRawBufferPointer(rebasing: held[$0]) },
+                                    validName: previousName.map { UnsafeRawBufferPointer(rebasing: held[$0]) }) { stamp, nodeID, _ in
+                    timestamp = stamp
+                    node = place(nodeID)
+                    decisionBytes = WireCodec.decisionHeaderBytes(nodeBytes: nodeID.count)
+                } write: { name, element, value in
+                    added.append(Write(name: place(name), element: place(element), value: value.map { place($0.bytes) },
+                                       expiresAt: value?.expiresAt, owned: value?.owned ?? false))
+                    decisionBytes += WireCodec.maxEncodedEntryBytes(nameBytes: name.count, elementBytes: element.count,
+                                                                    nodeBytes: node.count, valueBytes: value?.bytes.count ?? 0)
+                }
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = outcome {
+            added.removeSubrange(firstWrite...)
+            throw error
+        }
+        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[position...]))
+        items.append(Item(source: source, timestamp: HLCTimestamp(rawValue: timestamp), node: node, writes: firstWrite..<added.count,
+                          decisionBytes: decisionBytes))
+    }
+
+    /// Empties it, keeping its memory for the next batch (up to `keptBytes`; a larger batch's
+    /// memory is given back).
+    package func removeAll(keepingBytes keptBytes: Int = 1 << 20) {
+        let keep = bytes.capacity <= keptBytes
+        bytes.removeAll(keepingCapacity: keep)
+        items.removeAll(keepingCapacity: keep)
+        writes.removeAll(keepingCapacity: keep)
+    }
+
+    /// Reads held delta `index` in place: its node id, then each write's name, element and
+    /// value (nil: a delete), as they lie in the held bytes (valid for the call).
+    package func read(_ index: Int, node: (UnsafeRawBufferPointer) -> Void,
+                      write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireCodec.WireValue?) -> Void) {
+        let item = items[index]
+        bytes.withUnsafeBytes { held in
+            node(UnsafeRawBufferPointer(rebasing: held[item.node]))
+            for position in item.writes {
+                let part = writes[position]
+                write(UnsafeRawBufferPointer(rebasing: held[part.name]), UnsafeRawBufferPointer(rebasing: held[part.element]),
+                      part.value.map { WireCodec.WireValue(bytes: UnsafeRawBufferPointer(rebasing: held[$0]), expiresAt: part.expiresAt,
+                                                           owned: part.owned) })
+            }
+        }
+    }
+
+    /// Held delta `index` as `decodeDelta` decodes it (strings reused from `recent` as there).
+    package func delta(at index: Int, recent: inout RecentWireStrings) -> Delta {
+        var version: Version?
+        var writes: [Delta.Write] = []
+        writes.reserveCapacity(items[index].writes.count)
+        read(index) { node in
+            version = recent.version(timestamp: items[index].timestamp, node: node)
+        } write: { name, element, value in
+            writes.append(WireCodec.write(name: name, element: element, value: value, recent: &recent))
+        }
+        return Delta(version: version!, writes: writes)
+    }
+}

@@ -1,0 +1,84 @@
+@testable import DecideCore
+import Testing
+
+/// `ReceivedDeltas` holds exactly what `decodeDelta` accepts and reads back what it decodes:
+/// over random deltas (values on both sides of the in-place limit, deletes, expiring and owned
+/// writes), random bytes, every truncation, and runs of deltas whose node ids and names repeat
+/// (the ones it does not check for UTF-8 again).
+@Suite struct ReceivedDeltasTests {
+    let codec = WireCodec()
+
+    /// The payload of a delta message: its type byte, then the delta.
+    func frame(_ delta: Delta) -> [UInt8] { [1] + codec.encode(delta) }
+
+    @Test func holdsWhatDecodesAndReadsItBackTheSame() throws {
+        try forEachSeed(0..<500) { seed, gen in
+            let held = ReceivedDeltas(codec: codec)
+            var expected: [Delta] = []
+            for source in 0..<UInt64(gen.int(1...6)) {
+                let delta = gen.delta()
+                try frame(delta).withUnsafeBytes { try held.append($0, from: 1, source: source) }
+                expected.append(delta)
+            }
+            #expect(held.count == expected.count)
+            var recent = RecentWireStrings()
+            for (index, delta) in expected.enumerated() {
+                #expect(held.delta(at: index, recent: &recent) == delta, "seed \(seed) delta \(index)")
+                #expect(held.items[index].source == UInt64(index))
+                #expect(held.items[index].timestamp == delta.version.timestamp)
+                #expect(held.items[index].writeCount == delta.writes.count)
+                let size = WireCodec.decisionHeaderBytes(nodeBytes: delta.version.node.utf8.count) + delta.writes.reduce(0) {
+                    $0 + WireCodec.maxEncodedEntryBytes(nameBytes: $1.key.name.utf8.count, elementBytes: $1.key.elementCount,
+                                                        nodeBytes: delta.version.node.utf8.count, valueBytes: $1.value?.count ?? 0)
+                }
+                #expect(held.items[index].decisionBytes == size, "seed \(seed)")
+            }
+            held.removeAll()
+            #expect(held.isEmpty && held.byteCount == 0)
+        }
+    }
+
+    /// Whatever `decodeDelta` refuses, `append` refuses with the same error, holding nothing
+    /// more; what it accepts is held and read back exactly. Garbage, truncations, and a node id
+    /// or name that repeats a held one's bytes except for an invalid UTF-8 byte.
+    @Test func refusesWhatDecodeRefusesWithTheSameError() throws {
+        let held = ReceivedDeltas(codec: codec)
+        let good = Delta(version: Version(timestamp: HLCTimestamp(rawValue: 7), node: "node-a"),
+                         writes: [Delta.Write(key: StateKey(name: "flags", element: Array("\"x\"".utf8)), value: Array("true".utf8))])
+        try frame(good).withUnsafeBytes { try held.append($0, from: 1, source: 9) }
+        func check(_ bytes: [UInt8], _ note: String) {
+            let before = held.count
+            let decoded: Result<Delta, WireDecodeError> = Result { () throws(WireDecodeError) in try codec.decodeDelta(bytes) }
+            let appended: Result<Void, WireDecodeError> = ([1] + bytes).withUnsafeBytes { raw in
+                Result { () throws(WireDecodeError) in try held.append(raw, from: 1, source: 1) }
+            }
+            switch (decoded, appended) {
+            case let (.failure(refused), .failure(error)):
+                #expect(refused == error, "\(note)")
+                #expect(held.count == before, "\(note): nothing held")
+            case let (.success(delta), .success):
+                var recent = RecentWireStrings()
+                #expect(held.delta(at: held.count - 1, recent: &recent) == delta, "\(note)")
+            default:
+                Issue.record("\(note): decodeDelta \(decoded), append \(appended)")
+            }
+        }
+        forEachSeed(0..<20_000) { seed, gen in
+            var bytes = gen.bytes(maxCount: 64)
+            if gen.bool(), bytes.count >= 2 { bytes[0] = WireCodec.format; bytes[1] = WireCodec.deltaKind }
+            check(bytes, "seed \(seed)")
+        }
+        let encoded = codec.encode(good)
+        for length in 0..<encoded.count { check(Array(encoded.prefix(length)), "truncated to \(length)") }
+        check(encoded + [0], "a trailing byte")
+        // The held delta's node id and name, each with a byte made invalid UTF-8.
+        for bad in ["node-a", "flags"] {
+            let text = String(repeating: "q", count: bad.utf8.count)
+            var bytes = codec.encode(Delta(version: Version(timestamp: HLCTimestamp(rawValue: 8), node: bad == "node-a" ? text : "node-a"),
+                                           writes: [Delta.Write(key: StateKey(name: bad == "flags" ? text : "flags"), value: [0x31])]))
+            let at = bytes.firstIndex(of: UInt8(ascii: "q"))!
+            bytes[at] = 0xFF
+            check(bytes, "invalid UTF-8 in \(bad)")
+        }
+    }
+}
