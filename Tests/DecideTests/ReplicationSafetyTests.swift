@@ -1,4 +1,5 @@
-import Decide
+@testable import Decide
+import DecideCore
 import DecideTesting
 import Foundation
 import Testing
@@ -65,16 +66,29 @@ import Testing
         let disk = StoreFaults()
         let node = try StorageTests.open(scratch, durability: .strict, faults: disk)
         let heard = Recorder<String>()
+        let sender = RecordingSender(heard)
         _ = node.addCommitListener { _ in heard.append("commit") }
-        _ = node.addDurableCommitListener { _ in heard.append("durable") }
+        node.setLocalCommitSender(sender)
         disk.stall()
         Thread { node.set(1, into: Fixture.Counter.self) }.start()
-        #expect(await heard.wait { $0.contains("commit") })
+        #expect(await heard.wait { $0.contains("frame") })
         try await Task.sleep(for: .milliseconds(200))
-        #expect(!heard.all.contains("durable"), "a strict decision reached replication before its fsync")
+        #expect(heard.all == ["commit", "frame"], "a strict decision reached replication before its fsync")
         disk.resume()
-        #expect(await heard.wait { $0.contains("durable") })
+        #expect(await heard.wait { $0 == ["commit", "frame", "sent"] })
         try node.close()
+        withExtendedLifetime(sender) {}
+    }
+
+    /// A `LocalCommitSender` that says when it encodes a frame and when it is told to send it.
+    final class RecordingSender: LocalCommitSender {
+        let heard: Recorder<String>
+        init(_ heard: Recorder<String>) { self.heard = heard }
+        func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? {
+            heard.append("frame")
+            return [1]
+        }
+        func send(_ frame: [UInt8], timestamp: HLCTimestamp) { heard.append("sent") }
     }
 
     @Test func strictDurabilityKeepsADecisionOutOfCatchUpUntilItIsOnDisk() async throws {
@@ -119,5 +133,59 @@ import Testing
         #expect(second > first)
         #expect(node.set(1, into: Fixture.Counter.self).version!.timestamp.rawValue > second,
                 "a local version must be above every reported walk start")
+    }
+}
+
+/// The delta message encoded from a decision's pending writes (`PendingWrites.deltaMessage`,
+/// what the replication engine sends, sized by `decisionBytes` without a sizing pass) is byte
+/// for byte the message of the `Delta` the commit listeners get, over random decisions of
+/// atomic and collection writes, deletes, expiring and owned values, names and ids of every
+/// length around the in-place limit, and values up to 64 KiB.
+@Suite struct LocalCommitFrameTests {
+    struct RandomWrites: Decision {
+        let writes: [(key: StateKey, value: [UInt8]?, lifetime: Duration?, owned: Bool)]
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            for item in writes {
+                if let value = item.value {
+                    write.raw(value, into: item.key, expiringAfter: item.lifetime, ownedByThisNode: item.owned)
+                } else {
+                    write.raw(nil, into: item.key)
+                }
+            }
+            return .none
+        }
+    }
+
+    /// Encodes each commit's message as the replication engine does, and keeps it.
+    final class MessageRecorder: LocalCommitSender {
+        let messages = Recorder<[UInt8]>()
+        let codec: WireCodec
+        init(codec: WireCodec) { self.codec = codec }
+        func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? { writes.deltaMessage(version: version, codec: codec) }
+        func send(_ frame: [UInt8], timestamp: HLCTimestamp) { messages.append(frame) }
+    }
+
+    @Test func theMessageFromPendingWritesIsTheDeltaMessage() throws {
+        let node = Fixture.node("writer-ü")
+        let recorder = MessageRecorder(codec: WireCodec(limits: node.configuration.limits))
+        let deltas = Recorder<Delta>()
+        _ = node.addCommitListener { deltas.append($0.delta) }
+        node.setLocalCommitSender(recorder)
+        var random = SplitMix64(seed: 31)
+        func pick(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
+        for _ in 0..<300 {
+            let writes = (0..<(1 + pick(6))).map { _ in
+                let name = String(repeating: "n", count: 1 + pick(40))
+                let key = pick(2) == 0 ? StateKey(name: name) : StateKey(name: name, element: Array(String(repeating: "e", count: pick(40)).utf8))
+                let length = [0, 1, 14, 15, 16, 17, 18, 200, 65_536][pick(9)]
+                return (key: key, value: pick(5) == 0 ? nil : [UInt8](repeating: UInt8(ascii: "7"), count: length),
+                        lifetime: pick(3) == 0 ? Duration.milliseconds(1 + pick(100_000)) : nil, owned: pick(3) == 0)
+            }
+            node.decide(RandomWrites(writes: writes))
+        }
+        let codec = ReplicationCodec(wire: WireCodec(limits: node.configuration.limits))
+        #expect(recorder.messages.all.count == 300)
+        #expect(recorder.messages.all == deltas.all.map { codec.encode(.delta($0)) })
+        withExtendedLifetime(recorder) {}
     }
 }

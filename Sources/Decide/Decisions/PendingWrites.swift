@@ -107,6 +107,30 @@ struct PendingWrites {
                      ownedByWriter: write.options.owned)
     }
 
+    /// Hands the parts of write `index` to `visit` as its delta carries them under `version`
+    /// (borrowed for the call): key, value (nil: a delete), expiry instant (the lifetime counted
+    /// from the version's timestamp) and ownership, normalised as `entry(at:version:)` is.
+    func visit(_ index: Int, version: Version, _ visit: WireCodec.WriteParts) {
+        // Through the buffer: an array element's key and value handed on are copied first (a
+        // retain and release each, twice a write as the frame is sized, then written).
+        writes.withUnsafeBufferPointer { writes in
+            guard hasOptions, writes[index].value != nil else { return visit(writes[index].key, writes[index].value, nil, false) }
+            let options = writes[index].options
+            visit(writes[index].key, writes[index].value, Entry.normalized(expiry: options.expiry.instant(committedAt: version.timestamp)),
+                  options.owned)
+        }
+    }
+
+    /// The delta message (`ReplicationMessage.delta`, type byte first) of these writes committed
+    /// at `version`, encoded from them: the bytes `ReplicationCodec` writes for their `Delta`.
+    /// One pass over the writes, into scratch memory sized by `decisionBytes`.
+    func deltaMessage(version: Version, codec: WireCodec) -> [UInt8] {
+        codec.encodeDelta(version: version, count: count, afterTypeByte: ReplicationMessage.deltaType,
+                          maxBytes: WireCodec.maxDeltaBytes(decisionBytes: decisionBytes)) { index, visit in
+            self.visit(index, version: version, visit)
+        }
+    }
+
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
     /// The key is consumed: it moves into the record, not copied (a copy retains its name).
     private mutating func set(_ key: consuming StateKey, value: consuming PackedBytes?, decoded typed: consuming (any Sendable)?,

@@ -150,7 +150,7 @@ public final class Node: Sendable {
         }
         var tappedWrites: [Delta.Write] = []
         let (commit, effect, ticket, afterDisk) = core.withLock {
-            core -> (Commit, Effect, UInt64, (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?) in
+            core -> (Commit, Effect, UInt64, AfterDisk) in
             let transaction = core.transaction
             let physical = configuration.clock.nowMilliseconds()
             let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
@@ -161,17 +161,17 @@ public final class Node: Sendable {
             if let failure = transaction.failure {
                 if persists { store.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
-                return (.aborted(reason: failure), .none, 0, nil)
+                return (.aborted(reason: failure), .none, 0, AfterDisk())
             }
             let writes = transaction.pending
             guard !writes.isEmpty else {
                 if persists { store.cancelAdmission() }
-                return (.unchanged, effect, 0, nil)
+                return (.unchanged, effect, 0, AfterDisk())
             }
             if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
                 if persists { store.cancelAdmission() }
                 logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
-                return (.aborted(reason: refusal), .none, 0, nil)
+                return (.aborted(reason: refusal), .none, 0, AfterDisk())
             }
             let timestamp = core.clock.tick(physicalMilliseconds: physical)
             let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
@@ -206,7 +206,7 @@ public final class Node: Sendable {
             if tapping {
                 tappedWrites = writes.writes.indices.map { Delta.Write(key: writes.key(at: $0), entry: writes.entry(at: $0, version: version)) }
             }
-            var afterDisk: (CommittedDelta, [@Sendable (CommittedDelta) -> Void])?
+            var afterDisk = AfterDisk()
             if core.listening {
                 let delta = CommittedDelta(
                     delta: Delta(version: version, writes: writes.writes.indices.map { index in
@@ -214,10 +214,13 @@ public final class Node: Sendable {
                     }),
                     origin: .local)
                 for listener in core.commitCalls { listener(delta) }
+            }
+            // The replication engine's frame, encoded from the pending writes: no `Delta`.
+            if let sender = core.localCommitSender, let frame = sender.frame(version: version, writes: writes) {
                 if waitsForDisk {
-                    afterDisk = (delta, core.durableCalls)
+                    afterDisk.frame = (sender, frame, timestamp)
                 } else {
-                    for listener in core.durableCalls { listener(delta) }
+                    sender.send(frame, timestamp: timestamp)
                 }
             }
             var ticket: UInt64 = 0
@@ -245,14 +248,22 @@ public final class Node: Sendable {
             }
         }
         // Strict: peers hear of the decision only now that it is on disk.
-        if let (delta, listeners) = afterDisk {
-            for listener in listeners { listener(delta) }
-        }
+        afterDisk.deliver()
         delivery.drain()
         // Before the effect: a decision an effect makes is tapped after the one that made it.
         if tapping { tap(TappedDecision(decision: decision, commit: commit, writes: tappedWrites)) }
         perform(effect, handlers: [], followUps: &followUps)
         return commit
+    }
+
+    /// What a strict commit hands on only once it is on disk: its frame, for the replication
+    /// engine.
+    struct AfterDisk {
+        var frame: (any LocalCommitSender, [UInt8], HLCTimestamp)?
+
+        func deliver() {
+            if let (sender, frame, timestamp) = frame { sender.send(frame, timestamp: timestamp) }
+        }
     }
 
     func tap(_ record: TappedDecision) {
@@ -367,7 +378,6 @@ public final class Node: Sendable {
             core.observers.removeAll()
             core.deltaChannels.removeAll()
             core.commitListeners.removeAll()
-            core.durableListeners.removeAll()
             return (observers, channels)
         }
         for observer in observers {

@@ -16,13 +16,16 @@ final class NodeCore: @unchecked Sendable {
         var committedDecisions: UInt64 = 0
         var observing = false
         var listening = false
+        /// Whether a `LocalCommitSender` was set (its weak load is skipped when not).
+        var sending = false
     }
-    /// `commitListeners` and `durableListeners` as the arrays a commit calls (`commitCalls`).
+    /// `commitListeners` as the array a commit calls (`commitCalls`), and the replication
+    /// engine's `LocalCommitSender`.
     /// Apart from `Hot`: inside it, one-write decisions that never read them measured about 5 %
     /// slower, with no more instructions (docs/benchmarks.md, "The decision-path pass").
     private struct Calls {
         var commit: [@Sendable (CommittedDelta) -> Void] = []
-        var durable: [@Sendable (CommittedDelta) -> Void] = []
+        weak var sender: (any LocalCommitSender)?
     }
     private let calls = InPlace(Calls())
     private let hot: InPlace<Hot>
@@ -62,24 +65,25 @@ final class NodeCore: @unchecked Sendable {
     var commitListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:] {
         didSet { listenersChanged() }
     }
-    /// Listeners of local commits that must hear of them only once they are on disk (the
-    /// replication engine under strict durability); called in commit order.
-    var durableListeners: [UInt64: @Sendable (CommittedDelta) -> Void] = [:] {
-        didSet { listenersChanged() }
-    }
-    /// Whether any commit listener of either kind is registered: one test on a decision's path.
+    /// Whether any commit listener is registered: one test on a decision's path.
     var listening: Bool { hot.value.listening }
-    /// `commitListeners` and `durableListeners` in the order they were added, as arrays kept
-    /// `InPlace`: what every commit calls, without the exclusivity check of a class's stored
+    /// `commitListeners` in the order they were added, as an array kept `InPlace`: what every
+    /// commit calls, without the exclusivity check of a class's stored
     /// dictionary and its iteration (about 200 instructions a replicated write).
     var commitCalls: [@Sendable (CommittedDelta) -> Void] { calls.value.commit }
-    var durableCalls: [@Sendable (CommittedDelta) -> Void] { calls.value.durable }
     var hasCommitListeners: Bool { !calls.value.commit.isEmpty }
+    /// The replication engine's way of sending this node's commits (`Node.setLocalCommitSender`).
+    var localCommitSender: (any LocalCommitSender)? {
+        get { hot.value.sending ? calls.value.sender : nil }
+        set {
+            calls.value.sender = newValue
+            hot.value.sending = newValue != nil
+        }
+    }
 
     private func listenersChanged() {
-        hot.value.listening = !commitListeners.isEmpty || !durableListeners.isEmpty
+        hot.value.listening = !commitListeners.isEmpty
         calls.value.commit = commitListeners.keys.sorted().map { commitListeners[$0]! }
-        calls.value.durable = durableListeners.keys.sorted().map { durableListeners[$0]! }
     }
     /// The channels behind `Node.deltas()`, by their listener id, so shutdown can end them.
     var deltaChannels: [UInt64: DeltaStream.Channel] = [:]

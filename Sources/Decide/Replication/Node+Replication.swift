@@ -29,15 +29,11 @@ extension Node {
         }
     }
 
-    /// Calls `listener` with every decision committed here once it is as durable as the node
-    /// promises: at commit for `.memory` and `.batched`, after its sync for `.strict` (then
-    /// outside the lock, and not at all when the sync failed). Remove it with `removeCommitListener`.
-    package func addDurableCommitListener(_ listener: @escaping @Sendable (CommittedDelta) -> Void) -> UInt64 {
-        core.withLock { core in
-            let id = core.makeID()
-            core.durableListeners[id] = listener
-            return id
-        }
+    /// Hands every decision committed here from now on to `sender` (nil: to nobody): encoded
+    /// under the lock, sent once as durable as the node promises (`LocalCommitSender`). Held
+    /// weakly; one at a time.
+    func setLocalCommitSender(_ sender: (any LocalCommitSender)?) {
+        core.withLock { $0.localCommitSender = sender }
     }
 
     /// Whether applies must reach the disk before they are acknowledged (strict durability).
@@ -45,7 +41,6 @@ extension Node {
 
     package func removeCommitListener(_ id: UInt64) {
         core.withLock { core in
-            core.durableListeners[id] = nil
             core.commitListeners[id] = nil
             core.deltaChannels[id] = nil
         }

@@ -38,7 +38,6 @@ public final class Replicator: @unchecked Sendable {
     let codec: ReplicationCodec
     let logger: Logger
     private let state: Mutex<ReplicatorState>
-    private let listenerID = Mutex<UInt64?>(nil)
     private let timer = Mutex<ReplicatorTimer?>(nil)
     private let membershipFile: MembershipFile?
     private let membershipDirty = Mutex(false)
@@ -137,11 +136,7 @@ public final class Replicator: @unchecked Sendable {
                 if state.advertisedAddress.isEmpty { state.advertisedAddress = address }
             }
         }
-        let id = node.addDurableCommitListener { [weak self] committed in
-            guard committed.origin == .local else { return }
-            self?.broadcast(committed.delta)
-        }
-        listenerID.withLock { $0 = id }
+        node.setLocalCommitSender(self)
         tick()
         return bound
     }
@@ -207,9 +202,7 @@ public final class Replicator: @unchecked Sendable {
             timer?.cancel()
             timer = nil
         }
-        if let id = listenerID.withLock({ id -> UInt64? in defer { id = nil }; return id }) {
-            node.removeCommitListener(id)
-        }
+        node.setLocalCommitSender(nil)
         // A refusal this engine set (its peers' clocks) ends with it: a later engine on the same
         // node judges afresh.
         if writeRefusal.withLock({ refusal -> Bool in defer { refusal = nil }; return refusal != nil }) {
@@ -425,10 +418,17 @@ public final class Replicator: @unchecked Sendable {
 
     // MARK: the delta path
 
-    /// Called for every local commit (under the node's lock, or after the disk for strict
-    /// durability): encode once, queue to every peer.
-    private func broadcast(_ delta: Delta) {
-        let timestamp = delta.version.timestamp.rawValue
+    /// Called for every local commit under the node's lock (`LocalCommitSender`): the delta
+    /// frame, encoded once for every peer from the pending writes; none while no link is up.
+    func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? {
+        guard state.withLock({ !$0.linkOrder.isEmpty }) else { return nil }
+        return writes.deltaMessage(version: version, codec: codec.wire)
+    }
+
+    /// Called with every local commit's frame (under the node's lock, or after the disk for
+    /// strict durability): queue it to every peer.
+    func send(_ frame: [UInt8], timestamp stamp: HLCTimestamp) {
+        let timestamp = stamp.rawValue
         let connections = state.withLock { state in
             state.lastBroadcast = max(state.lastBroadcast, timestamp)
             let connections = state.linkOrder
@@ -439,7 +439,6 @@ public final class Replicator: @unchecked Sendable {
             return connections
         }
         guard !connections.isEmpty else { return }
-        let frame = codec.encode(.delta(delta))
         guard frame.count <= configuration.maxFrameBytes else {
             logger.error("delta too large for one frame: peers will catch up instead",
                          metadata: ["bytes": "\(frame.count)", "maxFrameBytes": "\(configuration.maxFrameBytes)"])

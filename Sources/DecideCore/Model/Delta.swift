@@ -33,7 +33,7 @@ public struct Delta: Hashable, Sendable {
             self.key = key
             self.packedValue = value
             self.expiresAtMilliseconds = value == nil ? nil
-                : expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+                : Entry.normalized(expiry: expiresAtMilliseconds)
             self.ownedByWriter = value != nil && ownedByWriter
         }
 

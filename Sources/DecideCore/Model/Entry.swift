@@ -37,9 +37,16 @@ public struct Entry: Hashable, Sendable {
             self.expiresAtMilliseconds = nil
             self.ownedByWriter = false
         } else {
-            self.expiresAtMilliseconds = expiresAtMilliseconds.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
+            self.expiresAtMilliseconds = Self.normalized(expiry: expiresAtMilliseconds)
             self.ownedByWriter = ownedByWriter
         }
+    }
+
+    /// An expiry instant as every entry and write keeps it: within
+    /// `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside means what the nearest one
+    /// inside does).
+    package static func normalized(expiry: UInt64?) -> UInt64? {
+        expiry.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
     }
 
     /// Whether the key was deleted at `version` (`value` is `nil`). An expired value is not a

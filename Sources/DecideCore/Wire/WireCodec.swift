@@ -44,42 +44,69 @@ package struct WireCodec: Sendable {
     /// `delta`'s encoding, after `type` when one is given (a message that carries a delta is
     /// its type byte and then this): one allocation of the exact size, written in place.
     package func encode(_ delta: Delta, afterTypeByte type: UInt8?) -> [UInt8] {
+        encodeDelta(version: delta.version, count: delta.writes.count, afterTypeByte: type) { index, visit in
+            let write = delta.writes[index]
+            visit(write.key, write.packedValue, write.expiresAtMilliseconds, write.ownedByWriter)
+        }
+    }
+
+    /// A delta's part a caller hands over for each write, borrowed for the call: the key, the
+    /// value (nil: a delete), its expiry instant and whether its writer owns it.
+    package typealias WriteParts = (_ key: StateKey, _ value: PackedBytes?, _ expiresAt: UInt64?, _ owned: Bool) -> Void
+
+    /// The encoding of the delta of `count` writes at `version`, after `type` when one is given,
+    /// from writes a caller holds in its own form (a node's pending writes: no `Delta` is built):
+    /// `write(index, visit)` calls `visit` with the parts of write `index`, the same ones each
+    /// time. The same bytes `encode(_:)` writes for the same delta. Given `maxBytes`, at least
+    /// the encoding's size, the writes are visited once, into scratch memory of that size;
+    /// without, twice: to size the encoding, then to write it.
+    package func encodeDelta(version: Version, count: Int, afterTypeByte type: UInt8?, maxBytes: Int? = nil,
+                             write: (_ index: Int, _ visit: WriteParts) -> Void) -> [UInt8] {
+        var bytes = maxBytes ?? 0
+        if maxBytes == nil {
+            bytes = (type == nil ? 0 : 1) + 2 + 8 + Self.stringBytes(version.node) + WireCursor.varintBytes(UInt64(count))
+            for index in 0..<count {
+                write(index) { key, value, expiresAt, _ in
+                    bytes += Self.stringBytes(key.name) + WireCursor.varintBytes(UInt64(key.elementCount)) + key.elementCount + 1
+                    if let value {
+                        bytes += WireCursor.varintBytes(UInt64(value.count)) + value.count
+                        if expiresAt != nil { bytes += 8 }
+                    }
+                }
+            }
+        }
         // Written in scratch memory (on the stack when small) and copied into the array in one
         // piece: the standard library's initialisers that hand out an array's uninitialised
         // storage are not specialised, and looked up the storage type at run time for more
         // than the copy costs.
-        withUnsafeTemporaryAllocation(byteCount: (type == nil ? 0 : 1) + Self.encodedBytes(of: delta), alignment: 8) { buffer in
+        return withUnsafeTemporaryAllocation(byteCount: bytes, alignment: 8) { buffer in
             var cursor = WireCursor(buffer)
             if let type { cursor.writeUInt8(type) }
             cursor.writeUInt8(Self.format)
             cursor.writeUInt8(Self.deltaKind)
-            cursor.writeUInt64(delta.version.timestamp.rawValue)
-            cursor.writeString(delta.version.node)
-            cursor.writeVarint(UInt64(delta.writes.count))
-            for write in delta.writes {
-                Self.writeKey(write.key, into: &cursor)
-                Self.writeValue(write.packedValue, expiresAt: write.expiresAtMilliseconds, owned: write.ownedByWriter, into: &cursor)
+            cursor.writeUInt64(version.timestamp.rawValue)
+            cursor.writeString(version.node)
+            cursor.writeVarint(UInt64(count))
+            for index in 0..<count {
+                write(index) { key, value, expiresAt, owned in
+                    Self.writeKey(key, into: &cursor)
+                    Self.writeValue(value, expiresAt: expiresAt, owned: owned, into: &cursor)
+                }
             }
-            precondition(cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
-            return [UInt8](UnsafeRawBufferPointer(buffer))
+            precondition(maxBytes != nil || cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
+            return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<(bytes - cursor.remaining)]))
         }
     }
 
-    /// Exactly the bytes `encode(delta)` writes.
-    package static func encodedBytes(of delta: Delta) -> Int {
-        func string(_ text: String) -> Int {
-            let count = text.utf8.count
-            return WireCursor.varintBytes(UInt64(count)) + count
-        }
-        var bytes = 2 + 8 + string(delta.version.node) + WireCursor.varintBytes(UInt64(delta.writes.count))
-        for write in delta.writes {
-            bytes += string(write.key.name) + WireCursor.varintBytes(UInt64(write.key.elementCount)) + write.key.elementCount + 1
-            if let value = write.packedValue {
-                bytes += WireCursor.varintBytes(UInt64(value.count)) + value.count
-                if write.expiresAtMilliseconds != nil { bytes += 8 }
-            }
-        }
-        return bytes
+    /// At least the bytes of the delta whose node id has `nodeBytes` bytes and whose writes
+    /// have `decisionBytes` (`Node.decisionBytes`: each write's catch-up entry, which carries the
+    /// node id and more, is larger than its part of a delta), after a type byte.
+    package static func maxDeltaBytes(decisionBytes: Int) -> Int { decisionBytes + 8 }
+
+    /// The bytes a string takes: its length as a varint, then its UTF-8.
+    private static func stringBytes(_ text: String) -> Int {
+        let count = text.utf8.count
+        return WireCursor.varintBytes(UInt64(count)) + count
     }
 
     /// Decodes the delta that starts at byte `position` of `bytes` and runs to their end (a
