@@ -3,7 +3,8 @@ import Foundation
 
 /// `DecideBench memory`: the bytes a node holds per entry beyond the entry's own key and value
 /// bytes, at `BENCH_MEMORY_KEYS` keys (default 1,000,000) of `BENCH_MEMORY_VALUE_BYTES`-byte
-/// values (default 24). Each case runs in a child process (this binary, `memory-child`), which
+/// values (default 24, a value on the heap), and of 8-byte values (a counter, a short string:
+/// held in the entry's record). Each case runs in a child process (this binary, `memory-child`), which
 /// reads its resident set (VmRSS, after `malloc_trim`) before and after filling one in-memory
 /// node; the baseline is the keys' and values' own bytes.
 ///
@@ -38,19 +39,22 @@ enum MemoryBench {
         let environment = ProcessInfo.processInfo.environment
         let keys = Int(environment["BENCH_MEMORY_KEYS"] ?? "") ?? 1_000_000
         let valueBytes = max(2, Int(environment["BENCH_MEMORY_VALUE_BYTES"] ?? "") ?? 24)
-        print("== memory: bytes per entry beyond its key and value, \(keys) keys of \(valueBytes)-byte values, one node in memory (RSS of a child process)")
+        let sizes = valueBytes == 8 ? [8] : [valueBytes, 8]
+        print("== memory: bytes per entry beyond its key and value, \(keys) keys of \(sizes.map(String.init).joined(separator: " and "))-byte values, one node in memory (RSS of a child process)")
         var rows: [[String]] = []
-        for mode in ["local", "remote"] {
-            guard let result = measure(mode: mode, keys: keys, valueBytes: valueBytes) else {
-                rows.append([mode, "failed", "", "", ""])
-                continue
+        for size in sizes {
+            for mode in ["local", "remote"] {
+                let label = (mode == "local" ? "own typed writes" : "entries from a peer") + ", \(size)-byte values"
+                guard let result = measure(mode: mode, keys: keys, valueBytes: size) else {
+                    rows.append([label, "failed", "", "", ""])
+                    continue
+                }
+                let overhead = (result.grownBytes - result.payloadBytes) / Double(keys)
+                    rows.append([label, String(format: "%.0f MB", result.grownBytes / 1e6),
+                             String(format: "%.0f MB", result.payloadBytes / 1e6),
+                             String(format: "%.0f B", overhead),
+                             "\(BenchTable.verdict(overhead <= goalBytesPerEntry)) (≤ \(Int(goalBytesPerEntry)) B)"])
             }
-            let overhead = (result.grownBytes - result.payloadBytes) / Double(keys)
-            let label = mode == "local" ? "own typed writes" : "entries from a peer"
-            rows.append([label, String(format: "%.0f MB", result.grownBytes / 1e6),
-                         String(format: "%.0f MB", result.payloadBytes / 1e6),
-                         String(format: "%.0f B", overhead),
-                         "\(BenchTable.verdict(overhead <= goalBytesPerEntry)) (≤ \(Int(goalBytesPerEntry)) B)"])
         }
         BenchTable.print(rows: rows, header: ["entries", "node grew by", "keys + values", "overhead per entry", "goal"])
     }
