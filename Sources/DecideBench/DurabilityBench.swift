@@ -42,13 +42,17 @@ enum DurabilityBench {
         let hotKey: Bool
     }
 
+    /// `BENCH_DURABILITY_WORKLOAD=one|new`: only the workloads whose name starts so ("one key",
+    /// "new key each"), for a profile of one (`valgrind --tool=callgrind`); all by default.
+    static let onlyWorkload = ProcessInfo.processInfo.environment["BENCH_DURABILITY_WORKLOAD"]
+
     static func run(seconds: Double) {
         print("== durability: decisions per second by durability level (best of 3 runs of \(seconds) s, strict one run; time includes the final flush)")
         let workloads = [
             Workload(name: "one key, 1 thread", threads: 1, hotKey: true),
             Workload(name: "new key each, 1 thread", threads: 1, hotKey: false),
             Workload(name: "new key each, 4 threads", threads: 4, hotKey: false),
-        ]
+        ].filter { onlyWorkload == nil || $0.name.hasPrefix(onlyWorkload!) }
         let levels: [Durability] = [.memory, .batched(intervalMilliseconds: 5), .strict]
         var rows: [[String]] = []
         for workload in workloads {

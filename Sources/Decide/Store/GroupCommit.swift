@@ -17,10 +17,12 @@ struct GroupCommit {
     private(set) var changes: [StateKey: StoreFileChange] = [:]
     private(set) var clock = HLCTimestamp.zero
     private(set) var commits = 0
-    /// The key of the last upsert, and (from its second upsert in a row) its place in
-    /// `changes`: a key written again and again — a counter, a flag — is merged without hashing.
-    /// Only an insertion moves places, and an insertion replaces `lastKey`.
-    private var lastKey: StateKey?
+    /// The key of the last upsert (when `hasLastKey`), and (from its second upsert in a row)
+    /// its place in `changes`: a key written again and again — a counter, a flag — is merged
+    /// without hashing. Only an insertion moves places, and an insertion replaces `lastKey`.
+    /// Not an optional: comparing with one copied the key out first (a retain and release).
+    private var lastKey = StateKey(name: "")
+    private var hasLastKey = false
     private var lastIndex: Dictionary<StateKey, StoreFileChange>.Index?
 
     var isEmpty: Bool { commits == 0 }
@@ -32,15 +34,16 @@ struct GroupCommit {
         commits += 1
     }
 
-    private mutating func add(_ change: StoreChange) {
-        switch change {
+    private mutating func add(_ change: consuming StoreChange) {
+        switch consume change {
         case let .upsert(key, entry):
-            if key == lastKey {
+            if hasLastKey && key == lastKey {
                 if lastIndex == nil { lastIndex = changes.index(forKey: key) }
                 changes.values[lastIndex!].upsert.merge(entry)
             } else {
                 changes[key, default: .init()].upsert.merge(entry)
                 lastKey = key
+                hasLastKey = true
                 lastIndex = nil
             }
         case let .remove(key, upTo: version):
@@ -52,14 +55,16 @@ struct GroupCommit {
             }
             if let earlier = pending.removeUpTo, earlier > version {} else { pending.removeUpTo = version }
             changes[key] = pending
-            if key != lastKey { (lastKey, lastIndex) = (nil, nil) }
+            if !hasLastKey || key != lastKey { (hasLastKey, lastIndex) = (false, nil) }
         }
     }
 }
 
 private extension Optional where Wrapped == Entry {
-    /// Keeps the last-writer-wins winner of the held entry and `entry`.
-    mutating func merge(_ entry: Entry) {
-        if let held = self { self = held.merged(with: entry) } else { self = entry }
+    /// Keeps the last-writer-wins winner of the held entry and `entry` (`Entry.merged`): the
+    /// held one is compared where it lies, not copied out and back.
+    mutating func merge(_ entry: consuming Entry) {
+        if case .some(let held) = self, held.wins(over: entry) { return }
+        self = entry
     }
 }
