@@ -38,6 +38,24 @@ import Testing
         }
     }
 
+    /// Emptied, it keeps the memory of a small batch for the next one and gives back that of a
+    /// large one (here, deltas of many tiny writes, whose positions outweigh their bytes).
+    @Test func memoryIsKeptOnlyForSmallBatches() throws {
+        let held = ReceivedDeltas(codec: codec)
+        let small = Delta(version: Version(timestamp: HLCTimestamp(rawValue: 1), node: "a"),
+                          writes: [Delta.Write(key: StateKey(name: "k"), value: [1])])
+        try frame(small).withUnsafeBytes { try held.append($0, from: 1, source: 0) }
+        held.removeAll()
+        #expect(held.isEmpty && held.heldBytes > 0, "a small batch's memory is kept")
+        let tiny = Delta(version: Version(timestamp: HLCTimestamp(rawValue: 2), node: "a"),
+                         writes: (0..<4_000).map { Delta.Write(key: StateKey(name: "", element: [UInt8(truncatingIfNeeded: $0)]), value: nil) })
+        for _ in 0..<10 { try frame(tiny).withUnsafeBytes { try held.append($0, from: 1, source: 0) } }
+        #expect(held.heldBytes > 1 << 20, "40,000 positions take more than 1 MiB")
+        #expect(held.byteCount > 1 << 20, "and count in what the held deltas use")
+        held.removeAll()
+        #expect(held.isEmpty && held.heldBytes == 0, "a large batch's memory is given back")
+    }
+
     /// Whatever `decodeDelta` refuses, `append` refuses with the same error, holding nothing
     /// more; what it accepts is held and read back exactly. Garbage, truncations, and a node id
     /// or name that repeats a held one's bytes except for an invalid UTF-8 byte.

@@ -618,7 +618,8 @@ public final class Replicator: @unchecked Sendable {
 
     /// The most messages one step of the inbound queue takes (and deltas applied under one lock).
     static let inboundBatchMessages = 256
-    /// Held deltas (`heldDeltas`) are applied once their bytes reach this, even mid-read.
+    /// Held deltas (`heldDeltas`) are applied once the memory they use (their bytes and the
+    /// positions of their parts) reaches this, even mid-read.
     static let maxHeldDeltaBytes = 1 << 20
 
     /// Applies peers' deltas from the inbound queue, in order, as one batch: those of links that

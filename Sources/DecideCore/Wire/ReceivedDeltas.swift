@@ -52,8 +52,10 @@ package final class ReceivedDeltas {
     /// Held deltas.
     package var count: Int { items.count }
     package var isEmpty: Bool { items.isEmpty }
-    /// Bytes held for them.
-    package var byteCount: Int { bytes.count }
+    /// The memory the held deltas use: their bytes and the positions of their parts.
+    package var byteCount: Int {
+        bytes.count + items.count * MemoryLayout<Item>.stride + writes.count * MemoryLayout<Write>.stride
+    }
 
     /// Checks the delta that starts at byte `position` of `frame` (a message's payload, its type
     /// byte before `position`) and holds a copy, tagged `source`; throws what `decodeDelta`
@@ -107,13 +109,18 @@ package final class ReceivedDeltas {
                           decisionBytes: decisionBytes))
     }
 
-    /// Empties it, keeping its memory for the next batch (up to `keptBytes`; a larger batch's
-    /// memory is given back).
+    /// Empties it, keeping its memory for the next batch while that is at most `keptBytes`
+    /// (a larger batch's memory, bytes and positions alike, is given back).
     package func removeAll(keepingBytes keptBytes: Int = 1 << 20) {
-        let keep = bytes.capacity <= keptBytes
+        let keep = heldBytes <= keptBytes
         bytes.removeAll(keepingCapacity: keep)
         items.removeAll(keepingCapacity: keep)
         writes.removeAll(keepingCapacity: keep)
+    }
+
+    /// The memory it holds now, in bytes (the capacity of its arrays).
+    package var heldBytes: Int {
+        bytes.capacity + items.capacity * MemoryLayout<Item>.stride + writes.capacity * MemoryLayout<Write>.stride
     }
 
     /// Reads held delta `index` in place: its node id, then each write's name, element and
