@@ -53,6 +53,9 @@ package struct WireCursor {
 
     /// A varint length, then the string's UTF-8 bytes, as `WireWriter.writeString`.
     package mutating func writeString(_ text: String) {
+        // A native string's bytes are lent where they lie; `withUTF8` would want a mutable
+        // copy first (a retain and release a name, two a delta).
+        if let done: Void = text.utf8.withContiguousStorageIfAvailable({ writeBytes(UnsafeRawBufferPointer($0)) }) { return done }
         var text = text
         text.withUTF8 { writeBytes(UnsafeRawBufferPointer($0)) }
     }
