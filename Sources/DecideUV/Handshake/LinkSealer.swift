@@ -45,21 +45,35 @@ struct LinkSealer {
 
     /// `frames` (payloads) sealed as the next records of this direction, in order.
     mutating func seal(_ frames: [[UInt8]]) -> [[UInt8]] {
-        var records: [[UInt8]] = []
-        var plain: [UInt8] = []
+        var wire: [UInt8] = []
         for frame in frames {
-            if !plain.isEmpty && plain.count + WireProtocol.frameHeaderBytes + frame.count > Self.maxRecordPlaintextBytes {
-                records.append(sealRecord(plain))
-                plain.removeAll(keepingCapacity: true)
-            }
-            WireProtocol.appendHeader(payloadBytes: frame.count, to: &plain)
-            plain.append(contentsOf: frame)
+            WireProtocol.appendHeader(payloadBytes: frame.count, to: &wire)
+            wire.append(contentsOf: frame)
         }
-        if !plain.isEmpty { records.append(sealRecord(plain)) }
+        return wire.withUnsafeBytes { seal(wire: $0) }
+    }
+
+    /// Frames as they go on a plain link (each a u32 length and its payload, one after another:
+    /// an outbox's `FrameBuffer`) sealed as the next records of this direction, in order: each
+    /// record the frames that fit in `maxRecordPlaintextBytes`, or one longer frame alone.
+    mutating func seal(wire: UnsafeRawBufferPointer) -> [[UInt8]] {
+        var records: [[UInt8]] = []
+        var start = 0, end = 0
+        while end < wire.count {
+            let length = Int(UInt32(littleEndian: wire.loadUnaligned(fromByteOffset: end, as: UInt32.self)))
+            let next = end + WireProtocol.frameHeaderBytes + length
+            precondition(next <= wire.count, "LinkSealer: a frame runs past the bytes to seal")
+            if end > start && next - start > Self.maxRecordPlaintextBytes {
+                records.append(sealRecord(UnsafeRawBufferPointer(rebasing: wire[start..<end])))
+                start = end
+            }
+            end = next
+        }
+        if end > start { records.append(sealRecord(UnsafeRawBufferPointer(rebasing: wire[start..<end]))) }
         return records
     }
 
-    private mutating func sealRecord(_ plain: [UInt8]) -> [UInt8] {
+    private mutating func sealRecord(_ plain: UnsafeRawBufferPointer) -> [UInt8] {
         defer { sent += 1 }
         return Self.sealed(plain, key: sendKey, number: sent)
     }
@@ -67,7 +81,7 @@ struct LinkSealer {
     /// `plain` sealed with ChaCha20-Poly1305 under `key`, nonce `number` (`nonce(_:)`) and
     /// additional data `aad`: the ciphertext, then the tag. The one sealing of the link layer: a
     /// record, or a handshake's identity.
-    static func sealed(_ plain: [UInt8], key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8] {
+    static func sealed(_ plain: some DataProtocol, key: SymmetricKey, number: UInt64, authenticating aad: [UInt8] = []) -> [UInt8] {
         // Sealing with a valid key and a 12-byte nonce cannot fail. Records carry no additional
         // data: sealing without it skips swift-crypto's generic handling of an empty one.
         let box = try! aad.isEmpty

@@ -2,20 +2,23 @@
 import Synchronization
 
 /// The frames each established link has queued for writing, shared between the threads that
-/// call `send` and the loop thread that writes. Bounded: a link's queued plus in-flight bytes
-/// (length prefixes included) never pass `maxOutboundBytes`.
+/// call `send` and the loop thread that writes, as the bytes that go on the wire
+/// (`FrameBuffer`). Bounded: a link's queued plus in-flight bytes (length prefixes included)
+/// never pass `maxOutboundBytes`.
 final class OutboundQueues: Sendable {
     /// Its fields are touched only under `OutboundQueues.state`'s lock, so no two accesses can
     /// overlap: the dynamic exclusivity checks of class properties (about 80 instructions per
     /// frame queued) are left out.
     private final class Outbox: @unchecked Sendable {
-        @exclusivity(unchecked) var frames: [[UInt8]] = []
-        @exclusivity(unchecked) var frameBytes = 0          // bytes in `frames`, prefixes included
-        @exclusivity(unchecked) var committedBytes = 0      // bytes in `frames` plus bytes handed to uv_write, not yet done
+        @exclusivity(unchecked) var wire: FrameBuffer
+        @exclusivity(unchecked) var frameBytes = 0          // bytes `wire` counts for, prefixes and sealing included
+        @exclusivity(unchecked) var committedBytes = 0      // `frameBytes` plus bytes handed to uv_write, not yet done
         @exclusivity(unchecked) var dirty = false
         @exclusivity(unchecked) var limitNoticePending = false
         /// Bytes sealing adds to each frame of this link (0 when it is not sealed).
         var frameOverheadBytes = 0
+
+        init(maxOutboundBytes: Int) { wire = FrameBuffer(maxCapacityBytes: maxOutboundBytes) }
     }
     private struct State {
         /// By connection number; looked up on every frame sent (`NumberMap`, not `Dictionary`).
@@ -37,7 +40,7 @@ final class OutboundQueues: Sendable {
     func open(_ id: UInt64, frameOverheadBytes: Int = 0) {
         state.withLock { state in
             precondition(state.outboxes[id] == nil, "outbox opened twice")
-            let box = Outbox()
+            let box = Outbox(maxOutboundBytes: maxOutboundBytes)
             box.frameOverheadBytes = frameOverheadBytes
             state.outboxes[id] = box
         }
@@ -48,7 +51,8 @@ final class OutboundQueues: Sendable {
         _ = state.withLock { state in state.outboxes.removeValue(forKey: id) }
     }
 
-    /// Queues one frame unless that passes the limit. `wakeLoop` is true when the loop must be woken.
+    /// Queues one frame (a copy of its bytes) unless that passes the limit. `wakeLoop` is true
+    /// when the loop must be woken.
     func enqueue(_ frame: [UInt8], to id: UInt64) -> EnqueueResult {
         state.withLock { state in
             guard let box = state.outboxes[id] else { return .notConnected }
@@ -58,7 +62,7 @@ final class OutboundQueues: Sendable {
                 box.limitNoticePending = true
                 return .overLimit(notify: notify)
             }
-            box.frames.append(frame)
+            frame.withUnsafeBytes { box.wire.append($0) }
             box.frameBytes += bytes
             box.committedBytes += bytes
             if !box.dirty {
@@ -70,22 +74,33 @@ final class OutboundQueues: Sendable {
         }
     }
 
+    /// What the loop thread takes of one link: its queued frames as they go on the wire (each
+    /// a u32 length and its payload; the taker deallocates `bytes`), and the bytes the queue
+    /// counted for them (`release` gives those back once written).
+    struct Taken {
+        let id: UInt64
+        let bytes: UnsafeMutableRawPointer
+        let count: Int
+        let queuedBytes: Int
+    }
+
     /// Loop thread: the frames to write now, per link, in the order they were queued.
-    func takeDirty(into body: (UInt64, [[UInt8]], Int) -> Void) {
-        let batches = state.withLock { state -> [(UInt64, [[UInt8]], Int)] in
-            var batches: [(UInt64, [[UInt8]], Int)] = []
+    func takeDirty(into body: (Taken) -> Void) {
+        let batches = state.withLock { state -> [Taken] in
+            var batches: [Taken] = []
             batches.reserveCapacity(state.dirty.count)
             for id in state.dirty {
                 guard let box = state.outboxes[id] else { continue }
-                batches.append((id, box.frames, box.frameBytes))
-                box.frames = []
+                if let wire = box.wire.take() {
+                    batches.append(Taken(id: id, bytes: wire.bytes, count: wire.count, queuedBytes: box.frameBytes))
+                }
                 box.frameBytes = 0
                 box.dirty = false
             }
             state.dirty.removeAll(keepingCapacity: true)
             return batches
         }
-        for (id, frames, bytes) in batches { body(id, frames, bytes) }
+        for batch in batches { body(batch) }
     }
 
     /// Loop thread: `bytes` handed to uv_write for link `id` are done (written or failed).

@@ -462,13 +462,26 @@ final class UVReactor: @unchecked Sendable {
 
     /// After each batch of loop tasks: one `uv_write` per link with everything it queued.
     private func flush() {
-        queues.takeDirty { id, frames, bytes in
-            guard let connection = connections[id], connection.phase == .established else { return }
-            // Sealed here, on the loop thread, in the order the frames are written: the frame
-            // numbers both sides count follow the bytes on the wire.
-            let frames = connection.sealer == nil ? frames : connection.sealer!.seal(frames)
-            let wireBytes = connection.sealer == nil ? bytes : frames.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
-            let batch = WriteBatch(connectionID: id, frames: frames, totalBytes: wireBytes, queuedBytes: bytes, liveCounter: liveBatches)
+        queues.takeDirty { taken in
+            guard let connection = connections[taken.id], connection.phase == .established else {
+                // Gone meanwhile: its frames are dropped, and so is its queue.
+                taken.bytes.deallocate()
+                return
+            }
+            let batch: WriteBatch
+            if connection.sealer == nil {
+                // As queued: the outbox's bytes are the wire's, handed to uv_write without a copy.
+                batch = WriteBatch(connectionID: taken.id, taking: taken.bytes, count: taken.count, queuedBytes: taken.queuedBytes,
+                                   liveCounter: liveBatches)
+            } else {
+                // Sealed here, on the loop thread, in the order the frames are written: the
+                // record numbers both sides count follow the bytes on the wire.
+                let records = connection.sealer!.seal(wire: UnsafeRawBufferPointer(start: taken.bytes, count: taken.count))
+                taken.bytes.deallocate()
+                let wireBytes = records.reduce(0) { $0 + $1.count + WireProtocol.frameHeaderBytes }
+                batch = WriteBatch(connectionID: taken.id, frames: records, totalBytes: wireBytes, queuedBytes: taken.queuedBytes,
+                                   liveCounter: liveBatches)
+            }
             let status = batch.submit(on: connection.stream) { [unowned self] batch, status in
                 writeFinished(batch, status: status, queued: true)
             }

@@ -68,6 +68,22 @@ final class WriteBatch {
         precondition(bytesLeft == 0, "write batch byte count mismatch")
     }
 
+    /// A batch of one buffer it takes over: frames as they go on the wire (an outbox's
+    /// `FrameBuffer`), allocated with `UnsafeMutableRawPointer.allocate`, freed with the batch.
+    /// Nothing is copied.
+    init(connectionID: UInt64, taking wire: UnsafeMutableRawPointer, count: Int, queuedBytes: Int, liveCounter: LiveCounter) {
+        precondition(count > 0, "empty write batch")
+        self.connectionID = connectionID
+        self.totalBytes = count
+        self.queuedBytes = queuedBytes
+        self.liveCounter = liveCounter
+        request = .allocate(capacity: 1)
+        bufferCapacity = 1
+        buffers = .allocate(capacity: 1)
+        liveCounter.add(1)
+        append(wire, count)
+    }
+
     deinit {
         for index in 0 ..< bufferCount { UnsafeMutableRawPointer(buffers[index].base!).deallocate() }
         buffers.deallocate()
