@@ -94,6 +94,8 @@ extension Node {
     }
 
     /// Values one batch of `expireDue` reports under the state lock (each is popped from the
-    /// schedule, looked up and announced: about a microsecond apiece here).
-    static let expirySliceValues = 1_024
+    /// schedule, looked up and announced: one to two microseconds apiece here, so a batch holds
+    /// the lock under a millisecond; 1,024 held it past the 2 ms budget in about half of
+    /// `make bench`'s runs, docs/benchmarks.md).
+    static let expirySliceValues = 512
 }
