@@ -84,6 +84,7 @@ import Testing
     final class RecordingSender: LocalCommitSender {
         let heard: Recorder<String>
         init(_ heard: Recorder<String>) { self.heard = heard }
+        func sendCommit(version: Version, writes: borrowing PendingWrites) { heard.append("sent at commit") }
         func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? {
             heard.append("frame")
             return [1]
@@ -136,8 +137,9 @@ import Testing
     }
 }
 
-/// The delta message encoded from a decision's pending writes (`PendingWrites.deltaMessage`,
-/// what the replication engine sends, sized by `decisionBytes` without a sizing pass) is byte
+/// The delta message encoded from a decision's pending writes (`PendingWrites.withDeltaMessage`
+/// and `deltaMessage`, what the replication engine sends, sized by `decisionBytes` without a
+/// sizing pass) is byte
 /// for byte the message of the `Delta` the commit listeners get, over random decisions of
 /// atomic and collection writes, deletes, expiring and owned values, names and ids of every
 /// length around the in-place limit, and values up to 64 KiB.
@@ -161,8 +163,14 @@ import Testing
         let messages = Recorder<[UInt8]>()
         let codec: WireCodec
         init(codec: WireCodec) { self.codec = codec }
-        func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? { writes.deltaMessage(version: version, codec: codec) }
-        func send(_ frame: [UInt8], timestamp: HLCTimestamp) { messages.append(frame) }
+        func sendCommit(version: Version, writes: borrowing PendingWrites) {
+            var lent: [UInt8] = []
+            writes.withDeltaMessage(version: version, codec: codec) { lent = [UInt8]($0) }
+            #expect(lent == writes.deltaMessage(version: version, codec: codec), "the lent message and the array differ")
+            messages.append(lent)
+        }
+        func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? { nil }
+        func send(_ frame: [UInt8], timestamp: HLCTimestamp) { Issue.record("a frame sent after the disk without a store") }
     }
 
     @Test func theMessageFromPendingWritesIsTheDeltaMessage() throws {

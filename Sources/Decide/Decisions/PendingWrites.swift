@@ -125,10 +125,16 @@ struct PendingWrites {
     /// at `version`, encoded from them: the bytes `ReplicationCodec` writes for their `Delta`.
     /// One pass over the writes, into scratch memory sized by `decisionBytes`.
     func deltaMessage(version: Version, codec: WireCodec) -> [UInt8] {
-        codec.encodeDelta(version: version, count: count, afterTypeByte: ReplicationMessage.deltaType,
-                          maxBytes: WireCodec.maxDeltaBytes(decisionBytes: decisionBytes)) { index, visit in
-            self.visit(index, version: version, visit)
-        }
+        var message: [UInt8] = []
+        withDeltaMessage(version: version, codec: codec) { message = [UInt8](copying: $0) }
+        return message
+    }
+
+    /// `deltaMessage`, lent to `body` from the scratch memory it was written in: no array.
+    func withDeltaMessage(version: Version, codec: WireCodec, _ body: (UnsafeRawBufferPointer) -> Void) {
+        codec.withEncodedDelta(version: version, count: count, afterTypeByte: ReplicationMessage.deltaType,
+                               maxBytes: WireCodec.maxDeltaBytes(decisionBytes: decisionBytes),
+                               write: { index, visit in self.visit(index, version: version, visit) }, body)
     }
 
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.

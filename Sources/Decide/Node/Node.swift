@@ -216,11 +216,11 @@ public final class Node: Sendable {
                 for listener in core.commitCalls { listener(delta) }
             }
             // The replication engine's frame, encoded from the pending writes: no `Delta`.
-            if let sender = core.localCommitSender, let frame = sender.frame(version: version, writes: writes) {
-                if waitsForDisk {
+            if let sender = core.localCommitSender {
+                if !waitsForDisk {
+                    sender.sendCommit(version: version, writes: writes)
+                } else if let frame = sender.frame(version: version, writes: writes) {
                     afterDisk.frame = (sender, frame, timestamp)
-                } else {
-                    sender.send(frame, timestamp: timestamp)
                 }
             }
             var ticket: UInt64 = 0

@@ -6,12 +6,16 @@ import DecideCore
 /// (docs/benchmarks.md, "Local commits encoded from the pending writes"). One per node
 /// (`Node.setLocalCommitSender`), held weakly.
 protocol LocalCommitSender: AnyObject, Sendable {
-    /// Called under the node's lock for each local commit, after its commit listeners: the
-    /// frame to send for `writes` committed at `version` (valid for the call), or nil for none.
+    /// Under memory and batched durability: called under the node's lock for each local commit,
+    /// after its commit listeners, to send `writes` committed at `version` (valid for the call)
+    /// now, encoded in scratch memory.
+    func sendCommit(version: Version, writes: borrowing PendingWrites)
+    /// Under strict durability: called under the node's lock for each local commit, after its
+    /// commit listeners: the frame to send for `writes` committed at `version` once the commit
+    /// is on disk, or nil for none.
     func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]?
-    /// Sends the frame of the commit at `timestamp`: at once (under the lock) under memory and
-    /// batched durability, after the commit's sync (outside it) under strict, never when that
-    /// sync failed.
+    /// Under strict durability: sends the frame of the commit at `timestamp` after its sync
+    /// (outside the lock); never called when that sync failed.
     func send(_ frame: [UInt8], timestamp: HLCTimestamp)
 }
 

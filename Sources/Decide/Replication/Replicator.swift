@@ -418,16 +418,27 @@ public final class Replicator: @unchecked Sendable {
 
     // MARK: the delta path
 
-    /// Called for every local commit under the node's lock (`LocalCommitSender`): the delta
-    /// frame, encoded once for every peer from the pending writes; none while no link is up.
+    /// Called for every local commit under the node's lock (`LocalCommitSender`, memory and
+    /// batched durability): the delta frame, encoded once for every peer from the pending writes
+    /// into scratch memory and copied into each link's outbox; nothing while no link is up.
+    func sendCommit(version: Version, writes: borrowing PendingWrites) {
+        guard state.withLock({ !$0.linkOrder.isEmpty }) else { return }
+        writes.withDeltaMessage(version: version, codec: codec.wire) { send(bytes: $0, timestamp: version.timestamp) }
+    }
+
+    /// `sendCommit`'s frame as an array, for a strict commit sent once on disk; none while no
+    /// link is up.
     func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? {
         guard state.withLock({ !$0.linkOrder.isEmpty }) else { return nil }
         return writes.deltaMessage(version: version, codec: codec.wire)
     }
 
-    /// Called with every local commit's frame (under the node's lock, or after the disk for
-    /// strict durability): queue it to every peer.
-    func send(_ frame: [UInt8], timestamp stamp: HLCTimestamp) {
+    func send(_ frame: [UInt8], timestamp: HLCTimestamp) {
+        frame.withUnsafeBytes { send(bytes: $0, timestamp: timestamp) }
+    }
+
+    /// Queues a local commit's frame (lent for the call) to every peer.
+    private func send(bytes frame: UnsafeRawBufferPointer, timestamp stamp: HLCTimestamp) {
         let timestamp = stamp.rawValue
         let connections = state.withLock { state in
             state.lastBroadcast = max(state.lastBroadcast, timestamp)
@@ -452,7 +463,7 @@ public final class Replicator: @unchecked Sendable {
         }
         var overflowed: [ConnectionID] = []
         for connection in connections {
-            switch transport.send(frame, to: connection) {
+            switch transport.send(bytes: frame, to: connection) {
             case .queued, .notConnected: break
             case .overLimit: overflowed.append(connection)
             }

@@ -113,6 +113,11 @@ public protocol Transport: AnyObject, Sendable {
     func connect(to address: String)
     /// Queues one frame for the link. Thread-safe; never blocks on the network.
     func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult
+    /// Queues one frame for the link from bytes lent for the call (the engine encodes its
+    /// deltas in scratch memory): the same as `send(_:to:)` of an array of those bytes, which is
+    /// what the default does; a transport that copies frames into its own buffer takes them
+    /// without the array.
+    func send(bytes frame: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult
     /// Closes one link; `didDisconnect(.closedLocally)` follows.
     func close(_ connection: ConnectionID)
     /// Bytes queued for the link and not yet written (0 for an unknown link).
@@ -130,6 +135,11 @@ public protocol Transport: AnyObject, Sendable {
 }
 
 extension Transport {
+    /// Sends an array of the bytes (`send(_:to:)`).
+    public func send(bytes frame: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
+        send([UInt8](frame), to: connection)
+    }
+
     /// An event loop's answer: the delegate must not block.
     public var delegateMayBlock: Bool { false }
     /// Unless a transport says otherwise, it does not report the ends of reads.

@@ -62,6 +62,20 @@ package struct WireCodec: Sendable {
     /// without, twice: to size the encoding, then to write it.
     package func encodeDelta(version: Version, count: Int, afterTypeByte type: UInt8?, maxBytes: Int? = nil,
                              write: (_ index: Int, _ visit: WriteParts) -> Void) -> [UInt8] {
+        var encoded: [UInt8] = []
+        withEncodedDelta(version: version, count: count, afterTypeByte: type, maxBytes: maxBytes, write: write) {
+            encoded = [UInt8](copying: $0)
+        }
+        return encoded
+    }
+
+    /// `encodeDelta`, the encoding lent to `body` from the scratch memory it was written in,
+    /// for a caller that copies it elsewhere anyway (a link's outbox): no array. Not generic
+    /// over a result: a generic function of this module called from another is not
+    /// specialised there, and looked its types up at run time (about 500 instructions a call).
+    package func withEncodedDelta(version: Version, count: Int, afterTypeByte type: UInt8?, maxBytes: Int? = nil,
+                                  write: (_ index: Int, _ visit: WriteParts) -> Void,
+                                  _ body: (UnsafeRawBufferPointer) -> Void) {
         var bytes = maxBytes ?? 0
         if maxBytes == nil {
             bytes = (type == nil ? 0 : 1) + 2 + 8 + Self.stringBytes(version.node) + WireCursor.varintBytes(UInt64(count))
@@ -94,7 +108,7 @@ package struct WireCodec: Sendable {
                 }
             }
             precondition(maxBytes != nil || cursor.remaining == 0, "WireCodec: a delta's computed size was too large")
-            return [UInt8](UnsafeRawBufferPointer(rebasing: buffer[..<(bytes - cursor.remaining)]))
+            return body(UnsafeRawBufferPointer(rebasing: buffer[..<(bytes - cursor.remaining)]))
         }
     }
 

@@ -53,7 +53,7 @@ final class OutboundQueues: Sendable {
 
     /// Queues one frame (a copy of its bytes) unless that passes the limit. `wakeLoop` is true
     /// when the loop must be woken.
-    func enqueue(_ frame: [UInt8], to id: UInt64) -> EnqueueResult {
+    func enqueue(_ frame: UnsafeRawBufferPointer, to id: UInt64) -> EnqueueResult {
         state.withLock { state in
             guard let box = state.outboxes[id] else { return .notConnected }
             let bytes = frame.count + WireProtocol.frameHeaderBytes + box.frameOverheadBytes
@@ -62,7 +62,7 @@ final class OutboundQueues: Sendable {
                 box.limitNoticePending = true
                 return .overLimit(notify: notify)
             }
-            frame.withUnsafeBytes { box.wire.append($0) }
+            box.wire.append(frame)
             box.frameBytes += bytes
             box.committedBytes += bytes
             if !box.dirty {

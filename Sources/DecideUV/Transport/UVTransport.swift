@@ -102,6 +102,12 @@ public final class UVTransport: Transport, @unchecked Sendable {
     /// 0xF0) for `connection`. Never blocks on the network; answers `.overLimit` instead of
     /// letting the link's outbound bytes pass `maxOutboundBytes`.
     public func send(_ frame: [UInt8], to connection: ConnectionID) -> SendResult {
+        frame.withUnsafeBytes { send(bytes: $0, to: connection) }
+    }
+
+    /// Queues one frame for the link: its bytes are copied into the link's outbox, so the
+    /// caller's scratch memory or array is free again when this returns.
+    public func send(bytes frame: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
         precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
         precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")
         switch reactor.queues.enqueue(frame, to: connection.rawValue) {
