@@ -433,6 +433,7 @@ public final class Replicator: @unchecked Sendable {
         return writes.deltaMessage(version: version, codec: codec.wire)
     }
 
+    /// Sends a strict commit's frame once it is on disk (`LocalCommitSender`).
     func send(_ frame: [UInt8], timestamp: HLCTimestamp) {
         frame.withUnsafeBytes { send(bytes: $0, timestamp: timestamp) }
     }

@@ -66,11 +66,6 @@ public struct Entry: Hashable, Sendable {
         isExpired(atMilliseconds: now) ? nil : value
     }
 
-    /// `value(atMilliseconds:)` as the entry holds it, without building an array.
-    package func packedValue(atMilliseconds now: UInt64) -> PackedBytes? {
-        isExpired(atMilliseconds: now) ? nil : packedValue
-    }
-
     /// Whether this entry reads as absent for good at hybrid-clock instant `now`: a tombstone, an
     /// expired value, or a value owned by a node `isRemovedOwner` names (removed from the
     /// cluster: it never returns). Such an entry is what collection removes once every member

@@ -62,13 +62,8 @@ package struct WireReader {
         return Int(count)
     }
 
-    public mutating func readBytes(_ field: String, limit: Int) throws(WireDecodeError) -> [UInt8] {
-        let lent = try readBytesInPlace(field, limit: limit)
-        return lent.isEmpty ? [] : [UInt8](copying: lent)
-    }
-
-    /// `readBytes` without the copy: the bytes where they lie in the input, valid as long as
-    /// the input is.
+    /// A length-prefixed byte string where it lies in the input, valid as long as the input is
+    /// (a caller that keeps it copies it: `PackedBytes(_:)` copies a long one into an array).
     package mutating func readBytesInPlace(_ field: String, limit: Int) throws(WireDecodeError) -> UnsafeRawBufferPointer {
         let length = try readVarint(field)
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
