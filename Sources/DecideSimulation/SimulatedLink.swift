@@ -44,6 +44,9 @@ final class LinkSide {
     var held = HeldFrames()
     /// A drain of `held` is scheduled.
     var drainPending = false
+    /// The end of the read this side's latest delivered frames belong to is scheduled: the
+    /// frames delivered to it at one instant are one read (`didFinishReading`).
+    var readEndPending = false
 
     init(transport: SimulatedTransport, connectionID: ConnectionID, peer: PeerInfo) {
         self.transport = transport

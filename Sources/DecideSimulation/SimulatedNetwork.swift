@@ -393,6 +393,15 @@ public final class SimulatedNetwork: @unchecked Sendable {
         copy.frame.withUnsafeBytes { frame in
             receiverSide.transport.notify { $0.transport($1, didReceive: frame, from: connection) }
         }
+        // The frames delivered on this link at this instant are one read: its end is reported
+        // after them, still at this instant (events of one instant run in the order scheduled).
+        if !receiverSide.readEndPending {
+            receiverSide.readEndPending = true
+            scheduler.schedule(atMilliseconds: scheduler.nowMilliseconds) {
+                receiverSide.readEndPending = false
+                receiverSide.transport.notify { $0.transport($1, didFinishReading: connection) }
+            }
+        }
     }
 
     /// Ends an open link: in-flight frames dropped; each side not already due a notice (and

@@ -77,6 +77,11 @@ public final class SimulatedTransport: Transport, @unchecked Sendable {
     /// engine handles every frame inside the call, so a seed replays exactly.
     public var delegateMayBlock: Bool { true }
 
+    /// The frames delivered on one link at one instant are one read: `didFinishReading`
+    /// follows them, at the same instant, so an engine that holds a read's deltas back (a node
+    /// without a store) does so here too, deterministically.
+    public var reportsReadEnds: Bool { true }
+
     public func shutdown() {
         network.shutdown(self)
     }

@@ -8,6 +8,7 @@ enum Event: Hashable {
     case overLimit(ConnectionID)
     case disconnected(ConnectionID, DisconnectReason)
     case failed(String, DisconnectReason)
+    case readEnd(ConnectionID)
 }
 
 /// Records every delegate call with its virtual time; counts calls made while the test was
@@ -42,6 +43,7 @@ final class Recorder: TransportDelegate, @unchecked Sendable {
         timedLog.append("\(scheduler.nowMilliseconds) \(name) \(event)")
     }
 
+    /// Frames received, in order (read ends left out).
     var received: [[UInt8]] {
         events.compactMap { if case .received(_, let frame) = $0 { return frame } else { return nil } }
     }
@@ -77,6 +79,9 @@ final class Recorder: TransportDelegate, @unchecked Sendable {
     }
     func transport(_ transport: any Transport, didFailToConnect address: String, reason: DisconnectReason) {
         record(.failed(address, reason))
+    }
+    func transport(_ transport: any Transport, didFinishReading connection: ConnectionID) {
+        record(.readEnd(connection))
     }
 }
 

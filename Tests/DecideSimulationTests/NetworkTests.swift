@@ -50,6 +50,45 @@ import Testing
         #expect(world.network.openLinkCount == 0)
     }
 
+    /// The frames delivered on one link at one instant are one read: exactly one read end
+    /// follows them, at that instant, before anything of a later instant; none without a frame.
+    @Test func eachInstantsFramesOnALinkEndWithOneReadEnd() throws {
+        let faults = SimulatedNetwork.Faults(delayMilliseconds: 1...3)
+        let world = try World(seed: 9, nodes: ["a", "b"], faults: faults)
+        let (ab, _) = world.link("a", "b")
+        #expect(world["b"].reportsReadEnds)
+        let before = world.recorder("b").events.count
+        for index in 0..<300 {
+            _ = world.recorder("a").api { world["a"].send(frame(index, size: 8), to: ab) }
+            if index % 20 == 0 { world.scheduler.run(forMilliseconds: 1) }
+        }
+        world.scheduler.run(forMilliseconds: 50)
+        let log = Array(world.recorder("b").timedLog.dropFirst(before))
+        let events = Array(world.recorder("b").events.dropFirst(before))
+        #expect(events.filter { if case .received = $0 { return true } else { return false } }.count == 300)
+        var framesInRead = 0
+        var reads = 0, largest = 0
+        var instant: Substring?
+        for (event, line) in zip(events, log) {
+            let at = line.prefix { $0 != " " }
+            switch event {
+            case .received:
+                if framesInRead > 0 { #expect(at == instant, "a read spans two instants: \(line)") }
+                instant = at
+                framesInRead += 1
+            case .readEnd:
+                #expect(framesInRead > 0 && at == instant, "a read end without frames of its instant: \(line)")
+                reads += 1
+                largest = max(largest, framesInRead)
+                framesInRead = 0
+            default:
+                break
+            }
+        }
+        #expect(framesInRead == 0, "frames left without a read end")
+        #expect(reads < 300 && largest > 1, "frames of one instant share a read (\(reads) reads, largest \(largest))")
+    }
+
     @Test func framesArriveWholeInOrderWithoutReorderEvenWithWideDelays() throws {
         let faults = SimulatedNetwork.Faults(delayMilliseconds: 1...200)
         let world = try World(seed: 5, nodes: ["a", "b"], faults: faults)

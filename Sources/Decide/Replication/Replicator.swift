@@ -69,7 +69,8 @@ public final class Replicator: @unchecked Sendable {
     }
     private let receiving: InPlace<Receiving>
     /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
-    /// with an inbound queue that reports the ends of its reads.
+    /// that reports the ends of its reads (an event loop's, or the simulator's, where the
+    /// frames of one instant on one link are one read).
     private let holdsDeltas: Bool
     private let stopped = Mutex(false)
     private let writeRefusal = Mutex<String?>(nil)
@@ -92,7 +93,7 @@ public final class Replicator: @unchecked Sendable {
         self.codec = ReplicationCodec(wire: WireCodec(limits: node.configuration.limits))
         self.receiving = InPlace(Receiving(heldDeltas: ReceivedDeltas(codec: codec.wire), applying: ReceivedDeltas(codec: codec.wire)))
         self.inbound = transport.delegateMayBlock ? nil : DispatchQueue(label: "decide.replicator.inbound")
-        self.holdsDeltas = !transport.delegateMayBlock && transport.reportsReadEnds && !node.persists
+        self.holdsDeltas = transport.reportsReadEnds && !node.persists
         var logger = configuration.logger
         logger[metadataKey: "node"] = "\(node.id)"
         self.logger = logger
