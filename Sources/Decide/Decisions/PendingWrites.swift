@@ -26,7 +26,10 @@ struct PendingWrites {
     /// each key is in `writes`, by its stable hash, with open addressing (a cell holds the
     /// position plus one; 0 is empty). Not a `Dictionary<StateKey, Int>`: that hashed every key
     /// again with a seeded `Hasher` and retained it, and clearing it released every key.
-    private var cells: [Int32] = []
+    private var cells: [Int32] {
+        _read { yield lookups.cells }
+        nonmutating _modify { yield &lookups.cells }
+    }
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
     /// size check at commit is one addition.
     private(set) var entryBytes = 0
@@ -35,7 +38,16 @@ struct PendingWrites {
     /// placements so a decision of many appends sorts once. Any other write of an element of
     /// that name drops it. Kept here, not on the transaction, so the check costs a write nothing
     /// beyond a field test.
-    var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
+    var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] {
+        _read { yield lookups.indexOrders }
+        nonmutating _modify { yield &lookups.indexOrders }
+    }
+    /// `cells` and `indexOrders`, held by reference: a copy of `PendingWrites` (the commit
+    /// binds one where observers or the replication engine read the writes) is then two
+    /// retains. Held inline, the copy of these two went through generic value witnesses,
+    /// about 210 instructions with its destroy. A copy shares them, so only the transaction's
+    /// own `PendingWrites` is ever mutated.
+    private let lookups = Lookups()
 
     private static let linearSearchLimit = 16
 
@@ -101,10 +113,21 @@ struct PendingWrites {
     /// version's timestamp).
     func entry(at index: Int, version: Version) -> Entry {
         guard hasOptions else { return Entry(version: version, packedValue: writes[index].value) }
-        let write = writes[index]
-        return Entry(version: version, packedValue: write.value,
-                     expiresAtMilliseconds: write.options.expiry.instant(committedAt: version.timestamp),
-                     ownedByWriter: write.options.owned)
+        // Field by field: binding `writes[index]` copied the whole write, its typed value's
+        // existential through a generic witness.
+        let options = writes[index].options
+        return Entry(version: version, packedValue: writes[index].value,
+                     expiresAtMilliseconds: options.expiry.instant(committedAt: version.timestamp),
+                     ownedByWriter: options.owned)
+    }
+
+    /// Merges every write into `table` as committed under `version`. A local version is newer
+    /// than anything stored (the clock ticked past it), so each merge changes the table.
+    func merge(into table: inout EntryTable, version: Version) {
+        for index in writes.indices {
+            let outcome = table.merge(entry(at: index, version: version), for: writes[index].key)
+            precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+        }
     }
 
     /// Hands the parts of write `index` to `visit` as its delta carries them under `version`
@@ -205,6 +228,16 @@ extension PendingWrites {
             cells = [Int32](repeating: 0, count: size)
         }
         for position in writes.indices { insertCell(for: position) }
+    }
+}
+
+extension PendingWrites {
+    /// The lookups only large decisions and index placements use (see `lookups`). Touched
+    /// only by the transaction that owns them, under the node's lock: no dynamic exclusivity
+    /// check on every write's `indexOrders.isEmpty`.
+    fileprivate final class Lookups {
+        @exclusivity(unchecked) var cells: [Int32] = []
+        @exclusivity(unchecked) var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
     }
 }
 

@@ -181,12 +181,7 @@ public final class Node: Sendable {
             // The table is taken by address once for every write (`withTable`), the change log
             // once, and the observers and the decoded cache are visited only when they hold
             // something.
-            core.withTable { table in
-                for index in 0..<writes.count {
-                    let outcome = table.pointee.merge(writes.entry(at: index, version: version), for: writes.writes[index].key)
-                    precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
-                }
-            }
+            core.withTable { writes.merge(into: &$0.pointee, version: version) }
             if core.observing || !core.decoded.isEmpty {
                 for index in 0..<writes.count {
                     let key = writes.key(at: index)
