@@ -88,6 +88,66 @@ import Testing
         #expect(value == .max)
     }
 
+    /// The reader's one-byte fast path and its general path agree with the format's definition
+    /// (little-endian groups of seven bits, minimal, at most 64 bits) on every input of up to
+    /// two bytes, on random longer ones, and at every offset and truncation: the same value,
+    /// the same position after it, or the same error.
+    @Test func varintsReadAsTheFormatDefinesThemAtEveryOffset() throws {
+        enum Expected: Equatable { case value(UInt64, end: Int), error(WireDecodeError) }
+        func reference(_ bytes: [UInt8], from start: Int) -> Expected {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            var position = start
+            while true {
+                guard position < bytes.count else { return .error(.truncated(field: "n", needed: 1)) }
+                let byte = bytes[position]
+                position += 1
+                if shift == 63 && byte > 1 { return .error(.malformedVarint(field: "n")) }
+                result |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 {
+                    return byte == 0 && shift > 0 ? .error(.malformedVarint(field: "n")) : .value(result, end: position)
+                }
+                shift += 7
+                if shift > 63 { return .error(.malformedVarint(field: "n")) }
+            }
+        }
+        func read(_ bytes: [UInt8], from start: Int) -> Expected {
+            bytes.withUnsafeBytes { raw in
+                var reader = WireReader(raw, position: start)
+                do throws(WireDecodeError) {
+                    let value = try reader.readVarint("n")
+                    return .value(value, end: reader.position)
+                } catch {
+                    return .error(error)
+                }
+            }
+        }
+        var inputs: [[UInt8]] = [[]]
+        for first in 0...255 {
+            inputs.append([UInt8(first)])
+            for second in 0...255 { inputs.append([UInt8(first), UInt8(second)]) }
+        }
+        var gen = SplitMix64(seed: 77)
+        for _ in 0..<5_000 {
+            let count = Int(gen.next() % 13)
+            inputs.append((0..<count).map { _ in
+                // Mostly continuation bytes, so long and overlong encodings are common.
+                gen.next() % 4 == 0 ? UInt8(truncatingIfNeeded: gen.next() & 0x7F) : UInt8(truncatingIfNeeded: gen.next() | 0x80)
+            })
+        }
+        var checked = 0
+        for input in inputs {
+            for start in 0...input.count {
+                let expected = reference(input, from: start)
+                let got = read(input, from: start)
+                #expect(got == expected, "\(input) from \(start)")
+                if got != expected { return }
+                checked += 1
+            }
+        }
+        #expect(checked > 200_000)
+    }
+
     @Test func invalidUTF8AndFlagsAreRejected() {
         var writer = WireWriter()
         writer.writeUInt8(WireCodec.format)

@@ -30,8 +30,20 @@ package struct WireCursor {
         next += 8
     }
 
-    /// Unsigned LEB128, as `WireWriter.writeVarint`.
+    /// Unsigned LEB128, as `WireWriter.writeVarint`. A value below 128 (most lengths, counts
+    /// and flags) is one byte, written inline; a longer one by `writeLongVarint`.
+    @inline(__always)
     package mutating func writeVarint(_ value: UInt64) {
+        if value < 0x80, next < end {
+            next.storeBytes(of: UInt8(truncatingIfNeeded: value), as: UInt8.self)
+            next += 1
+            return
+        }
+        writeLongVarint(value)
+    }
+
+    @inline(never)
+    private mutating func writeLongVarint(_ value: UInt64) {
         precondition(end - next >= Self.varintBytes(value), "WireCursor: the size computed for a frame was too small")
         var rest = value
         while rest >= 0x80 {

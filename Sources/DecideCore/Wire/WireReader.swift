@@ -18,6 +18,7 @@ package struct WireReader {
 
     public var remaining: Int { bytes.count - position }
 
+    @inline(__always)
     public mutating func readUInt8(_ field: String) throws(WireDecodeError) -> UInt8 {
         try need(1, field)
         defer { position += 1 }
@@ -36,7 +37,23 @@ package struct WireReader {
         try readLittleEndian(byteCount: 8, field)
     }
 
+    /// A varint. Lengths, counts and flags on the wire are almost always below 128, one byte:
+    /// that case is read inline, anything else (longer, malformed, truncated) by
+    /// `readLongVarint` from the same position, so every input reads or fails as before.
+    @inline(__always)
     public mutating func readVarint(_ field: String) throws(WireDecodeError) -> UInt64 {
+        if position < bytes.count {
+            let byte = bytes.load(fromByteOffset: position, as: UInt8.self)
+            if byte < 0x80 {
+                position &+= 1
+                return UInt64(byte)
+            }
+        }
+        return try readLongVarint(field)
+    }
+
+    @inline(never)
+    private mutating func readLongVarint(_ field: String) throws(WireDecodeError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -64,6 +81,7 @@ package struct WireReader {
 
     /// A length-prefixed byte string where it lies in the input, valid as long as the input is
     /// (a caller that keeps it copies it: `PackedBytes(_:)` copies a long one into an array).
+    @inline(__always)
     package mutating func readBytesInPlace(_ field: String, limit: Int) throws(WireDecodeError) -> UnsafeRawBufferPointer {
         let length = try readVarint(field)
         guard length <= UInt64(limit) else { throw .tooLarge(field: field, length: length, limit: limit) }
@@ -128,8 +146,15 @@ package struct WireReader {
         if remaining != 0 { throw .trailingBytes(count: remaining) }
     }
 
+    @inline(__always)
     private mutating func need(_ count: Int, _ field: String) throws(WireDecodeError) {
-        if count > remaining { throw .truncated(field: field, needed: count - remaining) }
+        if count > remaining { try truncated(count, field) }
+    }
+
+    /// The error of `need`, out of line: building it is never the hot path.
+    @inline(never)
+    private func truncated(_ count: Int, _ field: String) throws(WireDecodeError) {
+        throw .truncated(field: field, needed: count - remaining)
     }
 
     private mutating func readLittleEndian(byteCount: Int, _ field: String) throws(WireDecodeError) -> UInt64 {
