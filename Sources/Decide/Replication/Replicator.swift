@@ -63,6 +63,13 @@ public final class Replicator: @unchecked Sendable {
         /// The strings of the delta decoded last (a peer's node id, a collection's name), for
         /// the next one to reuse.
         var recentStrings = RecentWireStrings()
+        /// The link the last delta was held from, with its peer's id, while nothing else has
+        /// been handled since in the same read: the next delta of that link is held without
+        /// asking the shared state again (`heard`, a lock and a dictionary lookup a frame).
+        /// Forgotten at the end of every read, whenever held deltas are applied (one of them
+        /// may condemn its link, whose later frames must then be dropped), and whenever a frame
+        /// takes any other path (it may condemn the link or queue work ahead of later deltas).
+        var heardLink: (connection: ConnectionID, peerID: String)?
 
         /// Moves the held deltas to `applying` (which must be empty) and holds none.
         mutating func takeHeld() { swap(&heldDeltas, &applying) }
@@ -493,20 +500,27 @@ public final class Replicator: @unchecked Sendable {
         // bytes on this thread with the other deltas of the same read (`didFinishReading`),
         // saving the hop to the queue's and the decoding into a `Delta`. Anything else is
         // handled only after the deltas that arrived before it.
-        if holdsDeltas, frame.first == ReplicationMessage.deltaType, inboundLoad.withLock({ $0.isIdle }) {
-            let now = clock.nowMilliseconds()
-            guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return }
-            do throws(WireDecodeError) {
-                try receiving.value.heldDeltas.append(frame, from: 1, source: connection.rawValue)
-            } catch {
-                logger.warning("closing link: undecodable message", metadata: ["peer": "\(peerID)", "error": "\(error)"])
-                transport.close(connection)
+        if holdsDeltas, frame.first == ReplicationMessage.deltaType {
+            switch holding(from: connection) {
+            case .hold(let peerID):
+                do throws(WireDecodeError) {
+                    try receiving.value.heldDeltas.append(frame, from: 1, source: connection.rawValue)
+                } catch {
+                    receiving.value.heardLink = nil
+                    logger.warning("closing link: undecodable message", metadata: ["peer": "\(peerID)", "error": "\(error)"])
+                    transport.close(connection)
+                    return
+                }
+                if receiving.value.heldDeltas.count >= Self.inboundBatchMessages
+                    || receiving.value.heldDeltas.byteCount >= Self.maxHeldDeltaBytes { applyHeldDeltas() }
                 return
+            case .closing:
+                return
+            case .queue:
+                break
             }
-            if receiving.value.heldDeltas.count >= Self.inboundBatchMessages
-                || receiving.value.heldDeltas.byteCount >= Self.maxHeldDeltaBytes { applyHeldDeltas() }
-            return
         }
+        receiving.value.heardLink = nil
         let message: ReplicationMessage
         do {
             message = try codec.decode(frame, recent: &receiving.value.recentStrings)
@@ -566,6 +580,30 @@ public final class Replicator: @unchecked Sendable {
             guard let inbound else { return handleOrdered(message, from: connection, peerID: peerID) }
             enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
         }
+    }
+
+    /// What becomes of a delta frame arriving on `connection`, for a node that holds deltas.
+    private enum Holding {
+        /// Held with the other deltas of the read; the link is open, its peer `peerID`.
+        case hold(peerID: String)
+        /// Dropped: this side is closing the link.
+        case closing
+        /// Handled in arrival order after what the inbound queue holds.
+        case queue
+    }
+
+    /// Whether a delta from `connection` can be held now: nothing waits on the inbound queue
+    /// and the link is open (marked heard). A delta of the link the previous delta of the same
+    /// read was held from is held at once: nothing this thread did since could have queued
+    /// work or condemned the link (`Receiving.heardLink`), and the queue only empties
+    /// elsewhere.
+    private func holding(from connection: ConnectionID) -> Holding {
+        if let heard = receiving.value.heardLink, heard.connection == connection { return .hold(peerID: heard.peerID) }
+        guard inboundLoad.withLock({ $0.isIdle }) else { return .queue }
+        let now = clock.nowMilliseconds()
+        guard let peerID = state.withLock({ $0.heard(from: connection, now: now) }) else { return .closing }
+        receiving.value.heardLink = (connection, peerID)
+        return .hold(peerID: peerID)
     }
 
     /// Queues a delta or walk message for the inbound queue, within its bounds: a delta past
@@ -748,6 +786,7 @@ public final class Replicator: @unchecked Sendable {
     /// it arrived), as one batch, from their bytes: as `applyDeltas` does, one over
     /// `maxDecisionBytes` condemns its link (and drops the rest of that link's).
     private func applyHeldDeltas() {
+        receiving.value.heardLink = nil
         guard !receiving.value.heldDeltas.isEmpty else { return }
         receiving.value.takeHeld()
         defer { receiving.value.applying.removeAll() }
