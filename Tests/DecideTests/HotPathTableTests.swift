@@ -197,6 +197,13 @@ import Testing
             power *= 10
             numbers += [power - 1, power, -(power - 1), -power]
         }
+        var randomNumbers = SplitMix64(seed: 22)
+        for _ in 0..<2_000 {
+            // Every width from one digit to nineteen, either sign.
+            let number = Int64(bitPattern: randomNumbers.next()) >> Int64(randomNumbers.next() % 64)
+            numbers.append(number)
+            #expect(ValueCoding.packedInteger(number) == ValueCoding.withIntegerText(number) { PackedBytes($0) }, "\(number)")
+        }
         for number in numbers {
             try check(Int(number))
             try check(number)

@@ -36,7 +36,7 @@ package enum ValueCoding {
     /// string with nothing to escape (up to `PackedBytes.inlineCapacity` bytes of JSON) is
     /// written in place, without an array.
     package static func encodePacked<Value: Encodable>(_ value: Value) throws(Failure) -> PackedBytes {
-        if let number = integer(value) { return withIntegerText(number) { PackedBytes($0) } }
+        if let number = integer(value) { return packedInteger(number) }
         if Value.self == Bool.self {
             return unsafeBitCast(value, to: Bool.self) ? trueText : falseText
         }
@@ -86,6 +86,30 @@ package enum ValueCoding {
         if Value.self == Int64.self { return unsafeBitCast(value, to: Int64.self) }
         if Value.self == Int32.self { return Int64(unsafeBitCast(value, to: Int32.self)) }
         return nil
+    }
+
+    /// The decimal text of `number` (as `withIntegerText` writes it) held in place, built in
+    /// its two words directly: each digit, least significant first, is shifted in at the low
+    /// end, so the first character ends in byte 0 as the little-endian words hold it. A number
+    /// of more than 15 digits goes through the text.
+    @inline(__always)
+    package static func packedInteger(_ number: Int64) -> PackedBytes {
+        var magnitude = number.magnitude
+        guard magnitude < 1_000_000_000_000_000 else { return withIntegerText(number) { PackedBytes($0) } }
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        var count: UInt8 = 0
+        func shiftIn(_ byte: UInt8) {
+            high = high &<< 8 | low &>> 56
+            low = low &<< 8 | UInt64(byte)
+            count &+= 1
+        }
+        repeat {
+            shiftIn(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        if number < 0 { shiftIn(UInt8(ascii: "-")) }
+        return .inline(low, high, count: count)
     }
 
     /// Exactly as many bytes as the digits: element ids are kept per key, so no spare capacity.
