@@ -257,6 +257,30 @@ import Testing
             }
         }
 
+        // Node ids and names read from bytes (the held-delta path) come back as those bytes, with
+        // their own hashes, whatever was read or remembered before: short ones held in place and
+        // long ones, equal lengths, shared prefixes, the empty name.
+        var fromBytes = RecentWireStrings()
+        var random = SplitMix64(seed: 31)
+        let pieces = ["a", "b", "node-1", "node-2", "é", "a-rather-long-node-identifier-", ""]
+        for round in 0..<3_000 {
+            let text = (0..<Int(random.next() % 4)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+            let utf8 = Array(text.utf8)
+            let stamp = HLCTimestamp(rawValue: UInt64(round))
+            switch random.next() % 3 {
+            case 0:
+                let version = utf8.withUnsafeBytes { fromBytes.version(timestamp: stamp, node: $0) }
+                #expect(version.node == text && version.nodeHash == Version(timestamp: stamp, node: text).nodeHash, "\(round): \(text)")
+            case 1:
+                let name = utf8.withUnsafeBytes { fromBytes.name(utf8: $0) }
+                #expect(name.text == text && name.hash.value == StateKey.nameHash(text).value, "\(round): \(text)")
+            default:
+                // The decoder's path remembers what it read (`sameNode` only when it was the recent one).
+                fromBytes.remember(Version(timestamp: stamp, node: text), sameNode: fromBytes.version?.node == text)
+                fromBytes.remember(name: text, hash: StateKey.nameHash(text), sameName: fromBytes.name?.text == text)
+            }
+        }
+
         // A stream of deltas decoded with one `RecentWireStrings`: the same deltas, versions and
         // key hashes as decoded alone, whatever came before (a failed decode included).
         let messages = ReplicationCodec()

@@ -6,17 +6,40 @@
 ///
 /// Guarantees: changes only what is decoded faster, never what: the bytes are compared in full.
 package struct RecentWireStrings: Sendable {
-    package var version: Version?
-    package var name: (text: String, hash: StableHash)?
+    package private(set) var version: Version?
+    package private(set) var name: (text: String, hash: StableHash)?
+    /// The UTF-8 bytes of `version`'s node id and of `name`, in place when short: what the
+    /// next delta's bytes are compared with, without going through `String.utf8`.
+    private var nodeBytes = PackedBytes.inline(0, 0, count: 0)
+    private var nameBytes = PackedBytes.inline(0, 0, count: 0)
     package init() {}
+
+    /// Remembers `version` as the recent one; `sameNode`: its node id is the recent one's
+    /// (its bytes were compared), so the bytes held for it stay.
+    package mutating func remember(_ version: Version, sameNode: Bool) {
+        if !sameNode || self.version == nil { nodeBytes = Self.bytes(of: version.node) }
+        self.version = version
+    }
+
+    /// Remembers `name` (with its hash) as the recent one; `sameName` as for `remember(_:sameNode:)`.
+    package mutating func remember(name text: String, hash: StableHash, sameName: Bool) {
+        if !sameName || name == nil { nameBytes = Self.bytes(of: text) }
+        name = (text, hash)
+    }
+
+    private static func bytes(of text: String) -> PackedBytes {
+        text.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(text.utf8))
+    }
 
     /// The version of `timestamp` by the node whose id is the UTF-8 bytes `node` (already
     /// checked to be UTF-8), reusing the recent node id when the bytes are its; remembered.
     package mutating func version(timestamp: HLCTimestamp, node: UnsafeRawBufferPointer) -> Version {
-        let made = if let known = version, Self.same(known.node, node) {
-            Version(timestamp: timestamp, node: known.node, nodeHash: known.nodeHash)
+        let made: Version
+        if let known = version, nodeBytes.equals(node) {
+            made = Version(timestamp: timestamp, node: known.node, nodeHash: known.nodeHash)
         } else {
-            Version(timestamp: timestamp, node: String(decoding: node, as: UTF8.self))
+            made = Version(timestamp: timestamp, node: String(decoding: node, as: UTF8.self))
+            nodeBytes = PackedBytes(node)
         }
         version = made
         return made
@@ -25,16 +48,10 @@ package struct RecentWireStrings: Sendable {
     /// The name whose UTF-8 bytes are `utf8` (already checked to be UTF-8) and its hash
     /// (`StateKey.nameHash`), reusing the recent name when the bytes are its; remembered.
     package mutating func name(utf8: UnsafeRawBufferPointer) -> (text: String, hash: StableHash) {
-        if let known = name, Self.same(known.text, utf8) { return known }
+        if let known = name, nameBytes.equals(utf8) { return known }
         let made = (text: String(decoding: utf8, as: UTF8.self), hash: StateKey.nameHash(utf8: utf8))
         name = made
+        nameBytes = PackedBytes(utf8)
         return made
-    }
-
-    /// Whether `text` is exactly the bytes `utf8`.
-    private static func same(_ text: String, _ utf8: UnsafeRawBufferPointer) -> Bool {
-        guard text.utf8.count == utf8.count else { return false }
-        guard !utf8.isEmpty else { return true }
-        return text.utf8.withContiguousStorageIfAvailable { sameBytes(UnsafeRawBufferPointer($0), utf8) } ?? text.utf8.elementsEqual(utf8)
     }
 }

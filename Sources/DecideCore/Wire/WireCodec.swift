@@ -284,7 +284,7 @@ package struct WireCodec: Sendable {
         } else {
             Version(timestamp: timestamp, node: node.text)
         }
-        recent.version = version
+        recent.remember(version, sameNode: node.reused)
         return version
     }
 
@@ -292,7 +292,7 @@ package struct WireCodec: Sendable {
     private func readKey(_ reader: inout WireReader, recent: inout RecentWireStrings) throws(WireDecodeError) -> StateKey {
         let name = try reader.readString("key.name", limit: limits.maxNameBytes, reusing: recent.name?.text)
         let nameHash = if name.reused, let known = recent.name { known.hash } else { StateKey.nameHash(name.text) }
-        recent.name = (name.text, nameHash)
+        recent.remember(name: name.text, hash: nameHash, sameName: name.reused)
         let element = try reader.readBytesInPlace("key.element", limit: limits.maxElementBytes)
         return StateKey(name: name.text, nameHash: nameHash, elementBytes: element)
     }
