@@ -27,6 +27,24 @@ import Testing
         }
     }
 
+    /// Bytes lent from inside a larger buffer, at every offset and length around the in-place
+    /// limit, are held as exactly those bytes: the words are loaded in place without reading
+    /// past either end.
+    @Test func bytesLentAtAnyOffsetAreHeldExactly() {
+        var random = SplitMix64(seed: 41)
+        let buffer = (0..<64).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        buffer.withUnsafeBytes { whole in
+            for offset in 0..<8 {
+                for length in 0...20 {
+                    let part = UnsafeRawBufferPointer(rebasing: whole[offset ..< offset + length])
+                    let packed = PackedBytes(part)
+                    #expect(packed.array == Array(part), "offset \(offset) length \(length)")
+                    #expect(packed.equals(part) && packed == PackedBytes(Array(part)), "offset \(offset) length \(length)")
+                }
+            }
+        }
+    }
+
     /// Held in place or in an array, byte strings order as their bytes do (a prefix first), and
     /// only an array has an object a prefetch hint may name.
     @Test func orderIsTheBytesOrderOnEitherSideOfTheInlineLimit() {
