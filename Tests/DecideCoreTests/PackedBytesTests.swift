@@ -45,6 +45,22 @@ import Testing
         }
     }
 
+    /// A digest contribution hashes a value from its words when it is held in place: the same
+    /// hash as its bytes give, at every length on either side of the limit.
+    @Test func packedBytesHashAsTheirBytes() {
+        var random = SplitMix64(seed: 43)
+        for length in 0...40 {
+            for _ in 0..<50 {
+                let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                var fromBytes = StableHash(seed: 7)
+                bytes.withUnsafeBytes { fromBytes.combine(buffer: $0) }
+                var fromPacked = StableHash(seed: 7)
+                fromPacked.combine(packed: PackedBytes(bytes))
+                #expect(fromPacked.value == fromBytes.value, "length \(length)")
+            }
+        }
+    }
+
     /// Held in place or in an array, byte strings order as their bytes do (a prefix first), and
     /// only an array has an object a prefetch hint may name.
     @Test func orderIsTheBytesOrderOnEitherSideOfTheInlineLimit() {

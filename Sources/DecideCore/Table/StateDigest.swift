@@ -66,7 +66,7 @@ package struct StateDigest: Hashable, Sendable {
             let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
             hash.combine(flags)
             if let expiresAt = entry.expiresAtMilliseconds { hash.combine(expiresAt) }
-            value.withUnsafeBytes { hash.combine(buffer: $0) }
+            hash.combine(packed: value)
         } else {
             hash.combine(0)
         }
