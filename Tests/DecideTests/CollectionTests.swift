@@ -63,6 +63,15 @@ import Testing
             #expect(node.read(Messages.self, at: id) == "post \(id)")
         }
         #expect(node.elements(Messages.self).ids == [Int.min, -999_999_999_999_999, -1, 0, 7, 42, 1_000_000, 9_999_999_999_999_999, Int.max].sorted { Array(String($0).utf8).lexicographicallyPrecedes(Array(String($1).utf8)) })
+        // Ids of every width and sign: the key built from the number in place is the key of its
+        // digits, hash and all (the table finds the entry by both).
+        let other = Fixture.node()
+        var random = SplitMix64(seed: 57)
+        for _ in 0..<500 {
+            let id = Int(bitPattern: UInt(truncatingIfNeeded: random.next())) >> Int(random.next() % 64)
+            other.decide(Post(id: id, text: "p"))
+            #expect(other.entry(for: StateKey(name: Messages.name, element: Array(String(id).utf8)))?.value == Array("\"p\"".utf8), "id \(id)")
+        }
     }
 
     @Test func listsPresentElementsInIdOrderWithTheDecisionsOwnWrites() {
