@@ -95,7 +95,10 @@ extension Node {
 
     /// Values one batch of `expireDue` reports under the state lock (each is popped from the
     /// schedule, looked up and announced: one to two microseconds apiece here, so a batch holds
-    /// the lock under a millisecond; 1,024 held it past the 2 ms budget in about half of
-    /// `make bench`'s runs, docs/benchmarks.md).
-    static let expirySliceValues = 512
+    /// the lock about half a millisecond). 1,024 held it past the 2 ms budget in about half of
+    /// `make bench`'s runs; 512 in 2 of 16 runs of `DecideBench collection` (median longest
+    /// decision 0.86 ms); 256 in 1 of 16 (median 0.65 ms), while decisions with no chore
+    /// running reached 1.5 ms in the same runs: the rest is this 2-core machine's scheduling
+    /// (docs/benchmarks.md).
+    static let expirySliceValues = 256
 }
