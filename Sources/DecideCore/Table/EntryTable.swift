@@ -229,7 +229,7 @@ package struct EntryTable: Sendable {
             let number = UInt32(records.count)
             let atomic = key.elementCount == 0
             let keyBytes = atomic
-                ? key.name.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(key.name.utf8))
+                ? PackedBytes(utf8: key.name)
                 : key.packedElement
             let node = nodeNumber(of: entry.version)
             let meta = Self.meta(of: entry)

@@ -37,6 +37,11 @@ package enum PackedBytes: Hashable, Sendable {
         }
     }
 
+    /// The UTF-8 bytes of `text` (a native string's lent where they lie).
+    package init(utf8 text: String) {
+        self = text.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(text.utf8))
+    }
+
     package var count: Int {
         switch self {
         case .inline(_, _, let count): return Int(count)

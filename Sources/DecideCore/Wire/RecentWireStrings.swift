@@ -17,18 +17,14 @@ package struct RecentWireStrings: Sendable {
     /// Remembers `version` as the recent one; `sameNode`: its node id is the recent one's
     /// (its bytes were compared), so the bytes held for it stay.
     package mutating func remember(_ version: Version, sameNode: Bool) {
-        if !sameNode || self.version == nil { nodeBytes = Self.bytes(of: version.node) }
+        if !sameNode || self.version == nil { nodeBytes = PackedBytes(utf8: version.node) }
         self.version = version
     }
 
     /// Remembers `name` (with its hash) as the recent one; `sameName` as for `remember(_:sameNode:)`.
     package mutating func remember(name text: String, hash: StableHash, sameName: Bool) {
-        if !sameName || name == nil { nameBytes = Self.bytes(of: text) }
+        if !sameName || name == nil { nameBytes = PackedBytes(utf8: text) }
         name = (text, hash)
-    }
-
-    private static func bytes(of text: String) -> PackedBytes {
-        text.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(text.utf8))
     }
 
     /// The version of `timestamp` by the node whose id is the UTF-8 bytes `node` (already
