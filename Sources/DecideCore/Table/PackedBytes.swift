@@ -111,27 +111,9 @@ package enum PackedBytes: Hashable, Sendable {
     private static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
         let count = bytes.count
         guard count > 0, let base = bytes.baseAddress else { return (0, 0) }
-        if count < 8 { return (word(base, count: count), 0) }
+        if count < 8 { return (littleEndianTail(base, count: count), 0) }
         let low = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self))
-        return (low, word(base + 8, count: count &- 8))
-    }
-
-    /// The `count` (0 to 8) bytes at `base` as a little-endian word, zero-padded, with at most
-    /// three loads: one for eight; two overlapping four-byte loads for four to seven; the first,
-    /// middle and last byte for one to three (overlapping bytes are the same, so or-ing them in
-    /// twice changes nothing).
-    @inline(__always)
-    private static func word(_ base: UnsafeRawPointer, count: Int) -> UInt64 {
-        if count >= 8 { return UInt64(littleEndian: base.loadUnaligned(as: UInt64.self)) }
-        if count >= 4 {
-            let low = UInt64(UInt32(littleEndian: base.loadUnaligned(as: UInt32.self)))
-            let high = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)))
-            return low | high &<< UInt64(8 &* (count &- 4))
-        }
-        if count == 0 { return 0 }
-        let middle = count &>> 1
-        return UInt64(base.load(as: UInt8.self))
-            | UInt64(base.load(fromByteOffset: middle, as: UInt8.self)) &<< UInt64(8 &* middle)
-            | UInt64(base.load(fromByteOffset: count &- 1, as: UInt8.self)) &<< UInt64(8 &* (count &- 1))
+        if count == 16 { return (low, UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt64.self))) }
+        return (low, littleEndianTail(base + 8, count: count &- 8))
     }
 }

@@ -27,10 +27,8 @@ package struct StableHash {
         combine(word ^ (UInt64(bytes.count) << 56))
     }
 
-    /// The same result as `combine(bytes:)` over the same bytes, eight at a time. The last
-    /// zero to seven bytes are gathered with at most three loads instead of one a byte: two
-    /// overlapping four-byte loads for four to seven, first, middle and last byte for one to
-    /// three (the overlapping bytes are the same, so or-ing them in twice changes nothing).
+    /// The same result as `combine(bytes:)` over the same bytes, eight at a time; the last zero
+    /// to seven are gathered with at most three loads (`littleEndianTail`).
     package mutating func combine(buffer: UnsafeRawBufferPointer) {
         let count = buffer.count
         guard let base = buffer.baseAddress, count > 0 else { return combine(0) }
@@ -39,19 +37,7 @@ package struct StableHash {
             combine(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
             offset &+= 8
         }
-        let tail = count &- offset
-        var word: UInt64 = 0
-        if tail >= 4 {
-            let low = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-            let high = UInt64(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset &+ tail &- 4, as: UInt32.self)))
-            word = low | high &<< UInt64(8 &* (tail &- 4))
-        } else if tail > 0 {
-            let middle = tail &>> 1
-            word = UInt64(base.load(fromByteOffset: offset, as: UInt8.self))
-                | UInt64(base.load(fromByteOffset: offset &+ middle, as: UInt8.self)) &<< UInt64(8 &* middle)
-                | UInt64(base.load(fromByteOffset: offset &+ tail &- 1, as: UInt8.self)) &<< UInt64(8 &* (tail &- 1))
-        }
-        combine(word ^ (UInt64(count) &<< 56))
+        combine(littleEndianTail(base + offset, count: count &- offset) ^ (UInt64(count) &<< 56))
     }
 
     /// The same result as `combine(buffer:)` over `packed`'s bytes. Bytes held in place are
