@@ -28,33 +28,61 @@ struct InboundLoad: Sendable {
     private(set) var deltaBytes = 0
     private(set) var walkBytes: [ConnectionID: Int] = [:]
     private var dropping = false
-    private var waiting: [Waiting] = []
+    /// The waiting messages in arrival order, in runs of at most `batchMessages`: `take` hands
+    /// out the oldest run whole, so a backlog of any length drains without a message being
+    /// copied or moved (a single array drained from its front moved every message behind the
+    /// taken ones, each time: quadratic once peers outpaced the store).
+    private var runs: [[Waiting]] = []
+    /// Runs before this one were taken (their slots are empty).
+    private var head = 0
     /// Whether a pass of the queue is scheduled or running (it takes what `push` adds).
     private var draining = false
+    /// The most messages `take` hands out at once.
+    let batchMessages: Int
+
+    /// A queue handing out at most `batchMessages` messages at a time.
+    init(batchMessages: Int) {
+        precondition(batchMessages > 0, "batchMessages must be positive")
+        self.batchMessages = batchMessages
+    }
 
     /// Whether nothing waits and no pass runs: a message handled now keeps arrival order.
     var isIdle: Bool { !draining }
 
     /// Adds an admitted message; true when the caller must schedule a pass of the queue.
     mutating func push(_ message: Waiting) -> Bool {
-        waiting.append(message)
+        if head < runs.count, runs[runs.count - 1].count < batchMessages {
+            runs[runs.count - 1].append(message)
+        } else {
+            var run: [Waiting] = []
+            run.reserveCapacity(batchMessages)
+            run.append(message)
+            runs.append(run)
+        }
         defer { draining = true }
         return !draining
     }
 
-    /// Up to `maxMessages` waiting messages, oldest first; an empty answer ends the pass (the
-    /// next `push` schedules another).
-    mutating func take(maxMessages: Int) -> ArraySlice<Waiting> {
-        guard !waiting.isEmpty else {
+    /// The oldest waiting messages, at most `batchMessages` of them; an empty answer ends the
+    /// pass (the next `push` schedules another).
+    mutating func take() -> [Waiting] {
+        guard head < runs.count else {
+            runs.removeAll(keepingCapacity: true)
+            head = 0
             draining = false
             return []
         }
-        if waiting.count <= maxMessages {
-            defer { waiting = [] }
-            return waiting[...]
+        let taken = runs[head]
+        runs[head] = []
+        head += 1
+        if head == runs.count {
+            runs.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64, 2 * head >= runs.count {
+            // The taken runs' empty slots go; what is left moves once per as many taken.
+            runs.removeFirst(head)
+            head = 0
         }
-        let taken = waiting[..<maxMessages]
-        waiting.removeFirst(maxMessages)
         return taken
     }
 

@@ -48,7 +48,7 @@ public final class Replicator: @unchecked Sendable {
     /// order rather than on the transport's thread; nil when the transport's delegate may block
     /// (the simulator), which then handles everything in the call.
     private let inbound: DispatchQueue?
-    private let inboundLoad = Mutex(InboundLoad())
+    private let inboundLoad = Mutex(InboundLoad(batchMessages: Replicator.inboundBatchMessages))
     /// What the transport's delegate calls keep between frames. Touched only inside those
     /// calls, which come one at a time, so it is kept `InPlace`: a class's stored `var` costs a
     /// dynamic exclusivity check on every access, two or three of them a delta.
@@ -642,7 +642,7 @@ public final class Replicator: @unchecked Sendable {
     /// at a time so a long burst does not hold the node's lock for long.
     private func drainInbound() {
         while true {
-            let batch = inboundLoad.withLock { $0.take(maxMessages: Self.inboundBatchMessages) }
+            let batch = inboundLoad.withLock { $0.take() }
             guard !batch.isEmpty else { return }
             var start = batch.startIndex
             while start < batch.endIndex {
