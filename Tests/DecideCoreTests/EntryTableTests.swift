@@ -204,4 +204,35 @@ import Testing
         #expect(keys.map { hinted.entry(for: $0) } == keys.map { plain.entry(for: $0) })
         #expect(hinted.digest == plain.digest)
     }
+
+    /// `hintHomeCell` names one address for a key, the index cell `prefetch` names first for it
+    /// (its home cell), once the index has `2 × prefetchMinimumRecords` cells; below that,
+    /// nothing. It changes nothing.
+    @Test func hintHomeCellNamesTheKeysFirstIndexCellOfALargeIndexOnly() {
+        let version = Version(timestamp: HLCTimestamp(rawValue: 1), node: "a")
+        let keys = (0..<(2 * EntryTable.prefetchMinimumRecords)).map { StateKey(name: "k", element: Array("\($0)".utf8)) }
+        func named(_ table: EntryTable, _ hash: UInt64) -> [UnsafeRawPointer] {
+            var addresses: [UnsafeRawPointer] = []
+            table.hintHomeCell(of: hash) { addresses.append($0) }
+            return addresses
+        }
+        func firstOfPrefetch(_ table: EntryTable, _ hash: UInt64) -> UnsafeRawPointer? {
+            // Two copies of one hash: the first hint of the two is its index cell.
+            var first: UnsafeRawPointer?
+            table.prefetch(count: 2, hash: { _ in hash }) { address, _ in if first == nil { first = address } }
+            return first
+        }
+        var table = EntryTable()
+        for key in keys.prefix(EntryTable.prefetchMinimumRecords / 2) { table.merge(Entry(version: version, value: [1]), for: key) }
+        #expect(named(table, keys[0].stableHash).isEmpty)
+        for key in keys { table.merge(Entry(version: version, value: [1]), for: key) }
+        let digest = table.digest
+        for hash in keys.prefix(200).map(\.stableHash) + [0, .max, 0xDEAD_BEEF] {
+            let addresses = named(table, hash)
+            #expect(addresses.count == 1)
+            #expect(addresses.first == firstOfPrefetch(table, hash))
+        }
+        #expect(table.digest == digest)
+        #expect(keys.allSatisfy { table.entry(for: $0)?.packedValue == PackedBytes([1]) })
+    }
 }

@@ -241,13 +241,20 @@ final class NodeCore: @unchecked Sendable {
         return made
     }
 
+    /// An element's key, whose index line is asked for at once (`prefetchHomeCell`): a write
+    /// encodes its value before the commit merges it, and the line arrives meanwhile
+    /// (docs/benchmarks.md, "The index line asked for early"). Atomic keys are few and stay in
+    /// the cache; elements are what make a table large.
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
         let name = collectionName(of: collection, named: C.name)
         // An integer id's digits go straight into the key, no array between.
-        if let number = ValueCoding.integer(element) {
-            return ValueCoding.withIntegerText(number) { StateKey(name: name.name, nameHash: name.hash, elementBytes: $0) }
+        let key = if let number = ValueCoding.integer(element) {
+            ValueCoding.withIntegerText(number) { StateKey(name: name.name, nameHash: name.hash, elementBytes: $0) }
+        } else {
+            StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
         }
-        return StateKey(name: name.name, nameHash: name.hash, element: try ValueCoding.encode(element))
+        prefetchHomeCell(of: key.stableHash)
+        return key
     }
 
     /// The key of element `element` (already encoded) of the collection or index `type` named `name`.
@@ -280,6 +287,14 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlacePrefetch(count: count, readingValues: readingValues, hash: hash) }
     }
 
+    /// Has the processor fetch the index cell `EntryTable.hintHomeCell` names for a key of
+    /// stable hash `hash`, in place: called as a decision writes a key, so the line is there by
+    /// the time the commit merges it.
+    @inline(__always)
+    func prefetchHomeCell(of hash: UInt64) {
+        withTable { $0.pointee.inPlaceHintHomeCell(of: hash) }
+    }
+
     /// Every stored element of the collection named `name` (`EntryTable.elements(ofCollectionNamed:)`), read in place.
     func elements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
@@ -296,6 +311,10 @@ final class NodeCore: @unchecked Sendable {
 /// They change nothing.
 private extension EntryTable {
     mutating func inPlaceEntry(for key: StateKey) -> Entry? { entry(for: key) }
+
+    mutating func inPlaceHintHomeCell(of hash: UInt64) {
+        hintHomeCell(of: hash) { decide_prefetch_read($0) }
+    }
 
     mutating func inPlacePrefetch(count: Int, readingValues: Bool, hash: (Int) -> UInt64) {
         prefetch(count: count, readingValues: readingValues, hash: hash) { address, forWriting in

@@ -113,7 +113,7 @@ package struct EntryTable: Sendable {
     private var records: ContiguousArray<Record> = []
     /// Open addressing, linear probing: record number + 1, or 0 for an empty cell. Its size is a
     /// power of two kept at least twice the record count.
-    private var index: [UInt32]
+    @usableFromInline internal private(set) var index: [UInt32]
     /// Node ids seen in versions, each once, with their stable hashes; records name them by
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
@@ -287,7 +287,7 @@ package struct EntryTable: Sendable {
     /// Below this many records `prefetch` names nothing: a table that small (about 150 bytes a
     /// key with its index cells and value) stays in a core's cache, where the hints are pure
     /// cost (`make bench`'s ten-write decision writes ten keys over and over).
-    package static let prefetchMinimumRecords = 4_096
+    @usableFromInline package static let prefetchMinimumRecords = 4_096
 
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
     /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
@@ -326,6 +326,21 @@ package struct EntryTable: Sendable {
                     if readingValues { hint(address + 64, false) }
                 }
             }
+        }
+    }
+
+    /// Names to `hint` the index cell a key of stable hash `hash` is probed from first, for a
+    /// writer that knows the key well before it merges (a decision's write, before its value is
+    /// encoded): a key spread over a large index misses the cache there, and the line then
+    /// arrives while the encoding runs. Names nothing for an index of fewer than
+    /// `2 × prefetchMinimumRecords` cells. Inlinable, so the caller's code has no opaque call
+    /// here (one made it copy the key it was about to consume).
+    @inlinable @inline(__always)
+    package func hintHomeCell(of hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
+        guard index.count >= 2 * Self.prefetchMinimumRecords else { return }
+        index.withUnsafeBufferPointer { cells in
+            guard let base = cells.baseAddress else { return }
+            hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
         }
     }
 
@@ -778,14 +793,15 @@ package struct EntryTable: Sendable {
     }
 
     /// The first cell a key of stable hash `hash` is probed at, in an index of `mask + 1` cells.
-    @inline(__always)
-    private static func homeCell(of hash: UInt64, mask: Int) -> Int {
+    @inlinable @inline(__always)
+    static func homeCell(of hash: UInt64, mask: Int) -> Int {
         Int(truncatingIfNeeded: spread(hash)) & mask
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
     /// high ones for buckets, so keys of one leaf would otherwise crowd together).
-    private static func spread(_ hash: UInt64) -> UInt64 {
+    @inlinable @inline(__always)
+    static func spread(_ hash: UInt64) -> UInt64 {
         var mixed = hash ^ (hash >> 31)
         mixed &*= 0x7FB5_D329_728E_A185
         return mixed ^ (mixed >> 27)
