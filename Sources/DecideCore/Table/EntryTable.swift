@@ -8,8 +8,8 @@
 ///
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
 /// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes in place
-/// up to 16, digest contribution, expiry: 80 bytes), an open-addressing index of 32-bit
-/// record numbers probed by the key's `stableHash`, per digest leaf the record numbers of
+/// up to 16, digest contribution, expiry: 80 bytes), an open-addressing index of 64-bit cells
+/// (a record number and the high half of its key's hash) probed by the key's `stableHash`, per digest leaf the record numbers of
 /// its keys, and per collection name the record numbers of its elements (each record knows its
 /// slot there: 4 bytes more per record, so listing one collection never scans the table). Decoded values are not kept here; the node layer caches the ones it reads.
 ///
@@ -111,9 +111,31 @@ package struct EntryTable: Sendable {
     private static let inlineName = UInt32.max
 
     private var records: ContiguousArray<Record> = []
-    /// Open addressing, linear probing: record number + 1, or 0 for an empty cell. Its size is a
-    /// power of two kept at least twice the record count.
-    @usableFromInline internal private(set) var index: [UInt32]
+    /// Open addressing, linear probing: in the low half of a cell, record number + 1; in the high
+    /// half, the high half of that record's key hash (`cellValue`), so a probe passes a cell of
+    /// another key without reading its record, a cache miss at a large size; 0 for an empty
+    /// cell. Its size is a power of two, at most three quarters full (the tags keep a long probe
+    /// within the index's lines: at 8 bytes a cell, a limit of one half cost 16–32 bytes an
+    /// entry, over `make bench`'s 150 at some sizes), rebuilt to at least twice the record count.
+    @usableFromInline internal private(set) var index: [UInt64]
+
+    /// The index cell naming record `number` of key hash `hash`.
+    @inline(__always)
+    private static func cellValue(record number: Int, hash: UInt64) -> UInt64 {
+        (hash & 0xFFFF_FFFF_0000_0000) | UInt64(truncatingIfNeeded: number + 1)
+    }
+
+    /// The record number a non-empty cell names.
+    @inline(__always)
+    private static func record(inCell stored: UInt64) -> Int {
+        Int(truncatingIfNeeded: stored & 0xFFFF_FFFF) - 1
+    }
+
+    /// Whether a non-empty cell may name a record of key hash `hash` (its high halves agree).
+    @inline(__always)
+    private static func cell(_ stored: UInt64, mayHold hash: UInt64) -> Bool {
+        (stored ^ hash) >> 32 == 0
+    }
     /// Node ids seen in versions, each once, with their stable hashes; records name them by
     /// position. Bounded by the members that ever wrote (a peer cannot add ids without entries).
     private var nodeIDs: [(id: String, hash: UInt64)] = []
@@ -179,7 +201,7 @@ package struct EntryTable: Sendable {
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
         self.bucketHeads = [UInt32](repeating: 0, count: digest.width(ofLevel: digest.depth))
-        self.index = [UInt32](repeating: 0, count: 16)
+        self.index = [UInt64](repeating: 0, count: 16)
     }
 
     /// Stored keys, tombstones included.
@@ -197,7 +219,7 @@ package struct EntryTable: Sendable {
         let outcome: MergeOutcome
         let stored = index[cell]
         if stored != 0 {
-            let position = Int(stored - 1)
+            let position = Self.record(inCell: stored)
             // Timestamps decide almost always; only a tie needs the whole versions and values.
             let storedTimestamp = records[position].timestamp
             if entry.version.timestamp < storedTimestamp { return .kept }
@@ -244,13 +266,13 @@ package struct EntryTable: Sendable {
                                   meta: meta, value: entry.packedValue, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
-            index[cell] = number + 1
+            index[cell] = Self.cellValue(record: Int(number), hash: key.stableHash)
             digest.toggle(contribution: contribution, of: key)
             let bucket = digest.bucket(of: key)
             bucketNext.append(bucketHeads[bucket])
             bucketHeads[bucket] = number + 1
             outcome = .inserted
-            if records.count * 2 > index.count { rebuildIndex(minimumCells: records.count * 2) }
+            if records.count * 4 > index.count * 3 { rebuildIndex(minimumCells: records.count * 2) }
         }
         if let expiresAt = entry.expiresAtMilliseconds { expirySchedule.add(key, atMilliseconds: expiresAt) }
         if let highest = highestVersion {
@@ -269,7 +291,7 @@ package struct EntryTable: Sendable {
 
     /// What must hold after a merge that changed the table, checked in debug builds (`assert`):
     /// the stored entry of `key` is `entry` or newer, and its digest contribution is its own;
-    /// the index is at most half full and names the record; the counts are within the record
+    /// the index is at most three quarters full and names the record; the counts are within the record
     /// count; the digest's inner nodes on `key`'s path are the XOR of their children; the
     /// highest version is at least `entry`'s. Costs one probe, one contribution and the
     /// children along the path.
@@ -278,7 +300,7 @@ package struct EntryTable: Sendable {
         let record = records[position]
         guard record.keyHash == key.stableHash, record.timestamp >= entry.version.timestamp,
               record.contribution == StateDigest.contribution(of: key, self.entry(of: record)) else { return false }
-        guard records.count * 2 <= index.count, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
+        guard records.count * 4 <= index.count * 3, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
               tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
         guard let highest = highestVersion, highest >= entry.version else { return false }
         return digest.pathIsConsistent(toBucket: digest.bucket(of: key))
@@ -311,7 +333,7 @@ package struct EntryTable: Sendable {
                 }
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
-                    if stored != 0 { hint(UnsafeRawPointer(recordBase + Int(stored - 1)), false) }
+                    if stored != 0 { hint(UnsafeRawPointer(recordBase + Self.record(inCell: stored)), false) }
                 }
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
@@ -319,7 +341,7 @@ package struct EntryTable: Sendable {
                     // The value's storage object, if it has one (a tombstone and a value held in
                     // place have none), read as the bare pointer it is: no retain, which would
                     // wait for the line.
-                    guard let address = recordBase[Int(stored - 1)].value?.heapObjectAddress else { continue }
+                    guard let address = recordBase[Self.record(inCell: stored)].value?.heapObjectAddress else { continue }
                     hint(address, true)
                     // A reader copies the bytes too: the line after the header's holds most of
                     // a short value.
@@ -360,7 +382,7 @@ package struct EntryTable: Sendable {
     package mutating func collect(_ key: StateKey, version: Version, isRemovedOwner: (String) -> Bool = { _ in false }) -> Bool {
         let cell = probe(key)
         guard index[cell] != 0 else { return false }
-        let position = Int(index[cell] - 1)
+        let position = Self.record(inCell: index[cell])
         guard self.version(of: records[position]) == version,
               isCollectable(position, ownerRemoved: { isRemovedOwner(nodeIDs[Int($0)].id) }) else { return false }
         remove(at: position, cell: cell)
@@ -453,7 +475,7 @@ package struct EntryTable: Sendable {
     /// The index cell that holds record `position` (it is in the index).
     private func cell(ofRecord position: Int) -> Int {
         let mask = index.count - 1
-        let target = UInt32(position + 1)
+        let target = Self.cellValue(record: position, hash: records[position].keyHash)
         var cell = Self.homeCell(of: records[position].keyHash, mask: mask)
         while index[cell] != target { cell = (cell + 1) & mask }
         return cell
@@ -637,8 +659,8 @@ package struct EntryTable: Sendable {
         var cell = Self.homeCell(of: hash, mask: mask)
         while index[cell] != 0 {
             // The hash read in place: only a matching record is copied (a copy retains its bytes).
-            let position = Int(index[cell] - 1)
-            if records[position].keyHash == hash { found.append(key(of: records[position])) }
+            let position = Self.record(inCell: index[cell])
+            if Self.cell(index[cell], mayHold: hash), records[position].keyHash == hash { found.append(key(of: records[position])) }
             cell = (cell + 1) & mask
         }
         return found
@@ -741,7 +763,7 @@ package struct EntryTable: Sendable {
     /// The record of `key`, if stored.
     private func find(_ key: StateKey) -> Int? {
         let stored = index[probe(key)]
-        return stored == 0 ? nil : Int(stored - 1)
+        return stored == 0 ? nil : Self.record(inCell: stored)
     }
 
     /// The cell that holds `key`, or the empty cell where it would go.
@@ -760,9 +782,9 @@ package struct EntryTable: Sendable {
                 while true {
                     let stored = cells[cell]
                     if stored == 0 { return cell }
-                    let record = Int(stored - 1)
-                    if records[record].keyHash == hash, matches(records[record]) {
-                        return cell
+                    if Self.cell(stored, mayHold: hash) {
+                        let record = Self.record(inCell: stored)
+                        if records[record].keyHash == hash, matches(records[record]) { return cell }
                     }
                     cell = (cell + 1) & mask
                 }
@@ -779,7 +801,7 @@ package struct EntryTable: Sendable {
             record.name == Self.inlineName && record.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
-        let record = Int(stored - 1)
+        let record = Self.record(inCell: stored)
         return .some(isReadable(at: record, now) ? records[record].value : nil)
     }
 
@@ -810,13 +832,13 @@ package struct EntryTable: Sendable {
     private mutating func rebuildIndex(minimumCells: Int) {
         var cells = 16
         while cells < minimumCells { cells <<= 1 }
-        index = [UInt32](repeating: 0, count: cells)
+        index = [UInt64](repeating: 0, count: cells)
         let mask = cells - 1
         index.withUnsafeMutableBufferPointer { index in
             for (number, record) in records.enumerated() {
                 var cell = Self.homeCell(of: record.keyHash, mask: mask)
                 while index[cell] != 0 { cell = (cell + 1) & mask }
-                index[cell] = UInt32(number + 1)
+                index[cell] = Self.cellValue(record: number, hash: record.keyHash)
             }
         }
     }
@@ -838,7 +860,7 @@ package struct EntryTable: Sendable {
         var hole = cell
         var next = (hole + 1) & mask
         while index[next] != 0 {
-            let home = Self.homeCell(of: records[Int(index[next] - 1)].keyHash, mask: mask)
+            let home = Self.homeCell(of: records[Self.record(inCell: index[next])].keyHash, mask: mask)
             // Move it back when its home is not cyclically within (hole, next].
             let distanceToNext = (next - home) & mask
             let distanceToHole = (hole - home) & mask
@@ -856,7 +878,7 @@ package struct EntryTable: Sendable {
             let moved = records[last]
             let movedKey = key(of: moved)
             let movedCell = probe(movedKey)
-            index[movedCell] = UInt32(position + 1)
+            index[movedCell] = Self.cellValue(record: position, hash: moved.keyHash)
             renumber(last, to: position, inBucket: digest.bucket(of: movedKey))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
