@@ -117,7 +117,7 @@ package struct EntryTable: Sendable {
     /// cell. Its size is a power of two, at most three quarters full (the tags keep a long probe
     /// within the index's lines: at 8 bytes a cell, a limit of one half cost 16–32 bytes an
     /// entry, over `make bench`'s 150 at some sizes), rebuilt to at least twice the record count.
-    @usableFromInline internal private(set) var index: [UInt64]
+    private var index: [UInt64]
 
     /// The index cell naming record `number` of key hash `hash`.
     @inline(__always)
@@ -309,7 +309,7 @@ package struct EntryTable: Sendable {
     /// Below this many records `prefetch` names nothing: a table that small (about 150 bytes a
     /// key with its index cells and value) stays in a core's cache, where the hints are pure
     /// cost (`make bench`'s ten-write decision writes ten keys over and over).
-    @usableFromInline package static let prefetchMinimumRecords = 4_096
+    package static let prefetchMinimumRecords = 4_096
 
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
     /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
@@ -355,9 +355,7 @@ package struct EntryTable: Sendable {
     /// writer that knows the key well before it merges (a decision's write, before its value is
     /// encoded): a key spread over a large index misses the cache there, and the line then
     /// arrives while the encoding runs. Names nothing for an index of fewer than
-    /// `2 × prefetchMinimumRecords` cells. Inlinable, so the caller's code has no opaque call
-    /// here (one made it copy the key it was about to consume).
-    @inlinable @inline(__always)
+    /// `2 × prefetchMinimumRecords` cells.
     package func hintHomeCell(of hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
         guard index.count >= 2 * Self.prefetchMinimumRecords else { return }
         index.withUnsafeBufferPointer { cells in
@@ -815,15 +813,14 @@ package struct EntryTable: Sendable {
     }
 
     /// The first cell a key of stable hash `hash` is probed at, in an index of `mask + 1` cells.
-    @inlinable @inline(__always)
-    static func homeCell(of hash: UInt64, mask: Int) -> Int {
+    @inline(__always)
+    private static func homeCell(of hash: UInt64, mask: Int) -> Int {
         Int(truncatingIfNeeded: spread(hash)) & mask
     }
 
     /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
     /// high ones for buckets, so keys of one leaf would otherwise crowd together).
-    @inlinable @inline(__always)
-    static func spread(_ hash: UInt64) -> UInt64 {
+    private static func spread(_ hash: UInt64) -> UInt64 {
         var mixed = hash ^ (hash >> 31)
         mixed &*= 0x7FB5_D329_728E_A185
         return mixed ^ (mixed >> 27)
