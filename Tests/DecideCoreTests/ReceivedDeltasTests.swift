@@ -38,6 +38,47 @@ import Testing
         }
     }
 
+    /// Each write's key hash, worked out on arrival (a name's hash reused while the names
+    /// repeat), is the key's `stableHash`: over random runs of deltas whose names have the same
+    /// length and differ in their bytes ("flags", "quota", "lease"), repeat within a delta and
+    /// across deltas, with refused frames (truncated after their first write was walked) and
+    /// emptyings in between.
+    @Test func keyHashesAreTheKeysStableHashes() throws {
+        try forEachSeed(0..<500) { seed, gen in
+            let held = ReceivedDeltas(codec: codec)
+            var expected: [Delta] = []
+            for step in 0..<gen.int(1...12) {
+                switch gen.int(0...5) {
+                case 0:
+                    // Walked as far as its last write, then refused: nothing of it is kept.
+                    let delta = Delta(version: gen.version(), writes: [
+                        Delta.Write(key: gen.key(), value: [1]), Delta.Write(key: gen.key(), value: [2, 3])])
+                    let bytes = frame(delta).dropLast()
+                    let refused = Array(bytes).withUnsafeBytes { raw in
+                        (try? held.append(raw, from: 1, source: 0)) == nil
+                    }
+                    #expect(refused, "seed \(seed) step \(step)")
+                case 1:
+                    held.removeAll()
+                    expected.removeAll()
+                default:
+                    let delta = gen.delta()
+                    try frame(delta).withUnsafeBytes { try held.append($0, from: 1, source: 0) }
+                    expected.append(delta)
+                }
+            }
+            #expect(held.count == expected.count, "seed \(seed)")
+            for (index, delta) in expected.enumerated() {
+                var hashes: [UInt64] = []
+                held.read(index) { _ in } write: { _, _, _, keyHash in hashes.append(keyHash) }
+                #expect(hashes == delta.writes.map(\.key.stableHash), "seed \(seed) delta \(index)")
+                for (write, key) in delta.writes.map(\.key).enumerated() {
+                    #expect(held.keyHash(ofWrite: write, ofDelta: index) == key.stableHash, "seed \(seed) delta \(index)")
+                }
+            }
+        }
+    }
+
     /// Emptied, it keeps the memory of a small batch for the next one and gives back that of a
     /// large one (here, deltas of many tiny writes, whose positions outweigh their bytes).
     @Test func memoryIsKeptOnlyForSmallBatches() throws {

@@ -94,26 +94,27 @@ extension Node {
     /// they lie, without a `Delta` built for each (one is built only for commit listeners); the
     /// ones `skip` names (by position) are left out, and a refusal names its delta by position.
     /// The node ids and names of `recent` are reused where the bytes are theirs.
+    ///
+    /// Each write's key hash was worked out as the delta arrived (`ReceivedDeltas.read`), so
+    /// the next delta's first index line is asked for while this one is applied
+    /// (`NodeCore.prefetchHomeCell`; docs/benchmarks.md, "The index line asked for early").
     package func apply(received: ReceivedDeltas, recent: inout RecentWireStrings, skip: (Int) -> Bool) -> DeltaBatchOutcome {
         applyBatch(count: received.count, skip: skip, timestamp: { received.items[$0].timestamp }) { core, index, merge in
             var version: Version?
             var changed = 0
-            if received.items[index].writeCount > 1 {
+            let writeCount = received.items[index].writeCount
+            if writeCount > 1 {
                 // As in `apply(deltas:)`: the misses of a delta's writes overlap.
-                var hashes: [UInt64] = []
-                hashes.reserveCapacity(received.items[index].writeCount)
-                received.read(index) { _ in } write: { name, element, _ in
-                    var hash = recent.name(utf8: name).hash
-                    hash.combine(buffer: element)
-                    hashes.append(hash.value)
-                }
-                core.prefetch(count: hashes.count) { hashes[$0] }
+                core.prefetch(count: writeCount) { received.keyHash(ofWrite: $0, ofDelta: index) }
+            }
+            if index + 1 < received.count, received.items[index + 1].writeCount > 0 {
+                core.prefetchHomeCell(of: received.keyHash(ofWrite: 0, ofDelta: index + 1))
             }
             received.read(index) { node in
                 version = recent.version(timestamp: received.items[index].timestamp, node: node)
-            } write: { name, element, value in
+            } write: { name, element, value, keyHash in
                 let known = recent.name(utf8: name)
-                let key = StateKey(name: known.text, nameHash: known.hash, elementBytes: element)
+                let key = StateKey(name: known.text, packedElement: PackedBytes(element), stableHash: keyHash)
                 let entry = Entry(version: version!, packedValue: value.map { PackedBytes($0.bytes) }, expiresAtMilliseconds: value?.expiresAt,
                                   ownedByWriter: value?.owned ?? false)
                 if merge(entry, key) { changed += 1 }

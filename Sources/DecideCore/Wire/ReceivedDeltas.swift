@@ -30,10 +30,12 @@ package final class ReceivedDeltas {
         package let decisionBytes: Int
     }
 
-    /// One write of a held delta: its parts' positions in `bytes`.
+    /// One write of a held delta: its parts' positions in `bytes`, and its key's
+    /// `StateKey.stableHash`.
     private struct Write {
         let name: Range<Int>
         let element: Range<Int>
+        let keyHash: UInt64
         /// nil for a delete.
         let value: Range<Int>?
         let expiresAt: UInt64?
@@ -44,6 +46,9 @@ package final class ReceivedDeltas {
     @exclusivity(unchecked) private var bytes: [UInt8] = []
     @exclusivity(unchecked) private(set) package var items: [Item] = []
     @exclusivity(unchecked) private var writes: [Write] = []
+    /// The `StateKey.nameHash` of the name of the write held last: a peer's writes name the
+    /// same collection again and again, hashed once.
+    @exclusivity(unchecked) private var lastNameHash: StableHash?
 
     package init(codec: WireCodec) {
         self.codec = codec
@@ -82,6 +87,7 @@ package final class ReceivedDeltas {
         }
         let previousNode = items.last?.node
         let previousName = items.last.flatMap { $0.writes.isEmpty ? nil : added[$0.writes.upperBound - 1].name }
+        var nameHash = lastNameHash
         let outcome: Result<Void, WireDecodeError> = bytes.withUnsafeBytes { held in
             do throws(WireDecodeError) {
                 try codec.walkDelta(frame, from: position, validNode: previousNode.map { UnsafeRawBufferPointer(rebasing: held[$0]) },
@@ -89,8 +95,18 @@ package final class ReceivedDeltas {
                     timestamp = stamp
                     node = place(nodeID)
                     decisionBytes = WireCodec.decisionHeaderBytes(nodeBytes: nodeID.count)
-                } write: { name, element, value in
-                    added.append(Write(name: place(name), element: place(element), value: value.map { place($0.bytes) },
+                } write: { name, element, value, sameName in
+                    // The name's hash: the one before's when the walk found the same bytes (the
+                    // previous write's name, or the held delta's last), else computed.
+                    var hash: StableHash
+                    if sameName, let known = nameHash {
+                        hash = known
+                    } else {
+                        hash = StateKey.nameHash(utf8: name)
+                        nameHash = hash
+                    }
+                    hash.combine(buffer: element)
+                    added.append(Write(name: place(name), element: place(element), keyHash: hash.value, value: value.map { place($0.bytes) },
                                        expiresAt: value?.expiresAt, owned: value?.owned ?? false))
                     decisionBytes += WireCodec.maxEncodedEntryBytes(nameBytes: name.count, elementBytes: element.count,
                                                                     nodeBytes: node.count, valueBytes: value?.bytes.count ?? 0)
@@ -105,6 +121,7 @@ package final class ReceivedDeltas {
             throw error
         }
         bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[position...]))
+        lastNameHash = nameHash
         items.append(Item(source: source, timestamp: HLCTimestamp(rawValue: timestamp), node: node, writes: firstWrite..<added.count,
                           decisionBytes: decisionBytes))
     }
@@ -116,6 +133,7 @@ package final class ReceivedDeltas {
         bytes.removeAll(keepingCapacity: keep)
         items.removeAll(keepingCapacity: keep)
         writes.removeAll(keepingCapacity: keep)
+        lastNameHash = nil
     }
 
     /// The memory it holds now, in bytes (the capacity of its arrays).
@@ -123,10 +141,12 @@ package final class ReceivedDeltas {
         bytes.capacity + items.capacity * MemoryLayout<Item>.stride + writes.capacity * MemoryLayout<Write>.stride
     }
 
-    /// Reads held delta `index` in place: its node id, then each write's name, element and
-    /// value (nil: a delete), as they lie in the held bytes (valid for the call).
+    /// Reads held delta `index` in place: its node id, then each write's name, element, value
+    /// (nil: a delete), as they lie in the held bytes (valid for the call), and key hash (the
+    /// `StateKey.stableHash` of the name and element).
     package func read(_ index: Int, node: (UnsafeRawBufferPointer) -> Void,
-                      write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireCodec.WireValue?) -> Void) {
+                      write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireCodec.WireValue?,
+                              _ keyHash: UInt64) -> Void) {
         let item = items[index]
         bytes.withUnsafeBytes { held in
             node(UnsafeRawBufferPointer(rebasing: held[item.node]))
@@ -134,9 +154,15 @@ package final class ReceivedDeltas {
                 let part = writes[position]
                 write(UnsafeRawBufferPointer(rebasing: held[part.name]), UnsafeRawBufferPointer(rebasing: held[part.element]),
                       part.value.map { WireCodec.WireValue(bytes: UnsafeRawBufferPointer(rebasing: held[$0]), expiresAt: part.expiresAt,
-                                                           owned: part.owned) })
+                                                           owned: part.owned) },
+                      part.keyHash)
             }
         }
+    }
+
+    /// The key hash of write `write` (counted from 0) of held delta `index`.
+    package func keyHash(ofWrite write: Int, ofDelta index: Int) -> UInt64 {
+        writes[items[index].writes.lowerBound + write].keyHash
     }
 
     /// Held delta `index` as `decodeDelta` decodes it (strings reused from `recent` as there).
@@ -146,7 +172,7 @@ package final class ReceivedDeltas {
         writes.reserveCapacity(items[index].writes.count)
         read(index) { node in
             version = recent.version(timestamp: items[index].timestamp, node: node)
-        } write: { name, element, value in
+        } write: { name, element, value, _ in
             writes.append(WireCodec.write(name: name, element: element, value: value, recent: &recent))
         }
         return Delta(version: version!, writes: writes)

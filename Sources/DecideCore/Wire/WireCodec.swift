@@ -141,7 +141,7 @@ package struct WireCodec: Sendable {
                 try walkDelta(bytes, from: position, validNode: validNode, validName: validName) { timestamp, node, count in
                     version = recent.version(timestamp: HLCTimestamp(rawValue: timestamp), node: node)
                     writes.reserveCapacity(count)
-                } write: { name, element, value in
+                } write: { name, element, value, _ in
                     writes.append(Self.write(name: name, element: element, value: value, recent: &recent))
                 }
             }
@@ -182,11 +182,12 @@ package struct WireCodec: Sendable {
     /// the node id's bytes and the count of writes, then `write` for each write with its name,
     /// element and value (nil: a delete) as they lie in `bytes`; throws, having called them for
     /// a prefix, when anything is wrong. A node id or name equal to `validNode` or `validName`
-    /// (or to the name of the write before) is not checked for UTF-8 again.
+    /// (or to the name of the write before) is not checked for UTF-8 again; `write` is told
+    /// whether its name was (`sameName`), so a caller may reuse what it worked out from it.
     package func walkDelta(
         _ bytes: UnsafeRawBufferPointer, from position: Int, validNode: UnsafeRawBufferPointer?, validName: UnsafeRawBufferPointer?,
         header: (_ timestamp: UInt64, _ node: UnsafeRawBufferPointer, _ count: Int) -> Void,
-        write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireValue?) -> Void
+        write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireValue?, _ sameName: Bool) -> Void
     ) throws(WireDecodeError) {
         var reader = WireReader(bytes, position: position)
         try readHeader(&reader, kind: Self.deltaKind)
@@ -196,10 +197,10 @@ package struct WireCodec: Sendable {
         header(timestamp, node, count)
         var lastName = validName
         for _ in 0..<count {
-            let name = try reader.readUTF8InPlace("key.name", limit: limits.maxNameBytes, known: lastName)
+            let (name, sameName) = try reader.readUTF8InPlace("key.name", limit: limits.maxNameBytes, matching: lastName)
             lastName = name
             let element = try reader.readBytesInPlace("key.element", limit: limits.maxElementBytes)
-            write(name, element, try readValue(&reader))
+            write(name, element, try readValue(&reader), sameName)
         }
         try reader.expectEnd()
     }

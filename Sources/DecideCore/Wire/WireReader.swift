@@ -118,10 +118,16 @@ package struct WireReader {
     /// A string's bytes where they lie in the input, checked to be UTF-8 unless they are exactly
     /// `known` (bytes checked before: a peer's node id, a name it sends again and again).
     package mutating func readUTF8InPlace(_ field: String, limit: Int, known: UnsafeRawBufferPointer?) throws(WireDecodeError) -> UnsafeRawBufferPointer {
+        try readUTF8InPlace(field, limit: limit, matching: known).bytes
+    }
+
+    /// `readUTF8InPlace(_:limit:known:)`, saying whether the bytes were exactly `known`.
+    package mutating func readUTF8InPlace(_ field: String, limit: Int, matching known: UnsafeRawBufferPointer?)
+        throws(WireDecodeError) -> (bytes: UnsafeRawBufferPointer, sameAsKnown: Bool) {
         let raw = try readBytesInPlace(field, limit: limit)
-        if let known, known.count == raw.count, raw.isEmpty || sameBytes(known, raw) { return raw }
+        if let known, known.count == raw.count, raw.isEmpty || sameBytes(known, raw) { return (raw, true) }
         guard isUTF8(raw) else { throw .invalidUTF8(field: field) }
-        return raw
+        return (raw, false)
     }
 
     /// Whether `raw` is valid UTF-8: ASCII eight bytes at a time, anything else by decoding it
