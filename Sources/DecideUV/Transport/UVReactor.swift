@@ -277,6 +277,11 @@ final class UVReactor: @unchecked Sendable {
         let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
         var offset = 0
         var delivered = false
+        // Who hears of the frames, loaded once a read: the transport is held weakly, and each
+        // load of it, with the retain and release of objects that have side tables, cost ~190
+        // instructions a frame (docs/benchmarks.md, "The delegate loaded once a read").
+        let transport = self.transport
+        let delegate = self.delegate
         defer {
             if delivered, let transport, let delegate {
                 delegate.transport(transport, didFinishReading: ConnectionID(rawValue: connection.id))
@@ -294,7 +299,11 @@ final class UVReactor: @unchecked Sendable {
             }
             // A plain link's frame goes to the delegate straight from the read buffer.
             if connection.phase == .established && connection.sealer == nil {
-                payload.withBytes(in: input) { deliver($0, on: connection) }
+                payload.withBytes(in: input) { frame in
+                    if admits(frame, on: connection), let transport, let delegate {
+                        delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
+                    }
+                }
                 delivered = true
                 continue
             }
@@ -309,7 +318,10 @@ final class UVReactor: @unchecked Sendable {
                 }
                 opened.plain.withUnsafeBytes { plain in
                     for range in opened.frames where connection.phase == .established && !connection.closeRequested {
-                        deliver(UnsafeRawBufferPointer(rebasing: plain[range]), on: connection)
+                        let frame = UnsafeRawBufferPointer(rebasing: plain[range])
+                        if admits(frame, on: connection), let transport, let delegate {
+                            delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
+                        }
                         delivered = true
                     }
                 }
@@ -319,11 +331,14 @@ final class UVReactor: @unchecked Sendable {
         }
     }
 
-    private func deliver(_ frame: UnsafeRawBufferPointer, on connection: UVConnection) {
+    /// Whether `frame`, arrived on an established link, goes to the delegate: a replication
+    /// frame does; anything else closes the link (a refusal as the peer's, the rest as
+    /// violations).
+    private func admits(_ frame: UnsafeRawBufferPointer, on connection: UVConnection) -> Bool {
         guard let type = frame.first else {
             let text = "an empty frame inside a sealed record"
             close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
-            return
+            return false
         }
         if type >= WireProtocol.firstTransportType {
             if case .refusal(let refusal)? = try? HandshakeMessage.parse(Array(frame)) {
@@ -332,11 +347,9 @@ final class UVReactor: @unchecked Sendable {
                 let text = "transport frame of type \(type) after the handshake"
                 close(connection, reason: .protocolViolation(text), refusal: Refusal(code: .protocolViolation, reason: text))
             }
-            return
+            return false
         }
-        if let transport, let delegate {
-            delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
-        }
+        return true
     }
 
     private func handshakeFrame(_ frame: [UInt8], on connection: UVConnection) {
