@@ -277,8 +277,8 @@ final class UVReactor: @unchecked Sendable {
         let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
         var offset = 0
         var delivered = false
-        // Who hears of the frames, loaded once a read: the transport is held weakly, and each
-        // load of it, with the retain and release of objects that have side tables, cost ~190
+        // Who hears of the frames, loaded once a read: the transport is held weakly, and loading
+        // it for each frame (a weak load, and a release through its side table) cost ~90
         // instructions a frame (docs/benchmarks.md, "The delegate loaded once a read").
         let transport = self.transport
         let delegate = self.delegate
