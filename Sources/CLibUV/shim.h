@@ -1,6 +1,6 @@
 // CLibUV: the system libuv (pkg-config libuv, Debian libuv1-dev) seen from Swift.
-// The inline helpers below only convert between libuv's handle "subclasses"; C does that with a
-// cast, Swift cannot name the cast directly.
+// The inline helpers below convert between libuv's handle "subclasses" (C does that with a
+// cast, Swift cannot name the cast directly), and call what Swift cannot (variadic prctl).
 #ifndef DECIDE_CLIBUV_SHIM_H
 #define DECIDE_CLIBUV_SHIM_H
 
@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 
 static inline uv_handle_t *decide_uv_tcp_as_handle(uv_tcp_t *tcp) { return (uv_handle_t *)tcp; }
 static inline uv_stream_t *decide_uv_tcp_as_stream(uv_tcp_t *tcp) { return (uv_stream_t *)tcp; }
@@ -29,6 +30,12 @@ static inline const struct sockaddr_in *decide_sockaddr_as_in(const struct socka
 }
 static inline const struct sockaddr_in6 *decide_sockaddr_as_in6(const struct sockaddr *s) {
     return (const struct sockaddr_in6 *)s;
+}
+
+/// Sets the calling thread's timer slack: how much later than asked the kernel may end its
+/// sleeps and timeouts (50 µs by default, to batch wakeups). Returns prctl's result.
+static inline int decide_set_timer_slack_nanoseconds(unsigned long nanoseconds) {
+    return prctl(PR_SET_TIMERSLACK, nanoseconds, 0UL, 0UL, 0UL);
 }
 
 #endif

@@ -36,6 +36,7 @@ extension SyncNodeTests {
             case .tombstoneCollectionIntervalMilliseconds: "1000"
             case .antiEntropyIntervalMilliseconds: "2000"
             case .failureTimeoutMilliseconds: "4000"
+            case .writeCoalescingMicroseconds: "120"
             case .config: directory.file("empty.conf")
             }
         }
@@ -62,6 +63,7 @@ extension SyncNodeTests {
             case .tombstoneCollectionIntervalMilliseconds: flags.tombstoneCollectionIntervalMilliseconds = text
             case .antiEntropyIntervalMilliseconds: flags.antiEntropyIntervalMilliseconds = text
             case .failureTimeoutMilliseconds: flags.failureTimeoutMilliseconds = text
+            case .writeCoalescingMicroseconds: flags.writeCoalescingMicroseconds = text
             case .config: flags.config = text
             }
         }
@@ -88,6 +90,7 @@ extension SyncNodeTests {
             case .tombstoneCollectionIntervalMilliseconds: String(settings.tombstoneCollectionIntervalMilliseconds)
             case .antiEntropyIntervalMilliseconds: String(settings.antiEntropyIntervalMilliseconds)
             case .failureTimeoutMilliseconds: String(settings.failureTimeoutMilliseconds)
+            case .writeCoalescingMicroseconds: String(settings.writeCoalescingMicroseconds)
             case .config: nil
             }
         }
@@ -201,6 +204,27 @@ extension SyncNodeTests {
             // The file is named by the environment as well as by the flag.
             #expect(throws: ConfigFile.Invalid.self) {
                 try RunSettings.resolve(flags: Self.bare, environment: ["SYNCNODE_CONFIG": directory.file("absent.conf")])
+            }
+        }
+
+        @Test func theWriteCoalescingComesFromTheFlagThenTheEnvironmentWithinItsRange() throws {
+            func flags(_ text: String?) -> RunSettings.Flags {
+                var flags = Self.flags(nil)
+                flags.writeCoalescingMicroseconds = text
+                return flags
+            }
+            #expect(try RunSettings.resolve(flags: flags(nil), environment: [:]).writeCoalescingMicroseconds == 50)
+            #expect(try RunSettings.resolve(flags: flags(nil), environment: ["SYNCNODE_WRITE_COALESCING_US": "0"])
+                .writeCoalescingMicroseconds == 0)
+            #expect(try RunSettings.resolve(flags: flags("1000"), environment: ["SYNCNODE_WRITE_COALESCING_US": "0"])
+                .writeCoalescingMicroseconds == 1_000)
+            for bad in ["1001", "-1", "soon", "4294967296"] {
+                do {
+                    _ = try RunSettings.resolve(flags: flags(bad), environment: [:])
+                    Issue.record("write-coalescing-us \(bad) was accepted")
+                } catch {
+                    #expect("\(error)".contains("write-coalescing-us"), "\(error)")
+                }
             }
         }
 

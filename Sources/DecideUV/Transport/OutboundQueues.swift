@@ -84,6 +84,9 @@ final class OutboundQueues: Sendable {
         let queuedBytes: Int
     }
 
+    /// Whether any link has frames queued since the last `takeDirty`.
+    var hasDirty: Bool { state.withLock { !$0.dirty.isEmpty } }
+
     /// Loop thread: the frames to write now, per link, in the order they were queued.
     func takeDirty(into body: (Taken) -> Void) {
         let batches = state.withLock { state -> [Taken] in

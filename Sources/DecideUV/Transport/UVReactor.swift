@@ -36,10 +36,13 @@ final class UVReactor: @unchecked Sendable {
     let liveConnections = LiveCounter()
     let liveBatches = LiveCounter()
     let liveListeners = LiveCounter()
+    /// When `flush` writes (loop thread only).
+    private var pacing: FlushPacing
 
     init(configuration: UVTransport.Configuration) throws(UVTransportError) {
         self.configuration = configuration
         queues = OutboundQueues(maxOutboundBytes: configuration.maxOutboundBytes)
+        pacing = FlushPacing(coalescingMicroseconds: configuration.flushCoalescingMicroseconds)
         keyring = configuration.keyring
         logger = configuration.logger
         logger[metadataKey: "node"] = "\(configuration.nodeID)"
@@ -473,8 +476,13 @@ final class UVReactor: @unchecked Sendable {
         if status != 0 { writeFinished(batch, status: status, queued: false) }
     }
 
-    /// After each batch of loop tasks: one `uv_write` per link with everything it queued.
+    /// After each batch of loop tasks: one `uv_write` per link with everything it queued,
+    /// coalesced while links stream (`FlushPacing`).
     private func flush() {
+        guard queues.hasDirty else { return }
+        let delay = pacing.delayNanoseconds(at: uv_hrtime())
+        if delay > 0 { usleep(UInt32(delay / 1_000)) }
+        pacing.flushed(at: uv_hrtime())
         queues.takeDirty { taken in
             guard let connection = connections[taken.id], connection.phase == .established else {
                 // Gone meanwhile: its frames are dropped, and so is its queue.

@@ -81,6 +81,10 @@ extension SyncNode {
             "A peer silent this long is declared failed, and its owned keys read as absent here (default \(RunSettings.defaultFailureTimeoutMilliseconds); a crashed process shows at once).",
             valueName: "ms"))
         var failureTimeoutMilliseconds: String?
+        @Option(name: .customLong("write-coalescing-us"), help: ArgumentHelp(
+            "While a link to a peer streams, each write waits this long for more frames (0-1000, default \(RunSettings.defaultWriteCoalescingMicroseconds); 0 writes at once).",
+            valueName: "us"))
+        var writeCoalescingMicroseconds: String?
         @Option(help: "Config file: `key = value` lines or a JSON object (see above).")
         var config: String?
 
@@ -99,7 +103,8 @@ extension SyncNode {
                                  deadMemberTimeoutMilliseconds: deadMemberTimeoutMilliseconds,
                                  tombstoneCollectionIntervalMilliseconds: tombstoneCollectionIntervalMilliseconds,
                                  antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds,
-                                 failureTimeoutMilliseconds: failureTimeoutMilliseconds),
+                                 failureTimeoutMilliseconds: failureTimeoutMilliseconds,
+                                 writeCoalescingMicroseconds: writeCoalescingMicroseconds),
                     environment: ProcessInfo.processInfo.environment)
                 if let directory = settings.dataDirectory {
                     nodeID = try PeerFiles.prepareDataDirectory(directory, id: settings.id)

@@ -67,6 +67,7 @@ final class PeerProcess: Sendable {
             nodeID: id, clusterName: settings.cluster, clusterSecret: secrets.first, insecure: settings.insecure,
             logger: makeLogger("decide.uv"))
         transportConfiguration.acceptedClusterSecrets = Array(secrets.dropFirst())
+        transportConfiguration.flushCoalescingMicroseconds = settings.writeCoalescingMicroseconds
         let transport = try UVTransport(configuration: transportConfiguration)
         self.transport = transport
         var replication = Replicator.Configuration()

@@ -42,6 +42,9 @@ struct RunSettings: Sendable, Equatable {
     /// A peer silent this long is declared failed: its link closes and its owned keys read as
     /// absent here (docs/consistency.md, "Node-owned keys").
     var failureTimeoutMilliseconds: UInt64
+    /// While a link streams, each write to peers waits this long for more frames
+    /// (`UVTransport.Configuration.flushCoalescingMicroseconds`); 0 writes at once.
+    var writeCoalescingMicroseconds: UInt32
     /// Where each setting that did not take its default came from: `flags`, `environment` or
     /// the config file's path. `syncnode ready` logs it.
     var sources: [SettingKey: String] = [:]
@@ -49,6 +52,7 @@ struct RunSettings: Sendable, Equatable {
     static let defaultTombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
     static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
+    static let defaultWriteCoalescingMicroseconds: UInt32 = 50
 
     /// Why the settings cannot be used; the text names the source to fix.
     struct Invalid: Error, CustomStringConvertible {
@@ -77,6 +81,7 @@ struct RunSettings: Sendable, Equatable {
         var tombstoneCollectionIntervalMilliseconds: String?
         var antiEntropyIntervalMilliseconds: String?
         var failureTimeoutMilliseconds: String?
+        var writeCoalescingMicroseconds: String?
 
         /// The flags given, as the first of the reader's providers sees them.
         var configValues: [AbsoluteConfigKey: ConfigValue] {
@@ -90,6 +95,7 @@ struct RunSettings: Sendable, Equatable {
                 (.tombstoneCollectionIntervalMilliseconds, tombstoneCollectionIntervalMilliseconds),
                 (.antiEntropyIntervalMilliseconds, antiEntropyIntervalMilliseconds),
                 (.failureTimeoutMilliseconds, failureTimeoutMilliseconds),
+                (.writeCoalescingMicroseconds, writeCoalescingMicroseconds),
             ]
             var values: [AbsoluteConfigKey: ConfigValue] = [:]
             for case let (key, text?) in given { values[key.absoluteKey] = ConfigValue(.string(text), isSecret: false) }
@@ -171,6 +177,13 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "failure-timeout-ms", range: 2_000 ... 600_000, example: "3000")
             } ?? defaultFailureTimeoutMilliseconds
+        var writeCoalescing = defaultWriteCoalescingMicroseconds
+        if let text = pick(.writeCoalescingMicroseconds) {
+            guard let value = UInt32(text.trimmingCharacters(in: .whitespaces)), value <= 1_000 else {
+                throw Invalid(description: "write-coalescing-us '\(text)': expected whole microseconds in 0...1000, e.g. 50")
+            }
+            writeCoalescing = value
+        }
         let adminText = pick(.admin) ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
         let adminSocket = pick(.adminSocket)
@@ -204,6 +217,7 @@ struct RunSettings: Sendable, Equatable {
             tombstoneCollectionIntervalMilliseconds: collectionInterval,
             antiEntropyIntervalMilliseconds: antiEntropyInterval,
             failureTimeoutMilliseconds: failureTimeout,
+            writeCoalescingMicroseconds: writeCoalescing,
             sources: sources.bySetting.mapValues { labels[$0] ?? $0 })
     }
 

@@ -26,6 +26,7 @@ enum SettingKey: String, CaseIterable, Sendable {
     case tombstoneCollectionIntervalMilliseconds = "tombstone-collection-interval-ms"
     case antiEntropyIntervalMilliseconds = "anti-entropy-interval-ms"
     case failureTimeoutMilliseconds = "failure-timeout-ms"
+    case writeCoalescingMicroseconds = "write-coalescing-us"
     /// The config file's own path: a flag or the environment, never the file itself.
     case config
 
