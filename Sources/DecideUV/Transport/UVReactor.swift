@@ -285,6 +285,11 @@ final class UVReactor: @unchecked Sendable {
         // instructions a frame (docs/benchmarks.md, "The delegate loaded once a read").
         let transport = self.transport
         let delegate = self.delegate
+        func deliver(_ frame: UnsafeRawBufferPointer) {
+            if admits(frame, on: connection), let transport, let delegate {
+                delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
+            }
+        }
         defer {
             if delivered, let transport, let delegate {
                 delegate.transport(transport, didFinishReading: ConnectionID(rawValue: connection.id))
@@ -302,11 +307,7 @@ final class UVReactor: @unchecked Sendable {
             }
             // A plain link's frame goes to the delegate straight from the read buffer.
             if connection.phase == .established && connection.sealer == nil {
-                payload.withBytes(in: input) { frame in
-                    if admits(frame, on: connection), let transport, let delegate {
-                        delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
-                    }
-                }
+                payload.withBytes(in: input) { deliver($0) }
                 delivered = true
                 continue
             }
@@ -321,10 +322,7 @@ final class UVReactor: @unchecked Sendable {
                 }
                 opened.plain.withUnsafeBytes { plain in
                     for range in opened.frames where connection.phase == .established && !connection.closeRequested {
-                        let frame = UnsafeRawBufferPointer(rebasing: plain[range])
-                        if admits(frame, on: connection), let transport, let delegate {
-                            delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
-                        }
+                        deliver(UnsafeRawBufferPointer(rebasing: plain[range]))
                         delivered = true
                     }
                 }

@@ -177,13 +177,10 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "failure-timeout-ms", range: 2_000 ... 600_000, example: "3000")
             } ?? defaultFailureTimeoutMilliseconds
-        var writeCoalescing = defaultWriteCoalescingMicroseconds
-        if let text = pick(.writeCoalescingMicroseconds) {
-            guard let value = UInt32(text.trimmingCharacters(in: .whitespaces)), value <= 1_000 else {
-                throw Invalid(description: "write-coalescing-us '\(text)': expected whole microseconds in 0...1000, e.g. 50")
-            }
-            writeCoalescing = value
-        }
+        let writeCoalescing = try pick(.writeCoalescingMicroseconds)
+            .map { text throws(Invalid) in
+                UInt32(try whole(text, unit: "microseconds", name: "write-coalescing-us", range: 0 ... 1_000, example: "50"))
+            } ?? defaultWriteCoalescingMicroseconds
         let adminText = pick(.admin) ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
         let adminSocket = pick(.adminSocket)
@@ -224,8 +221,14 @@ struct RunSettings: Sendable, Equatable {
     /// A whole number of milliseconds within `range`; the error names the setting.
     private static func milliseconds(_ text: String, name: String, range: ClosedRange<UInt64>,
                                      example: String) throws(Invalid) -> UInt64 {
+        try whole(text, unit: "milliseconds", name: name, range: range, example: example)
+    }
+
+    /// A whole number of `unit` within `range`; the error names the setting.
+    private static func whole(_ text: String, unit: String, name: String, range: ClosedRange<UInt64>,
+                              example: String) throws(Invalid) -> UInt64 {
         guard let value = UInt64(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
-            throw Invalid(description: "\(name) '\(text)': expected whole milliseconds in \(range.lowerBound)...\(range.upperBound), e.g. \(example)")
+            throw Invalid(description: "\(name) '\(text)': expected whole \(unit) in \(range.lowerBound)...\(range.upperBound), e.g. \(example)")
         }
         return value
     }
