@@ -173,4 +173,30 @@ import Testing
             return try Node(configuration: configuration)
         }
     }
+
+    /// Hands out the writer it was given, so a test can keep it past its call.
+    struct KeepWriter: Decision {
+        let kept: KeptWriter
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            kept.writer = write
+            return .none
+        }
+    }
+    /// Touched by one thread at a time: the decision's, then the test's after `decide` returns.
+    final class KeptWriter: @unchecked Sendable {
+        var writer: StorageWriter?
+    }
+
+    /// Readers and writers hold their transaction without a reference count; the generation
+    /// check is what stops one kept past its decision, before it touches a later decision's
+    /// writes.
+    @Test func aWriterKeptPastItsDecisionStopsTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            let node = Fixture.node()
+            let kept = KeptWriter()
+            node.decide(KeepWriter(kept: kept))
+            let writer = kept.writer!
+            writer(7, into: Fixture.Counter.self)
+        }
+    }
 }

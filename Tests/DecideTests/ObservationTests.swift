@@ -1,4 +1,5 @@
 import Decide
+import Dispatch
 import Testing
 
 @Suite struct ObservationTests {
@@ -165,5 +166,28 @@ import Testing
         #expect(seen.map(\.0) == [.catchUp, .catchUp])
         // Only what changed here: Counter stayed at b's newer 9, so the pair's version carries Mirror alone.
         #expect(seen.map(\.1) == [[Fixture.Mirror.name], [Fixture.Label.name]])
+    }
+
+    /// Eight threads decide at once, each into its own element with a callback on it: once
+    /// every `decide` has returned, every callback has seen its writer's last value. A drain
+    /// that returned on its "nothing queued" fast path while a notice waited would leave a
+    /// callback behind.
+    @Test func everyChangeIsDeliveredWhileManyThreadsDecideAtOnce() {
+        let node = Fixture.node()
+        let writers = 8, values = 2_000
+        let seen = (0..<writers).map { _ in Recorder<Int>() }
+        let subscriptions = (0..<writers).map { writer in
+            node.subscribe(Fixture.Quota.self, at: "w\(writer)") { seen[writer].append($0) }
+        }
+        DispatchQueue.concurrentPerform(iterations: writers) { writer in
+            for value in 1...values { node.set(value, into: Fixture.Quota.self, at: "w\(writer)") }
+        }
+        for writer in 0..<writers {
+            // The value at subscribing (the default) first, then this writer's, in order.
+            let all = Array(seen[writer].all.dropFirst())
+            #expect(all.last == values, "writer \(writer) was last seen at \(all.last ?? -1)")
+            #expect(all == all.sorted(), "writer \(writer)'s values arrived out of order")
+        }
+        for subscription in subscriptions { subscription.cancel() }
     }
 }

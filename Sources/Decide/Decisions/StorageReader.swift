@@ -1,50 +1,49 @@
-/// Reads state inside a decision (or a `Node.read` snapshot). Valid only during that call.
+/// Reads state inside a decision (or a `Node.read` snapshot). Valid only during that call: one
+/// kept past it stops the process at a precondition (while its node lives; it does not keep the
+/// node alive).
 ///
 /// Guarantees: every read within one call sees one consistent state (no other decision commits
 /// in between), plus the writes the current decision has made so far.
 public struct StorageReader {
-    let transaction: Transaction
-    let generation: UInt64
+    let transaction: TransactionReference
+
+    init(transaction: Transaction, generation: UInt64) {
+        self.transaction = TransactionReference(transaction, generation: generation)
+    }
 
     /// The value of `key`, or its default when never written, deleted, or not decodable as
     /// `K.Value` (the last is logged).
     public func callAsFunction<K: AtomicState>(_ key: K.Type) -> K.Value {
-        transaction.check(generation)
-        return transaction.read(key)
+        return transaction.open { $0.read(key) }
     }
 
     /// The value of element `id` of `collection`, or its default.
     public func callAsFunction<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
-        transaction.check(generation)
-        return transaction.read(collection, at: id)
+        return transaction.open { $0.read(collection, at: id) }
     }
 
     /// Every element of `collection` that holds a value, with this decision's writes applied, in
     /// the order of their encoded ids (see `CollectionSnapshot`). Costs O(n log n) in the
     /// collection's size, not the store's.
     public func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
-        transaction.check(generation)
-        return transaction.elements(collection)
+        return transaction.open { $0.elements(collection) }
     }
 
     /// The ids of `index` in order, with this decision's writes applied. Costs O(n log n) in the
     /// index's size.
     public func callAsFunction<I: IndexState>(_ index: I.Type) -> [I.ID] {
-        transaction.check(generation)
-        return transaction.ids(index)
+        return transaction.open { $0.ids(index) }
     }
 
     /// The stored entry of an untyped key (nil when never written, or expired); includes
     /// tombstones. A live expiring value carries its `expiresAtMilliseconds`.
     public func entry(_ key: StateKey) -> Entry? {
-        transaction.check(generation)
-        return transaction.entry(for: key)
+        return transaction.open { $0.entry(for: key) }
     }
 
     /// The hybrid-clock instant (Unix milliseconds) this decision or snapshot reads at: a value
     /// whose `expiresAtMilliseconds` is at or before it reads as absent.
     public var nowMilliseconds: UInt64 {
-        transaction.check(generation)
-        return transaction.now
+        return transaction.open { $0.now }
     }
 }

@@ -1,24 +1,26 @@
-/// Writes state inside a decision. Valid only during `Decision.execute`.
+/// Writes state inside a decision. Valid only during `Decision.execute`: one kept past that call
+/// stops the process at a precondition (while its node lives; it does not keep the node alive).
 ///
 /// Guarantees: writes are invisible to every other reader until the decision returns, then all
 /// become visible together with one version. Writing a key twice keeps the last value.
 public struct StorageWriter {
-    let transaction: Transaction
-    let generation: UInt64
+    let transaction: TransactionReference
+
+    init(transaction: Transaction, generation: UInt64) {
+        self.transaction = TransactionReference(transaction, generation: generation)
+    }
 
     /// Writes `value` into `key`; it expires after `K.lifetime` and belongs to this node when
     /// the type says so (`K.ownedByWriter`).
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type) {
-        transaction.check(generation)
-        transaction.write(value, into: key, expiringAfter: K.lifetime, owned: K.ownedByWriter)
+        transaction.open { $0.write(value, into: key, expiringAfter: K.lifetime, owned: K.ownedByWriter) }
     }
 
     /// Writes `value` into `key`, to read as absent (and be removed on every replica) `lifetime`
     /// after this decision's timestamp, on the hybrid clock. Renewing is another write. A
     /// lifetime that is not positive aborts the decision.
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration) {
-        transaction.check(generation)
-        transaction.write(value, into: key, expiringAfter: lifetime, owned: K.ownedByWriter)
+        transaction.open { $0.write(value, into: key, expiringAfter: lifetime, owned: K.ownedByWriter) }
     }
 
     /// Writes `value` into `key`, owned by this node when `ownedByThisNode`: while this node is
@@ -28,22 +30,19 @@ public struct StorageWriter {
     public func callAsFunction<K: AtomicState>(
         _ value: K.Value, into key: K.Type, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
     ) {
-        transaction.check(generation)
-        transaction.write(value, into: key, expiringAfter: lifetime ?? K.lifetime, owned: ownedByThisNode)
+        transaction.open { $0.write(value, into: key, expiringAfter: lifetime ?? K.lifetime, owned: ownedByThisNode) }
     }
 
     /// Writes element `id` of `collection`, with the type's `lifetime` and `ownedByWriter`.
     public func callAsFunction<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
-        transaction.check(generation)
-        transaction.write(value, into: collection, at: id, expiringAfter: C.lifetime, owned: C.ownedByWriter)
+        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: C.lifetime, owned: C.ownedByWriter) }
     }
 
     /// Writes element `id` of `collection`, expiring `lifetime` after this decision's timestamp.
     public func callAsFunction<C: CollectionState>(
         _ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration
     ) {
-        transaction.check(generation)
-        transaction.write(value, into: collection, at: id, expiringAfter: lifetime, owned: C.ownedByWriter)
+        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: lifetime, owned: C.ownedByWriter) }
     }
 
     /// Writes element `id` of `collection`, owned by this node when `ownedByThisNode` (see the
@@ -51,64 +50,57 @@ public struct StorageWriter {
     public func callAsFunction<C: CollectionState>(
         _ value: C.Value, into collection: C.Type, at id: C.ID, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
     ) {
-        transaction.check(generation)
-        transaction.write(value, into: collection, at: id, expiringAfter: lifetime ?? C.lifetime, owned: ownedByThisNode)
+        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: lifetime ?? C.lifetime, owned: ownedByThisNode) }
     }
 
     /// Deletes `key`: a tombstone is written, and the key reads as its default again.
     public func delete<K: AtomicState>(_ key: K.Type) {
-        transaction.check(generation)
-        transaction.delete(key)
+        transaction.open { $0.delete(key) }
     }
 
     /// Deletes element `id` of `collection`.
     public func delete<C: CollectionState>(_ collection: C.Type, at id: C.ID) {
-        transaction.check(generation)
-        transaction.delete(collection, at: id)
+        transaction.open { $0.delete(collection, at: id) }
     }
 
     /// Deletes every element of `collection` that holds a value now (each gets a tombstone; an
     /// element another node writes concurrently with a later version survives, as for any key).
     public func deleteAll<C: CollectionState>(_ collection: C.Type) {
-        transaction.check(generation)
-        transaction.deleteAll(collection)
+        transaction.open { $0.deleteAll(collection) }
     }
 
     /// Puts `id` into `index` at `placement`; an id already in the index moves there. The seed's
     /// `write(message.id, into: MessagesIndex.self, .append)`. Placing after or before an id that
     /// is not in the index aborts the decision.
     public func callAsFunction<I: IndexState>(_ id: I.ID, into index: I.Type, _ placement: IndexPlacement<I.ID> = .append) {
-        transaction.check(generation)
-        transaction.place(id, into: index, placement)
+        transaction.open { $0.place(id, into: index, placement) }
     }
 
     /// Takes `id` out of `index` (nothing happens when it is not there).
     public func remove<I: IndexState>(_ id: I.ID, from index: I.Type) {
-        transaction.check(generation)
-        transaction.remove(id, from: index)
+        transaction.open { $0.remove(id, from: index) }
     }
 
     /// Writes raw value bytes to an untyped key (`nil` deletes it). For tools such as syncnode;
     /// the bytes should be JSON so typed readers can decode them.
     public func raw(_ value: [UInt8]?, into key: StateKey) {
-        transaction.check(generation)
-        transaction.writeRaw(value, into: key)
+        transaction.open { $0.writeRaw(value, into: key) }
     }
 
     /// Writes raw value bytes to an untyped key, expiring `lifetime` after this decision's
     /// timestamp when given (a lifetime that is not positive aborts the decision), and owned by
     /// this node when `ownedByThisNode`.
     public func raw(_ value: [UInt8], into key: StateKey, expiringAfter lifetime: Duration?, ownedByThisNode: Bool = false) {
-        transaction.check(generation)
-        let expiry = transaction.expiry(after: lifetime, of: "\(key)")
-        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
+        transaction.open { transaction in
+            let expiry = transaction.expiry(after: lifetime, of: "\(key)")
+            transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
+        }
     }
 
     /// Writes raw value bytes to an untyped key with `expiry` as it is (an instant already past
     /// stores a value that reads as absent at once), owned by this node when `ownedByThisNode`.
     /// For protocol front ends (Redis EXPIREAT, KEEPTTL, SET PX).
     package func raw(_ value: [UInt8], into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
-        transaction.check(generation)
-        transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
+        transaction.open { $0.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode)) }
     }
 }

@@ -4,7 +4,10 @@ import Logging
 /// per node, reused: `generation` changes on every `begin`, so a reader or writer kept past
 /// its call is caught by a precondition instead of touching a later decision.
 final class Transaction: @unchecked Sendable {
-    unowned(unsafe) let core: NodeCore
+    /// The node's core, which owns this transaction and so outlives it: not retained. Set once,
+    /// by `attach(to:)` from the core's initializer.
+    @exclusivity(unchecked) private var coreReference: Unmanaged<NodeCore>?
+    var core: NodeCore { coreReference.unsafelyUnwrapped.takeUnretainedValue() }
     let logger: Logger
     private(set) var generation: UInt64 = 0
     private(set) var isOpen = false
@@ -14,6 +17,26 @@ final class Transaction: @unchecked Sendable {
         _read { yield pendingStorage.value }
         _modify { yield &pendingStorage.value }
     }
+    /// An empty set of writes that stands in for the decision's own while the commit holds
+    /// them (`takePending`).
+    private let sparePending: InPlace<PendingWrites>
+
+    /// Moves the decision's writes out for the commit to hold as its own, leaving an empty set
+    /// in their place; `restorePending` puts them back, so the next decision reuses their
+    /// storage. Moves, not copies: a copy of them retained and released their array and
+    /// lookups, four atomics a decision (docs/benchmarks.md, "Atomics off the decision path").
+    func takePending() -> PendingWrites {
+        let taken = pendingStorage.take()
+        pendingStorage.put(sparePending.take())
+        return taken
+    }
+
+    /// Puts back the writes `takePending` handed out.
+    func restorePending(_ writes: consuming PendingWrites) {
+        sparePending.put(pendingStorage.take())
+        pendingStorage.put(writes)
+    }
+
     /// Why the decision must abort (the first reason found), or nil.
     var failure: String?
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
@@ -22,14 +45,24 @@ final class Transaction: @unchecked Sendable {
 
     private let limits: WireCodec.Limits
 
-    init(core: NodeCore, logger: Logger, limits: WireCodec.Limits) {
-        self.core = core
+    /// A transaction for the core of node `nodeID`; `attach(to:)` hands it that core.
+    init(nodeID: String, logger: Logger, limits: WireCodec.Limits) {
         self.logger = logger
         self.limits = limits
-        self.pendingStorage = InPlace(PendingWrites(nodeID: core.nodeID))
+        self.pendingStorage = InPlace(PendingWrites(nodeID: nodeID))
+        self.sparePending = InPlace(PendingWrites(nodeID: nodeID))
     }
 
-    deinit { pendingStorage.release() }
+    /// Hands the transaction the core that owns it (once, before any decision).
+    func attach(to core: NodeCore) {
+        precondition(coreReference == nil, "a transaction attached to a second core")
+        coreReference = .passUnretained(core)
+    }
+
+    deinit {
+        pendingStorage.release()
+        sparePending.release()
+    }
 
     /// Opens the transaction for a decision or snapshot read at hybrid-clock instant `now`.
     func begin(atMilliseconds now: UInt64) -> UInt64 {
@@ -49,15 +82,26 @@ final class Transaction: @unchecked Sendable {
                      "a StorageReader or StorageWriter was used outside the call it was given to")
     }
 
+    /// `core` lent to `body` without a retain: a key lookup through `core` retained and
+    /// released it around the call, two atomics a write (docs/benchmarks.md, "Atomics off the
+    /// decision path").
+    @inline(__always)
+    func withCore<Result, Failure: Error>(_ body: (NodeCore) throws(Failure) -> Result) throws(Failure) -> Result {
+        // `_withUnsafeGuaranteedRef` rethrows untyped: what it throws is `body`'s, a `Failure`.
+        do {
+            return try coreReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { core in try body(core) }
+        } catch let error as Failure { throw error } catch { preconditionFailure("\(error)") }
+    }
+
     // MARK: reads
 
     func read<K: AtomicState>(_ key: K.Type) -> K.Value {
-        let stateKey = core.key(for: key)
+        let stateKey = withCore { $0.key(for: key) }
         return value(of: stateKey, as: K.Value.self) ?? K.defaultValue()
     }
 
     func read<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
-        guard let stateKey = try? core.key(for: collection, at: id) else { return C.defaultValue(at: id) }
+        guard let stateKey = try? withCore({ core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }) else { return C.defaultValue(at: id) }
         return value(of: stateKey, as: C.Value.self) ?? C.defaultValue(at: id)
     }
 
@@ -95,13 +139,13 @@ final class Transaction: @unchecked Sendable {
     // MARK: writes
 
     func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
-        record(core.key(for: key), value, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned))
+        record(withCore { $0.key(for: key) }, value, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned))
     }
 
     func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?,
                                    owned: Bool) {
         do {
-            record(try core.key(for: collection, at: id), value,
+            record(try withCore { core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }, value,
                    options: WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned))
         } catch {
             failure = failure ?? "\(error)"

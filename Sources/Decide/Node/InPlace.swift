@@ -34,6 +34,18 @@ struct InPlace<Value>: @unchecked Sendable {
         try withUnsafeMutablePointer(to: &box.value, body)
     }
 
+    /// Moves the value out, leaving the storage uninitialized until `put` (see the release
+    /// variant).
+    func take() -> Value {
+        withUnsafeMutablePointer(to: &box.value) { $0.move() }
+    }
+
+    /// Moves `value` into storage that `take` left uninitialized.
+    func put(_ value: consuming Value) {
+        var value = Optional(value)
+        withUnsafeMutablePointer(to: &box.value) { $0.initialize(to: value.take()!) }
+    }
+
     /// Ends the value's life (a no-op in debug builds, where the box does).
     func release() {}
     #else
@@ -56,6 +68,18 @@ struct InPlace<Value>: @unchecked Sendable {
     /// released (a third of a Redis-protocol GET, docs/benchmarks.md).
     func withAddress<R>(_ body: (UnsafeMutablePointer<Value>) throws -> R) rethrows -> R {
         try body(address)
+    }
+
+    /// Moves the value out, leaving the storage uninitialized until `put`: nothing may read
+    /// it, nor `release` run, in between. A move, not a copy: no reference in the value is
+    /// retained.
+    func take() -> Value {
+        address.move()
+    }
+
+    /// Moves `value` into storage that `take` left uninitialized.
+    func put(_ value: consuming Value) {
+        address.initialize(to: value)
     }
 
     /// Ends the value's life and frees its storage; nothing may touch it afterwards.

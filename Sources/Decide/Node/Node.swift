@@ -149,85 +149,90 @@ public final class Node: Sendable {
             return .aborted(reason: "\(error)")
         }
         var tappedWrites: [Delta.Write] = []
-        let (commit, effect, ticket, afterDisk) = core.withLock {
-            core -> (Commit, Effect, UInt64, AfterDisk) in
-            let transaction = core.transaction
-            let physical = configuration.clock.nowMilliseconds()
-            let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
-            let effect = decision.execute(
-                read: StorageReader(transaction: transaction, generation: generation),
-                write: StorageWriter(transaction: transaction, generation: generation))
-            transaction.end()
-            if let failure = transaction.failure {
-                if persists { store.cancelAdmission() }
-                logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
-                return (.aborted(reason: failure), .none, 0, AfterDisk())
-            }
-            let writes = transaction.pending
-            guard !writes.isEmpty else {
-                if persists { store.cancelAdmission() }
-                return (.unchanged, effect, 0, AfterDisk())
-            }
-            if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
-                if persists { store.cancelAdmission() }
-                logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
-                return (.aborted(reason: refusal), .none, 0, AfterDisk())
-            }
-            let timestamp = core.clock.tick(physicalMilliseconds: physical)
-            let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
-            if writes.expires { startExpiryTimerIfNeeded() }
-            let now = transaction.now
-            core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash }
-            // The table is taken by address once for every write (`withTable`), the change log
-            // once, and the observers and the decoded cache are visited only when they hold
-            // something.
-            core.withTable { writes.merge(into: &$0.pointee, version: version) }
-            if core.observing || !core.decoded.isEmpty {
-                for index in 0..<writes.count {
-                    let key = writes.key(at: index)
-                    let entry = writes.entry(at: index, version: version)
-                    // One copy of the typed value on each path: binding it first would copy the
-                    // existential twice per write.
-                    if let decoded = writes.writes[index].decoded {
-                        core.decoded.written(decoded, of: key, at: version)
-                        notifyObservers(core, key: key, entry: entry, decoded: decoded, now: now)
-                    } else {
-                        notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
+        let (commit, effect, ticket, afterDisk) = core.withLock { core in
+            core.withTransaction { core, transaction -> (Commit, Effect, UInt64, AfterDisk) in
+                let physical = configuration.clock.nowMilliseconds()
+                let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
+                let effect = decision.execute(
+                    read: StorageReader(transaction: transaction, generation: generation),
+                    write: StorageWriter(transaction: transaction, generation: generation))
+                transaction.end()
+                if let failure = transaction.failure {
+                    if persists { store.cancelAdmission() }
+                    logger.error("decision \(type(of: decision)) aborted, nothing written: \(failure)")
+                    return (.aborted(reason: failure), .none, 0, AfterDisk())
+                }
+                // Moved out and back (`takePending`, `restorePending`): a copy retained the
+                // writes' array and lookups.
+                let writes = transaction.takePending()
+                guard !writes.isEmpty else {
+                    transaction.restorePending(writes)
+                    if persists { store.cancelAdmission() }
+                    return (.unchanged, effect, 0, AfterDisk())
+                }
+                if let refusal = refusal(bytes: writes.decisionBytes, clock: core.clock, physicalMilliseconds: physical) {
+                    transaction.restorePending(writes)
+                    if persists { store.cancelAdmission() }
+                    logger.error("decision \(type(of: decision)) aborted, nothing written: \(refusal)")
+                    return (.aborted(reason: refusal), .none, 0, AfterDisk())
+                }
+                let timestamp = core.clock.tick(physicalMilliseconds: physical)
+                let version = Version(timestamp: timestamp, node: id, nodeHash: idHash)
+                if writes.expires { startExpiryTimerIfNeeded() }
+                let now = transaction.now
+                core.prefetch(count: writes.count) { writes.writes[$0].key.stableHash }
+                // The table is taken by address once for every write (`withTable`), the change log
+                // once, and the observers and the decoded cache are visited only when they hold
+                // something.
+                core.withTable { writes.merge(into: &$0.pointee, version: version) }
+                if core.observing || !core.decoded.isEmpty {
+                    for index in 0..<writes.count {
+                        let key = writes.key(at: index)
+                        let entry = writes.entry(at: index, version: version)
+                        // One copy of the typed value on each path: binding it first would copy the
+                        // existential twice per write.
+                        if let decoded = writes.writes[index].decoded {
+                            core.decoded.written(decoded, of: key, at: version)
+                            notifyObservers(core, key: key, entry: entry, decoded: decoded, now: now)
+                        } else {
+                            notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
+                        }
                     }
                 }
-            }
-            core.recordChanges(writes.writes)
-            core.committedDecisions += 1
-            if tapping {
-                tappedWrites = writes.writes.indices.map { Delta.Write(key: writes.key(at: $0), entry: writes.entry(at: $0, version: version)) }
-            }
-            var afterDisk = AfterDisk()
-            if core.listening {
-                let delta = CommittedDelta(
-                    delta: Delta(version: version, writes: writes.writes.indices.map { index in
-                        Delta.Write(key: writes.key(at: index), entry: writes.entry(at: index, version: version))
-                    }),
-                    origin: .local)
-                for listener in core.commitCalls { listener(delta) }
-            }
-            // The replication engine's frame, encoded from the pending writes: no `Delta`.
-            if let sender = core.localCommitSender {
-                if !waitsForDisk {
-                    sender.sendCommit(version: version, writes: writes)
-                } else if let frame = sender.frame(version: version, writes: writes) {
-                    afterDisk.frame = (sender, frame, timestamp)
+                core.recordChanges(writes.writes)
+                core.committedDecisions += 1
+                if tapping {
+                    tappedWrites = writes.writes.indices.map { Delta.Write(key: writes.key(at: $0), entry: writes.entry(at: $0, version: version)) }
                 }
-            }
-            var ticket: UInt64 = 0
-            if persists {
-                // No array per commit: the queue coalesces the writes as it is handed them.
-                ticket = store.append(changeCount: writes.count, clock: core.clock.last) {
-                    .upsert(writes.key(at: $0), writes.entry(at: $0, version: version))
+                var afterDisk = AfterDisk()
+                if core.listening {
+                    let delta = CommittedDelta(
+                        delta: Delta(version: version, writes: writes.writes.indices.map { index in
+                            Delta.Write(key: writes.key(at: index), entry: writes.entry(at: index, version: version))
+                        }),
+                        origin: .local)
+                    for listener in core.commitCalls { listener(delta) }
                 }
-                // Strict: anti-entropy must not hand it on either until it is on disk.
-                if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
+                // The replication engine's frame, encoded from the pending writes: no `Delta`.
+                if let sender = core.localCommitSender {
+                    if !waitsForDisk {
+                        sender.sendCommit(version: version, writes: writes)
+                    } else if let frame = sender.frame(version: version, writes: writes) {
+                        afterDisk.frame = (sender, frame, timestamp)
+                    }
+                }
+                var ticket: UInt64 = 0
+                if persists {
+                    // No array per commit: the queue coalesces the writes as it is handed them.
+                    ticket = store.append(changeCount: writes.count, clock: core.clock.last) {
+                        .upsert(writes.key(at: $0), writes.entry(at: $0, version: version))
+                    }
+                    // Strict: anti-entropy must not hand it on either until it is on disk.
+                    if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
+                }
+                transaction.restorePending(writes)
+                return (.committed(version), effect, ticket, afterDisk)
             }
-            return (.committed(version), effect, ticket, afterDisk)
         }
         if waitsForDisk && ticket > 0 {
             if let error = store.waitUntilDurable(ticket) {

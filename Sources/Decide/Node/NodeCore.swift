@@ -29,7 +29,10 @@ final class NodeCore: @unchecked Sendable {
     }
     private let calls = InPlace(Calls())
     private let hot: InPlace<Hot>
-    private let transactionSlot = InPlace<Transaction?>(nil)
+    /// The node's one transaction, reused by every decision and snapshot read, and an
+    /// unretained reference to it (`withTransaction`).
+    private let transactionOwner: Transaction
+    private let transactionReference: Unmanaged<Transaction>
 
     var table: EntryTable {
         _read { yield hot.value.table }
@@ -166,15 +169,24 @@ final class NodeCore: @unchecked Sendable {
         return true
     }
 
-    /// The node's one transaction, reused by every decision and snapshot read.
-    var transaction: Transaction { transactionSlot.value.unsafelyUnwrapped }
+    /// Calls `body` with this core and the node's one transaction, both lent without a retain:
+    /// reading the transaction into a local retained and released it, and a closure that uses
+    /// the lock's `inout` core retains it around every call (docs/benchmarks.md, "Atomics off
+    /// the decision path").
+    @inline(__always)
+    func withTransaction<Result>(_ body: (NodeCore, Transaction) throws -> Result) rethrows -> Result {
+        try transactionReference._withUnsafeGuaranteedRef { try body(self, $0) }
+    }
 
     init(nodeID: String, table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits,
          recentChangeCapacity: Int, maxCachedDecodedValues: Int) {
         self.nodeID = nodeID
         self.hot = InPlace(Hot(table: table, decoded: DecodedCache(capacity: maxCachedDecodedValues), clock: clock,
                                changes: ChangeLog(capacity: recentChangeCapacity)))
-        transactionSlot.value = Transaction(core: self, logger: logger, limits: limits)
+        let transaction = Transaction(nodeID: nodeID, logger: logger, limits: limits)
+        transactionOwner = transaction
+        transactionReference = .passUnretained(transaction)
+        transaction.attach(to: self)
     }
 
     deinit {
@@ -182,7 +194,6 @@ final class NodeCore: @unchecked Sendable {
         calls.release()
         collectionNames.release()
         hot.release()
-        transactionSlot.release()
     }
 
     /// Calls `body` with the table's address (the field inside `hot`, not a temporary).
