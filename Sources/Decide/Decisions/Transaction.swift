@@ -87,10 +87,7 @@ final class Transaction: @unchecked Sendable {
     /// decision path").
     @inline(__always)
     func withCore<Result, Failure: Error>(_ body: (NodeCore) throws(Failure) -> Result) throws(Failure) -> Result {
-        // `_withUnsafeGuaranteedRef` rethrows untyped: what it throws is `body`'s, a `Failure`.
-        do {
-            return try coreReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { core in try body(core) }
-        } catch let error as Failure { throw error } catch { preconditionFailure("\(error)") }
+        try coreReference.unsafelyUnwrapped.lend(body)
     }
 
     // MARK: reads

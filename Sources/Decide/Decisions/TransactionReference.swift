@@ -1,3 +1,5 @@
+import DecideCore
+
 /// The transaction a `StorageReader` or `StorageWriter` was handed, held without a reference
 /// count: making the pair for every decision and calling through it costs no atomic retain or
 /// release (two of each a decision before, about a tenth of a one-write decision's time:
@@ -19,10 +21,10 @@ struct TransactionReference {
     /// Calls `body` with the transaction, borrowed (no retain), after checking that it still
     /// runs the call this reference was made for.
     @inline(__always)
-    func open<Result>(_ body: (Transaction) throws -> Result) rethrows -> Result {
-        try transaction._withUnsafeGuaranteedRef { transaction in
+    func open<Result>(_ body: (Transaction) -> Result) -> Result {
+        transaction.lend { transaction in
             transaction.check(generation)
-            return try body(transaction)
+            return body(transaction)
         }
     }
 }

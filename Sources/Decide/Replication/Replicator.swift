@@ -503,16 +503,22 @@ public final class Replicator: @unchecked Sendable {
         if holdsDeltas, frame.first == ReplicationMessage.deltaType {
             switch holding(from: connection) {
             case .hold(let peerID):
+                // Lent, not retained: a class reference read from `receiving` was retained and
+                // released around each of these three calls, a frame (docs/benchmarks.md,
+                // "Atomics off the decision path").
+                let full: Bool
                 do throws(WireDecodeError) {
-                    try receiving.value.heldDeltas.append(frame, from: 1, source: connection.rawValue)
+                    full = try Unmanaged.passUnretained(receiving.value.heldDeltas).lend { held throws(WireDecodeError) in
+                        try held.append(frame, from: 1, source: connection.rawValue)
+                        return held.count >= Self.inboundBatchMessages || held.byteCount >= Self.maxHeldDeltaBytes
+                    }
                 } catch {
                     receiving.value.heardLink = nil
                     logger.warning("closing link: undecodable message", metadata: ["peer": "\(peerID)", "error": "\(error)"])
                     transport.close(connection)
                     return
                 }
-                if receiving.value.heldDeltas.count >= Self.inboundBatchMessages
-                    || receiving.value.heldDeltas.byteCount >= Self.maxHeldDeltaBytes { applyHeldDeltas() }
+                if full { applyHeldDeltas() }
                 return
             case .closing:
                 return

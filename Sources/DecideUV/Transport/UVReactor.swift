@@ -283,11 +283,16 @@ final class UVReactor: @unchecked Sendable {
         // Who hears of the frames, loaded once a read: the transport is held weakly, and loading
         // it for each frame (a weak load, and a release through its side table) cost ~90
         // instructions a frame (docs/benchmarks.md, "The delegate loaded once a read").
-        let transport = self.transport
+        // The transport is made the delegate's `any Transport` here, once, and each frame's
+        // call borrows both (`!` on the captured constants): binding them with `if let` for each
+        // frame retained and released both, the transport through its side table (atomics,
+        // docs/benchmarks.md, "Atomics off the decision path").
+        let transport: (any Transport)? = self.transport
         let delegate = self.delegate
+        let hearing = transport != nil && delegate != nil
         func deliver(_ frame: UnsafeRawBufferPointer) {
-            if admits(frame, on: connection), let transport, let delegate {
-                delegate.transport(transport, didReceive: frame, from: ConnectionID(rawValue: connection.id))
+            if hearing, admits(frame, on: connection) {
+                delegate!.transport(transport!, didReceive: frame, from: ConnectionID(rawValue: connection.id))
             }
         }
         defer {
