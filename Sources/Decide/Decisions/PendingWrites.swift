@@ -10,6 +10,19 @@ struct PendingWrite {
     var value: PackedBytes?
     var decoded: (any Sendable)?
     var options: WriteOptions
+
+    private static let keyOffset = MemoryLayout<PendingWrite>.offset(of: \PendingWrite.key)!
+    private static let valueOffset = MemoryLayout<PendingWrite>.offset(of: \PendingWrite.value)!
+
+    /// The address of the key of the write at `write`, to lend it in place (`PendingWrites`).
+    static func key(in write: UnsafeMutablePointer<PendingWrite>) -> UnsafeMutablePointer<StateKey> {
+        (UnsafeMutableRawPointer(write) + keyOffset).assumingMemoryBound(to: StateKey.self)
+    }
+
+    /// The address of the value of the write at `write`.
+    static func value(in write: UnsafeMutablePointer<PendingWrite>) -> UnsafeMutablePointer<PackedBytes?> {
+        (UnsafeMutableRawPointer(write) + valueOffset).assumingMemoryBound(to: PackedBytes?.self)
+    }
 }
 
 /// The writes of the decision running now, one per key (a later write to a key replaces the
@@ -112,21 +125,36 @@ struct PendingWrites {
     /// The entry the write at `index` stores under `version` (its lifetime counted from the
     /// version's timestamp).
     func entry(at index: Int, version: Version) -> Entry {
-        guard hasOptions else { return Entry(version: version, packedValue: writes[index].value) }
         // Field by field: binding `writes[index]` copied the whole write, its typed value's
         // existential through a generic witness.
-        let options = writes[index].options
-        return Entry(version: version, packedValue: writes[index].value,
-                     expiresAtMilliseconds: options.expiry.instant(committedAt: version.timestamp),
+        Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version)
+    }
+
+    /// The entry of a write with `value` and `options` (read only when the decision `hasOptions`).
+    private static func entry(value: consuming PackedBytes?, options: WriteOptions, hasOptions: Bool, version: Version) -> Entry {
+        guard hasOptions else { return Entry(version: version, packedValue: value) }
+        return Entry(version: version, packedValue: value, expiresAtMilliseconds: options.expiry.instant(committedAt: version.timestamp),
                      ownedByWriter: options.owned)
     }
 
     /// Merges every write into `table` as committed under `version`. A local version is newer
     /// than anything stored (the clock ticked past it), so each merge changes the table.
-    func merge(into table: inout EntryTable, version: Version) {
-        for index in writes.indices {
-            let outcome = table.merge(entry(at: index, version: version), for: writes[index].key)
-            precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+    /// Each key is moved out of its write for the call and back after (`PendingWrite.key(in:)`):
+    /// handed on from the array, it was a copy, its name retained and released (two atomics a
+    /// write, for a name too long to be held in place: docs/benchmarks.md, "Atomics off the
+    /// decision path").
+    mutating func merge(into table: inout EntryTable, version: Version) {
+        let hasOptions = self.hasOptions
+        writes.withUnsafeMutableBufferPointer { writes in
+            guard let first = writes.baseAddress else { return }
+            for index in writes.indices {
+                let entry = Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version)
+                let keyAddress = PendingWrite.key(in: first + index)
+                let key = keyAddress.move()
+                let outcome = table.merge(entry, for: key)
+                keyAddress.initialize(to: consume key)
+                precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
+            }
         }
     }
 
@@ -136,11 +164,17 @@ struct PendingWrites {
     func visit(_ index: Int, version: Version, _ visit: WireCodec.WriteParts) {
         // Through the buffer: an array element's key and value handed on are copied first (a
         // retain and release each, twice a write as the frame is sized, then written).
+        // The key and the value are lent where they lie (`lendPointee`: moved out for the call
+        // and back), under the node's lock, which no one else reads them without: handed on
+        // from the buffer, each was a copy, retained and released (four atomics a write).
         writes.withUnsafeBufferPointer { writes in
-            guard hasOptions, writes[index].value != nil else { return visit(writes[index].key, writes[index].value, nil, false) }
-            let options = writes[index].options
-            visit(writes[index].key, writes[index].value, Entry.normalized(expiry: options.expiry.instant(committedAt: version.timestamp)),
-                  options.owned)
+            let write = UnsafeMutablePointer(mutating: writes.baseAddress! + index)
+            let (expiresAt, owned) = hasOptions && writes[index].value != nil
+                ? (Entry.normalized(expiry: writes[index].options.expiry.instant(committedAt: version.timestamp)), writes[index].options.owned)
+                : (nil, false)
+            PendingWrite.key(in: write).lendPointee { key in
+                PendingWrite.value(in: write).lendPointee { value in visit(key, value, expiresAt, owned) }
+            }
         }
     }
 
