@@ -75,6 +75,8 @@ public final class Replicator: @unchecked Sendable {
         mutating func takeHeld() { swap(&heldDeltas, &applying) }
     }
     private let receiving: InPlace<Receiving>
+    /// The state's link count (`ReplicatorState.linkCount`), read without its lock.
+    private let linkCount: LinkCount
     /// Whether deltas are held for `didFinishReading`: a node without a store, on a transport
     /// that reports the ends of its reads (an event loop's, or the simulator's, where the
     /// frames of one instant on one link are one read).
@@ -119,6 +121,7 @@ public final class Replicator: @unchecked Sendable {
             selfID: node.id, configuration: configuration, random: SplitMix64(seed: configuration.randomSeed),
             now: (clock ?? node.configuration.clock).nowMilliseconds(), remembered: remembered.records,
             forgotten: remembered.forgotten))
+        linkCount = state.withLock { $0.linkCount }
         if state.withLock({ $0.removedFromCluster }) {
             logger.critical("this node was removed from its cluster: it links with nobody; start it with an empty data directory and a new node id")
         }
@@ -430,14 +433,14 @@ public final class Replicator: @unchecked Sendable {
     /// batched durability): the delta frame, encoded once for every peer from the pending writes
     /// into scratch memory and copied into each link's outbox; nothing while no link is up.
     func sendCommit(version: Version, writes: borrowing PendingWrites) {
-        guard state.withLock({ !$0.linkOrder.isEmpty }) else { return }
+        guard linkCount.value.load(ordering: .acquiring) > 0 else { return }
         writes.withDeltaMessage(version: version, codec: codec.wire) { send(bytes: $0, timestamp: version.timestamp) }
     }
 
     /// `sendCommit`'s frame as an array, for a strict commit sent once on disk; none while no
     /// link is up.
     func frame(version: Version, writes: borrowing PendingWrites) -> [UInt8]? {
-        guard state.withLock({ !$0.linkOrder.isEmpty }) else { return nil }
+        guard linkCount.value.load(ordering: .acquiring) > 0 else { return nil }
         return writes.deltaMessage(version: version, codec: codec.wire)
     }
 

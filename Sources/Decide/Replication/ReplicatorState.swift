@@ -1,3 +1,4 @@
+import Synchronization
 @_spi(Engine) import DecideCore
 import Logging
 
@@ -177,8 +178,16 @@ struct ReplicatorState {
     var peers: [ConnectionID: Link] = [:] {
         // Kept beside the dictionary so a broadcast (every decision) neither allocates nor
         // sorts. A simple didSet (no oldValue) keeps in-place mutation of `peers` in place.
-        didSet { if peers.count != linkOrder.count { linkOrder = peers.keys.sorted { $0.rawValue < $1.rawValue } } }
+        didSet {
+            if peers.count != linkOrder.count {
+                linkOrder = peers.keys.sorted { $0.rawValue < $1.rawValue }
+                linkCount.value.store(linkOrder.count, ordering: .releasing)
+            }
+        }
     }
+    /// `linkOrder.count`, readable without the state's lock (`Replicator.sendCommit` asks it
+    /// on every local commit: a lock and an unlock less a decision).
+    let linkCount = LinkCount()
     /// The connections of `peers`, sorted by id: the order deltas are sent in, which must not
     /// depend on hashing (the simulator replays seeds).
     private(set) var linkOrder: [ConnectionID] = []
@@ -621,4 +630,11 @@ struct ReplicatorState {
                                  coverage: advertisedCoverage, tombstoneBound: collectionBound(),
                                  forgottenMemberIDs: forgotten.count)
     }
+}
+
+/// How many links a replicator has, kept by its state (`ReplicatorState.linkCount`) for
+/// readers that must not take the state's lock: a count read a moment late only makes a
+/// commit check the links under the lock, or skip encoding a frame no link would carry.
+final class LinkCount: Sendable {
+    let value = Atomic<Int>(0)
 }

@@ -55,23 +55,29 @@ final class OutboundQueues: Sendable {
     /// when the loop must be woken.
     func enqueue(_ frame: UnsafeRawBufferPointer, to id: UInt64) -> EnqueueResult {
         state.withLock { state in
-            guard let box = state.outboxes[id] else { return .notConnected }
-            let bytes = frame.count + WireProtocol.frameHeaderBytes + box.frameOverheadBytes
-            guard box.committedBytes + bytes <= maxOutboundBytes else {
-                let notify = !box.limitNoticePending
-                box.limitNoticePending = true
-                return .overLimit(notify: notify)
-            }
-            box.wire.append(frame)
-            box.frameBytes += bytes
-            box.committedBytes += bytes
-            if !box.dirty {
-                box.dirty = true
-                state.dirty.append(id)
-                return .queued(wakeLoop: state.dirty.count == 1)
-            }
-            return .queued(wakeLoop: false)
+            // The link's box lent, not retained and released (atomics a frame): the map holds it.
+            guard let outbox = state.outboxes[id].map(Unmanaged.passUnretained) else { return .notConnected }
+            return outbox.lend { box in enqueue(frame, into: box, id: id, state: &state) }
         }
+    }
+
+    /// `enqueue`'s work on the link's `box`, under the lock.
+    private func enqueue(_ frame: UnsafeRawBufferPointer, into box: Outbox, id: UInt64, state: inout State) -> EnqueueResult {
+        let bytes = frame.count + WireProtocol.frameHeaderBytes + box.frameOverheadBytes
+        guard box.committedBytes + bytes <= maxOutboundBytes else {
+            let notify = !box.limitNoticePending
+            box.limitNoticePending = true
+            return .overLimit(notify: notify)
+        }
+        box.wire.append(frame)
+        box.frameBytes += bytes
+        box.committedBytes += bytes
+        if !box.dirty {
+            box.dirty = true
+            state.dirty.append(id)
+            return .queued(wakeLoop: state.dirty.count == 1)
+        }
+        return .queued(wakeLoop: false)
     }
 
     /// What the loop thread takes of one link: its queued frames as they go on the wire (each

@@ -1,4 +1,5 @@
 import Decide
+import DecideCore
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -110,7 +111,9 @@ public final class UVTransport: Transport, @unchecked Sendable {
     public func send(bytes frame: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
         precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
         precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")
-        switch reactor.queues.enqueue(frame, to: connection.rawValue) {
+        // The queues lent (`lend`), not retained and released around the call (atomics a frame,
+        // docs/benchmarks.md, "Atomics off the decision path"): the reactor holds them for its life.
+        switch Unmanaged.passUnretained(reactor.queues).lend({ $0.enqueue(frame, to: connection.rawValue) }) {
         case .queued(let wakeLoop):
             if wakeLoop { reactor.eventLoop.wake() }
             return .queued
