@@ -362,6 +362,8 @@ package struct EntryTable: Sendable {
             guard let base = cells.baseAddress else { return }
             hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
         }
+        // The digest leaf the merge will toggle, too.
+        digest.hintLeaf(ofHash: hash, hint: hint)
     }
 
     /// Removes the tombstone of `key` if it is still the one at `version`; returns whether it

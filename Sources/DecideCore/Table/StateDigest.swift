@@ -80,6 +80,17 @@ package struct StateDigest: Hashable, Sendable {
         apply(delta: delta, bucket: bucket(of: key))
     }
 
+    /// Hands `hint` the address of the leaf a key of stable hash `hash` falls in, for a caller
+    /// about to toggle it (`EntryTable.hintHomeCell`): the leaf level of the default shape is
+    /// 512 KiB, and a write's leaf missed the cache (docs/benchmarks.md, "The digest leaf asked
+    /// for early").
+    package func hintLeaf(ofHash hash: UInt64, hint: (UnsafeRawPointer) -> Void) {
+        nodes.withUnsafeBufferPointer { nodes in
+            guard let base = nodes.baseAddress else { return }
+            hint(UnsafeRawPointer(base + leafOffset + (Int(truncatingIfNeeded: hash &>> UInt64(bucketShift)) & leafMask)))
+        }
+    }
+
     /// XORs a precomputed `contribution(of:_:)` of `key` into its leaf and ancestors: adds it
     /// when absent, takes it out when present.
     public mutating func toggle(contribution: UInt64, of key: StateKey) {
