@@ -112,4 +112,20 @@ import Testing
             #expect(indexed == scanned, "bucket \(bucket)")
         }
     }
+
+    /// `hintLeaf` names the leaf node a key's toggle changes: after one toggle into an empty
+    /// digest, the word at the named address is that contribution, for several shapes.
+    @Test func hintLeafNamesTheLeafAToggleChanges() {
+        for (fanoutBits, depth) in [(4, 4), (2, 3), (1, 1), (3, 0)] {
+            for index in 0..<200 {
+                let key = StateKey(name: "leaf", element: Array("\(index)".utf8))
+                var digest = StateDigest(fanoutBits: fanoutBits, depth: depth)
+                digest.toggle(contribution: 0x5EED_0000 | UInt64(index), of: key)
+                var named: UInt64?
+                digest.hintLeaf(ofHash: key.stableHash) { named = $0.load(as: UInt64.self) }
+                #expect(named == 0x5EED_0000 | UInt64(index), "shape \(fanoutBits)×\(depth), key \(index)")
+                #expect(digest.node(level: depth, index: digest.bucket(of: key)) == named)
+            }
+        }
+    }
 }

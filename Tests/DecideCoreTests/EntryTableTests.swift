@@ -228,9 +228,13 @@ import Testing
         for key in keys { table.merge(Entry(version: version, value: [1]), for: key) }
         let digest = table.digest
         for hash in keys.prefix(200).map(\.stableHash) + [0, .max, 0xDEAD_BEEF] {
+            // The index cell, then the digest leaf the merge will toggle.
             let addresses = named(table, hash)
-            #expect(addresses.count == 1)
+            #expect(addresses.count == 2)
             #expect(addresses.first == firstOfPrefetch(table, hash))
+            var leaf: UnsafeRawPointer?
+            digest.hintLeaf(ofHash: hash) { leaf = $0 }
+            #expect(addresses.last == leaf)
         }
         #expect(table.digest == digest)
         #expect(keys.allSatisfy { table.entry(for: $0)?.packedValue == PackedBytes([1]) })
