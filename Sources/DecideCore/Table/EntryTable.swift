@@ -110,7 +110,7 @@ package struct EntryTable: Sendable {
     /// The name number of a record whose name bytes are in its `keyBytes`.
     private static let inlineName = UInt32.max
 
-    private var records: ContiguousArray<Record> = []
+    private var records = GrowingArray<Record>()
     /// Open addressing, linear probing: in the low half of a cell, record number + 1; in the high
     /// half, the high half of that record's key hash (`cellValue`), so a probe passes a cell of
     /// another key without reading its record, a cache miss at a large size; 0 for an empty
@@ -225,7 +225,7 @@ package struct EntryTable: Sendable {
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
-            tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
+            tally(isTombstone: records.withUnsafeBufferPointer { $0[position].value == nil }, meta: oldMeta, node: oldNode, by: -1)
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution
@@ -234,15 +234,14 @@ package struct EntryTable: Sendable {
                 trackOwned(meta: oldMeta, node: oldNode, position: position, adding: false)
                 trackOwned(meta: meta, node: node, position: position, adding: true)
             }
-            records.withUnsafeMutableBufferPointer { records in
-                records[position].timestamp = entry.version.timestamp
-                // Bound first: assigning `entry.value` as an optional copies it through the generic
-                // `Optional` value witness (~120 instructions a write); an array copy is one retain.
-                if let bytes = entry.packedValue { records[position].value = bytes } else { records[position].value = nil }
-                records[position].contribution = contribution
-                records[position].node = node
-                records[position].meta = meta
-            }
+            let record = records.address(of: position)
+            record.pointee.timestamp = entry.version.timestamp
+            // Bound first: assigning `entry.value` as an optional copies it through the generic
+            // `Optional` value witness (~120 instructions a write); an array copy is one retain.
+            if let bytes = entry.packedValue { record.pointee.value = bytes } else { record.pointee.value = nil }
+            record.pointee.contribution = contribution
+            record.pointee.node = node
+            record.pointee.meta = meta
             tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
             digest.toggle(contribution: old ^ contribution, of: key)
             outcome = .replaced
