@@ -17,14 +17,11 @@ extension Node {
     /// short; it holds the node.
     public func read<T>(_ body: (StorageReader) -> T) -> T {
         core.withLock { core in
-            // The value `body` made, handed out of the lock as before; only the transaction is
-            // lent (`withTransaction`) instead of retained.
-            nonisolated(unsafe) let value = core.withTransaction { core, transaction in
+            core.withTransaction { core, transaction in
                 let generation = transaction.begin(atMilliseconds: hybridNow(core))
                 defer { transaction.end() }
                 return body(StorageReader(transaction: transaction, generation: generation))
             }
-            return value
         }
     }
 
