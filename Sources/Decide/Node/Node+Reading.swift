@@ -97,6 +97,7 @@ extension Node {
         slice.reserveCapacity(Self.readSliceRecords)
         var cursor = EntryTable.SweepCursor.start
         while !cursor.isFinished {
+            core.yieldToWaiters()
             core.withLock { core in core.appendEntries(from: &cursor, budget: Self.readSliceRecords, into: &slice) }
             if found.isEmpty { found.reserveCapacity(core.withLock { $0.table.count } + Self.readSliceRecords) }
             found.append(contentsOf: slice)
