@@ -143,10 +143,15 @@ struct PendingWrites {
     /// handed on from the array, it was a copy, its name retained and released (two atomics a
     /// write, for a name too long to be held in place: docs/benchmarks.md, "Atomics off the
     /// decision path").
-    mutating func merge(into table: inout EntryTable, version: Version) {
+    func merge(into table: inout EntryTable, version: Version) {
         let hasOptions = self.hasOptions
-        writes.withUnsafeMutableBufferPointer { writes in
-            guard let first = writes.baseAddress else { return }
+        // Not `mutating`, though each key leaves and comes back: the commit holds these writes
+        // in a `let`, and a `var` captured by the commit's later closures (the store's) was
+        // read through a box, copying the array each time (docs/benchmarks.md, "Atomics off
+        // the decision path").
+        writes.withUnsafeBufferPointer { writes in
+            guard let base = writes.baseAddress else { return }
+            let first = UnsafeMutablePointer(mutating: base)
             for index in writes.indices {
                 let entry = Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version)
                 let keyAddress = PendingWrite.key(in: first + index)

@@ -164,7 +164,7 @@ public final class Node: Sendable {
                 }
                 // Moved out and back (`takePending`, `restorePending`): a copy retained the
                 // writes' array and lookups.
-                var writes = transaction.takePending()
+                let writes = transaction.takePending()
                 guard !writes.isEmpty else {
                     transaction.restorePending(writes)
                     if persists { store.cancelAdmission() }
