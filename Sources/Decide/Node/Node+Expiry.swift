@@ -16,7 +16,6 @@ extension Node {
         var instant: UInt64?
         var total = 0
         while true {
-            core.yieldToWaiters()
             let (count, more) = core.withLock { core -> (Int, Bool) in
                 let now = instant ?? hybridNow(core)
                 instant = now

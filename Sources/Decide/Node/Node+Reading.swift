@@ -17,11 +17,14 @@ extension Node {
     /// short; it holds the node.
     public func read<T>(_ body: (StorageReader) -> T) -> T {
         core.withLock { core in
-            core.withTransaction { core, transaction in
+            // The value `body` made, handed out of the lock as before; only the transaction is
+            // lent (`withTransaction`) instead of retained.
+            nonisolated(unsafe) let value = core.withTransaction { core, transaction in
                 let generation = transaction.begin(atMilliseconds: hybridNow(core))
                 defer { transaction.end() }
                 return body(StorageReader(transaction: transaction, generation: generation))
             }
+            return value
         }
     }
 
@@ -97,7 +100,6 @@ extension Node {
         slice.reserveCapacity(Self.readSliceRecords)
         var cursor = EntryTable.SweepCursor.start
         while !cursor.isFinished {
-            core.yieldToWaiters()
             core.withLock { core in core.appendEntries(from: &cursor, budget: Self.readSliceRecords, into: &slice) }
             if found.isEmpty { found.reserveCapacity(core.withLock { $0.table.count } + Self.readSliceRecords) }
             found.append(contentsOf: slice)

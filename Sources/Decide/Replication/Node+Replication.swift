@@ -455,7 +455,6 @@ extension Node {
         var cursor = EntryTable.SweepCursor.start
         var total = 0
         while !cursor.isFinished {
-            core.yieldToWaiters()
             let admitted = admitToStorage()
             total += core.withLock { core -> Int in
                 if core.collectedBelow < horizon { core.collectedBelow = horizon }
