@@ -25,6 +25,21 @@ enum ReplicationBench {
         }
     }
 
+    /// A write of B's own, for `BENCH_REPLICATION_LOCAL_WRITERS`.
+    struct LocalItem: CollectionState {
+        static func defaultValue(at id: Int) -> Int { 0 }
+        static var name: String { "bench.local" }
+    }
+
+    struct LocalPut: Decision {
+        let id: Int
+        let value: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(value, into: LocalItem.self, at: id)
+            return .none
+        }
+    }
+
     final class Pair {
         let a: Node
         let b: Node
@@ -120,6 +135,24 @@ enum ReplicationBench {
             UnsafeMutablePointer<UInt64>(bitPattern: receiveBase)![index] = DispatchTime.now().uptimeNanoseconds
             received.add(1, ordering: .relaxed)
         }
+        // `BENCH_REPLICATION_LOCAL_WRITERS=N`: N threads decide on B all along (elements of
+        // another collection), so B applies A's deltas while its own decisions contend for its
+        // lock: how long a peer's delta waits behind local writers.
+        let localWriters = Int(ProcessInfo.processInfo.environment["BENCH_REPLICATION_LOCAL_WRITERS"] ?? "") ?? 0
+        let writing = Atomic<Bool>(true)
+        let writersDone = DispatchGroup()
+        let b = pair.b
+        for writer in 0..<localWriters {
+            writersDone.enter()
+            Thread {
+                var index = writer
+                while writing.load(ordering: .relaxed) {
+                    b.decide(LocalPut(id: index % 10_000, value: index))
+                    index += localWriters
+                }
+                writersDone.leave()
+            }.start()
+        }
         let interval = 1e9 / Double(ratePerSecond)
         let start = DispatchTime.now().uptimeNanoseconds
         var lastSent = start
@@ -136,6 +169,8 @@ enum ReplicationBench {
         let achieved = Double(count) / max(1e-9, Double(lastSent - start) / 1e9)
         let deadline = Date().addingTimeInterval(30)
         while received.load(ordering: .relaxed) < count && Date() < deadline { usleep(1_000) }
+        writing.store(false, ordering: .relaxed)
+        writersDone.wait()
         pair.stop()
         var latencies: [Double] = []
         for index in 0..<count where receivedAt[index] > 0 {
@@ -150,7 +185,8 @@ enum ReplicationBench {
         let complete = latencies.count == count
         let p99 = percentile(0.99), p999 = percentile(0.999)
         BenchTable.print(rows: [
-            ["\(ratePerSecond)/s for \(String(format: "%.0f", seconds)) s (sent at \(CoreBench.format(achieved))/s)",
+            ["\(ratePerSecond)/s for \(String(format: "%.0f", seconds)) s (sent at \(CoreBench.format(achieved))/s)"
+                + (localWriters > 0 ? ", \(localWriters) local writers on B" : ""),
              "\(latencies.count)/\(count)", shown(percentile(0.5)), shown(p99), shown(p999),
              "p99 ≤ 1 ms: \(BenchTable.verdict(complete && (p99 ?? .infinity) <= 1)); p99.9 ≤ 2 ms: \(BenchTable.verdict(complete && (p999 ?? .infinity) <= 2))"],
         ], header: ["propagation A → B", "delivered", "p50", "p99", "p99.9", "goal"])
