@@ -47,14 +47,7 @@ enum CompareBench {
         static var name: String { "compare.item" }
     }
 
-    struct Put: Decision {
-        let id: Int
-        let value: String
-        func execute(read: StorageReader, write: StorageWriter) -> Effect {
-            write(value, into: Item.self, at: id)
-            return .none
-        }
-    }
+    typealias Put = ReplicationBench.Write<Item>
 
     static func library() {
         let keys = setting("COMPARE_KEYS", 100_000)

@@ -16,28 +16,23 @@ enum ReplicationBench {
         static var name: String { "bench.item" }
     }
 
-    struct Put: Decision {
+    /// One write of `value` into element `id` of `C`: the decision the replication and
+    /// comparison rows make.
+    struct Write<C: CollectionState>: Decision where C.ID == Int {
         let id: Int
-        let value: Int
+        let value: C.Value
         func execute(read: StorageReader, write: StorageWriter) -> Effect {
-            write(value, into: Item.self, at: id)
+            write(value, into: C.self, at: id)
             return .none
         }
     }
 
-    /// A write of B's own, for `BENCH_REPLICATION_LOCAL_WRITERS`.
+    typealias Put = Write<Item>
+
+    /// B's own writes, for `BENCH_REPLICATION_LOCAL_WRITERS`.
     struct LocalItem: CollectionState {
         static func defaultValue(at id: Int) -> Int { 0 }
         static var name: String { "bench.local" }
-    }
-
-    struct LocalPut: Decision {
-        let id: Int
-        let value: Int
-        func execute(read: StorageReader, write: StorageWriter) -> Effect {
-            write(value, into: LocalItem.self, at: id)
-            return .none
-        }
     }
 
     final class Pair {
@@ -147,7 +142,7 @@ enum ReplicationBench {
             Thread {
                 var index = writer
                 while writing.load(ordering: .relaxed) {
-                    b.decide(LocalPut(id: index % 10_000, value: index))
+                    b.decide(Write<LocalItem>(id: index % 10_000, value: index))
                     index += localWriters
                 }
                 writersDone.leave()
