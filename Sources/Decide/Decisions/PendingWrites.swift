@@ -167,8 +167,6 @@ struct PendingWrites {
     /// (borrowed for the call): key, value (nil: a delete), expiry instant (the lifetime counted
     /// from the version's timestamp) and ownership, normalised as `entry(at:version:)` is.
     func visit(_ index: Int, version: Version, _ visit: WireCodec.WriteParts) {
-        // Through the buffer: an array element's key and value handed on are copied first (a
-        // retain and release each, twice a write as the frame is sized, then written).
         // The key and the value are lent where they lie (`lendPointee`: moved out for the call
         // and back), under the node's lock, which no one else reads them without: handed on
         // from the buffer, each was a copy, retained and released (four atomics a write).

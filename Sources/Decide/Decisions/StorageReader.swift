@@ -14,36 +14,36 @@ public struct StorageReader {
     /// The value of `key`, or its default when never written, deleted, or not decodable as
     /// `K.Value` (the last is logged).
     public func callAsFunction<K: AtomicState>(_ key: K.Type) -> K.Value {
-        return transaction.open { $0.read(key) }
+        transaction.open { $0.read(key) }
     }
 
     /// The value of element `id` of `collection`, or its default.
     public func callAsFunction<C: CollectionState>(_ collection: C.Type, at id: C.ID) -> C.Value {
-        return transaction.open { $0.read(collection, at: id) }
+        transaction.open { $0.read(collection, at: id) }
     }
 
     /// Every element of `collection` that holds a value, with this decision's writes applied, in
     /// the order of their encoded ids (see `CollectionSnapshot`). Costs O(n log n) in the
     /// collection's size, not the store's.
     public func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
-        return transaction.open { $0.elements(collection) }
+        transaction.open { $0.elements(collection) }
     }
 
     /// The ids of `index` in order, with this decision's writes applied. Costs O(n log n) in the
     /// index's size.
     public func callAsFunction<I: IndexState>(_ index: I.Type) -> [I.ID] {
-        return transaction.open { $0.ids(index) }
+        transaction.open { $0.ids(index) }
     }
 
     /// The stored entry of an untyped key (nil when never written, or expired); includes
     /// tombstones. A live expiring value carries its `expiresAtMilliseconds`.
     public func entry(_ key: StateKey) -> Entry? {
-        return transaction.open { $0.entry(for: key) }
+        transaction.open { $0.entry(for: key) }
     }
 
     /// The hybrid-clock instant (Unix milliseconds) this decision or snapshot reads at: a value
     /// whose `expiresAtMilliseconds` is at or before it reads as absent.
     public var nowMilliseconds: UInt64 {
-        return transaction.open { $0.now }
+        transaction.open { $0.now }
     }
 }

@@ -174,8 +174,8 @@ final class NodeCore: @unchecked Sendable {
     /// the lock's `inout` core retains it around every call (docs/benchmarks.md, "Atomics off
     /// the decision path").
     @inline(__always)
-    func withTransaction<Result>(_ body: (NodeCore, Transaction) throws -> Result) rethrows -> Result {
-        try transactionReference._withUnsafeGuaranteedRef { try body(self, $0) }
+    func withTransaction<Result>(_ body: (NodeCore, Transaction) -> Result) -> Result {
+        transactionReference.lend { body(self, $0) }
     }
 
     init(nodeID: String, table: EntryTable, clock: HybridLogicalClock, logger: Logger, limits: WireCodec.Limits,

@@ -225,7 +225,7 @@ package struct EntryTable: Sendable {
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
-            tally(isTombstone: records.withUnsafeBufferPointer { $0[position].value == nil }, meta: oldMeta, node: oldNode, by: -1)
+            tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
             let old = records[position].contribution

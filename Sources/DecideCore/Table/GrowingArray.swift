@@ -77,11 +77,7 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
             precondition(position >= 0 && position < storage.count, "GrowingArray: index \(position) out of 0..<\(storage.count)")
             return UnsafePointer(storage.base.unsafelyUnwrapped + position)
         }
-        unsafeMutableAddress {
-            precondition(position >= 0 && position < storage.count, "GrowingArray: index \(position) out of 0..<\(storage.count)")
-            makeUnique()
-            return storage.base.unsafelyUnwrapped + position
-        }
+        unsafeMutableAddress { address(of: position) }
     }
 
     /// The address of element `position`, made unique first: valid until the array is next

@@ -280,13 +280,12 @@ final class UVReactor: @unchecked Sendable {
         let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
         var offset = 0
         var delivered = false
-        // Who hears of the frames, loaded once a read: the transport is held weakly, and loading
-        // it for each frame (a weak load, and a release through its side table) cost ~90
-        // instructions a frame (docs/benchmarks.md, "The delegate loaded once a read").
-        // The transport is made the delegate's `any Transport` here, once, and each frame's
-        // call borrows both (`!` on the captured constants): binding them with `if let` for each
-        // frame retained and released both, the transport through its side table (atomics,
-        // docs/benchmarks.md, "Atomics off the decision path").
+        // Who hears of the frames, loaded once a read, the transport as the delegate's
+        // `any Transport`: it is held weakly, and a weak load for each frame cost ~90
+        // instructions (docs/benchmarks.md, "The delegate loaded once a read"). Each frame's call
+        // borrows both (`!` on the captured constants); binding them with `if let` for each frame
+        // retained and released both, the transport through its side table ("Atomics off the
+        // decision path").
         let transport: (any Transport)? = self.transport
         let delegate = self.delegate
         let hearing = transport != nil && delegate != nil
