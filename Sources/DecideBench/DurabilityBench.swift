@@ -45,6 +45,9 @@ enum DurabilityBench {
     /// `BENCH_DURABILITY_WORKLOAD=one|new`: only the workloads whose name starts so ("one key",
     /// "new key each"), for a profile of one (`valgrind --tool=callgrind`); all by default.
     static let onlyWorkload = ProcessInfo.processInfo.environment["BENCH_DURABILITY_WORKLOAD"]
+    /// `BENCH_DURABILITY_LEVEL=memory|batched|strict`: only the levels whose description starts
+    /// so, for a profile of one level; all by default (a ratio needs the memory level too).
+    static let onlyLevel = ProcessInfo.processInfo.environment["BENCH_DURABILITY_LEVEL"]
 
     static func run(seconds: Double) {
         print("== durability: decisions per second by durability level (best of 3 runs of \(seconds) s, strict one run; time includes the final flush)")
@@ -54,6 +57,7 @@ enum DurabilityBench {
             Workload(name: "new key each, 4 threads", threads: 4, hotKey: false),
         ].filter { onlyWorkload == nil || $0.name.hasPrefix(onlyWorkload!) }
         let levels: [Durability] = [.memory, .batched(intervalMilliseconds: 5), .strict]
+            .filter { onlyLevel == nil || $0.description.hasPrefix(onlyLevel!) }
         var rows: [[String]] = []
         for workload in workloads {
             var memoryRate = 0.0
@@ -65,8 +69,10 @@ enum DurabilityBench {
                 if level == .memory { memoryRate = rate }
                 // The one tracked figure: batched durability on one key must not cost more than
                 // it did when first measured (1.43× the memory rate).
-                let goal = workload.hotKey && workload.threads == 1 && level == .batched(intervalMilliseconds: 5)
-                    ? "≤ 1.43× (must not regress): \(BenchTable.verdict(memoryRate / rate <= 1.43))" : ""
+                let tracked = workload.hotKey && workload.threads == 1 && level == .batched(intervalMilliseconds: 5)
+                let goal = !tracked ? ""
+                    : memoryRate == 0 ? "≤ 1.43× (must not regress): no memory run to compare"
+                    : "≤ 1.43× (must not regress): \(BenchTable.verdict(memoryRate / rate <= 1.43))"
                 rows.append([workload.name, level.description, formatRate(rate), CoreBench.ratio(memoryRate, rate), goal])
             }
         }

@@ -74,7 +74,7 @@ package final class StoreFaults: @unchecked Sendable {
         return try file.load(body)
     }
 
-    fileprivate func write(_ changes: [StateKey: StoreFileChange], clock: HLCTimestamp) throws(StorageError) {
+    fileprivate func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
         condition.lock()
         while stalled && !crashed { condition.wait() }
         guard !crashed, let file else {
@@ -107,7 +107,7 @@ private final class FaultyFile: StoreFile {
 
     func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp { try faults.load(body) }
 
-    func write(_ changes: [StateKey: StoreFileChange], clock: HLCTimestamp) throws(StorageError) {
+    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
         try faults.write(changes, clock: clock)
     }
 

@@ -163,6 +163,24 @@ struct PendingWrites {
         }
     }
 
+    /// Calls `offer` with each write's key and its entry as committed under `version`, in
+    /// order. The key is lent where it lies (`lendPointee`): handed on from the buffer, it was
+    /// a copy, its name retained and released. Call under the node's lock, which no one else
+    /// reads the writes without.
+    func offer(version: Version, to offer: (borrowing StateKey, consuming Entry) -> Void) {
+        let hasOptions = self.hasOptions
+        writes.withUnsafeBufferPointer { writes in
+            guard let base = writes.baseAddress else { return }
+            let first = UnsafeMutablePointer(mutating: base)
+            for index in writes.indices {
+                // Built in the call: an entry built before it was captured, then copied for it.
+                PendingWrite.key(in: first + index).lendPointee {
+                    offer($0, Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version))
+                }
+            }
+        }
+    }
+
     /// Hands the parts of write `index` to `visit` as its delta carries them under `version`
     /// (borrowed for the call): key, value (nil: a delete), expiry instant (the lifetime counted
     /// from the version's timestamp) and ownership, normalised as `entry(at:version:)` is.

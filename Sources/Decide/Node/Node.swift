@@ -224,9 +224,7 @@ public final class Node: Sendable {
                 var ticket: UInt64 = 0
                 if persists {
                     // No array per commit: the queue coalesces the writes as it is handed them.
-                    ticket = store.append(changeCount: writes.count, clock: core.clock.last) {
-                        .upsert(writes.key(at: $0), writes.entry(at: $0, version: version))
-                    }
+                    ticket = store.appendUpserts(clock: core.clock.last) { writes.offer(version: version, to: $0) }
                     // Strict: anti-entropy must not hand it on either until it is on disk.
                     if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
                 }

@@ -12,59 +12,130 @@ import DecideCore
 ///
 /// It is built on the committing thread, under the write queue's lock, so the values a later
 /// commit supersedes are released where they were allocated, and the writer thread receives
-/// one dictionary per transaction rather than one array per commit.
+/// one array of rows per transaction rather than one array per commit.
+///
+/// Held as rows (`changes`, handed to the store file as they are) and, past a few keys, cells
+/// that find a key's row by its stable hash. Not a `Dictionary<StateKey, StoreFileChange>`: that
+/// hashed every key again with a seeded `Hasher`, and merging into a value in place went through
+/// its index and `Optional`'s generic value witnesses, about 250 instructions for a key written
+/// again (docs/benchmarks.md, "Group commit without a dictionary").
 struct GroupCommit {
-    private(set) var changes: [StateKey: StoreFileChange] = [:]
+    /// One row per key changed, in the order the keys were first changed.
+    private(set) var changes: [(key: StateKey, change: StoreFileChange)] = []
     private(set) var clock = HLCTimestamp.zero
     private(set) var commits = 0
-    /// The key of the last upsert (when `hasLastKey`), and (from its second upsert in a row)
-    /// its place in `changes`: a key written again and again — a counter, a flag — is merged
-    /// without hashing. Only an insertion moves places, and an insertion replaces `lastKey`.
-    /// Not an optional: comparing with one copied the key out first (a retain and release).
-    private var lastKey = StateKey(name: "")
-    private var hasLastKey = false
-    private var lastIndex: Dictionary<StateKey, StoreFileChange>.Index?
+    /// The row of the key changed last (-1: none): a key written again and again (a counter,
+    /// a flag) is found with one comparison.
+    private var lastRow = -1
+    /// Built once there are more than `linearSearchLimit` rows: where each key's row is, by its
+    /// stable hash, with open addressing (a cell holds the row plus one; 0 is empty), at most
+    /// half full.
+    private var cells: [Int] = []
+    private static let linearSearchLimit = 8
 
     var isEmpty: Bool { commits == 0 }
 
     /// Adds one commit: `count` changes, the i-th being `change(i)`, then the node's clock.
     mutating func add(changeCount count: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) {
-        for index in 0..<count { add(change(index)) }
+        for index in 0..<count {
+            switch change(index) {
+            case let .upsert(key, entry): upsert(key, entry)
+            case let .remove(key, upTo: version): remove(key, upTo: version)
+            }
+        }
+        finish(clock: clock)
+    }
+
+    /// Adds one commit of upserts, which `upserts(offer)` offers one by one: each key lent
+    /// (copied only when the key is new to the group), and its entry. Then the node's clock.
+    mutating func addUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) {
+        upserts { key, entry in self.upsert(key, entry) }
+        finish(clock: clock)
+    }
+
+    private mutating func finish(clock: HLCTimestamp) {
         if clock > self.clock { self.clock = clock }
         commits += 1
     }
 
-    private mutating func add(_ change: consuming StoreChange) {
-        switch consume change {
-        case let .upsert(key, entry):
-            if hasLastKey && key == lastKey {
-                if lastIndex == nil { lastIndex = changes.index(forKey: key) }
-                changes.values[lastIndex!].upsert.merge(entry)
-            } else {
-                changes[key, default: .init()].upsert.merge(entry)
-                lastKey = key
-                hasLastKey = true
-                lastIndex = nil
-            }
-        case let .remove(key, upTo: version):
-            var pending = changes[key, default: .init()]
-            if let upsert = pending.upsert {
-                // A pending upsert newer than the tombstone survives the removal.
-                guard upsert.version <= version else { return }
-                pending.upsert = nil
-            }
-            if let earlier = pending.removeUpTo, earlier > version {} else { pending.removeUpTo = version }
-            changes[key] = pending
-            if !hasLastKey || key != lastKey { (hasLastKey, lastIndex) = (false, nil) }
+    private mutating func upsert(_ key: borrowing StateKey, _ entry: consuming Entry) {
+        if let row = row(of: key) {
+            changes[row].change.mergeUpsert(entry)
+        } else {
+            appendRow(copy key, StoreFileChange(upsert: entry))
         }
     }
-}
 
-private extension Optional where Wrapped == Entry {
-    /// Keeps the last-writer-wins winner of the held entry and `entry` (`Entry.merged`): the
-    /// held one is compared where it lies, not copied out and back.
-    mutating func merge(_ entry: consuming Entry) {
-        if case .some(let held) = self, held.wins(over: entry) { return }
-        self = entry
+    private mutating func remove(_ key: borrowing StateKey, upTo version: Version) {
+        guard let row = row(of: key) else {
+            appendRow(copy key, StoreFileChange(removeUpTo: version))
+            return
+        }
+        if let upsert = changes[row].change.upsert {
+            // A pending upsert newer than the tombstone survives the removal.
+            guard upsert.version <= version else { return }
+            changes[row].change.upsert = nil
+        }
+        if let earlier = changes[row].change.removeUpTo, earlier > version {} else { changes[row].change.removeUpTo = version }
+    }
+
+    /// The row of `key`, or nil when the group has none; the row found becomes `lastRow`.
+    private mutating func row(of key: borrowing StateKey) -> Int? {
+        if lastRow >= 0 && hasKey(key, at: lastRow) { return lastRow }
+        var found: Int?
+        if cells.isEmpty {
+            for row in changes.indices where hasKey(key, at: row) {
+                found = row
+                break
+            }
+        } else {
+            let mask = cells.count - 1
+            var cell = Int(truncatingIfNeeded: key.stableHash) & mask
+            while cells[cell] != 0 {
+                let row = cells[cell] - 1
+                if hasKey(key, at: row) {
+                    found = row
+                    break
+                }
+                cell = (cell + 1) & mask
+            }
+        }
+        if let found { lastRow = found }
+        return found
+    }
+
+    /// Whether row `row` is `key`'s, compared where the row's key lies (a tuple's first element
+    /// is at its start), lent (`lendPointee`) under the queue's lock: `changes[row].key` copied
+    /// the whole row out and destroyed it through generic tuple witnesses, about 370
+    /// instructions, and a key copied on its own retains its name.
+    private func hasKey(_ key: borrowing StateKey, at row: Int) -> Bool {
+        changes.withUnsafeBufferPointer { rows in
+            UnsafeMutableRawPointer(mutating: rows.baseAddress! + row).assumingMemoryBound(to: StateKey.self)
+                .lendPointee { $0 == key }
+        }
+    }
+
+    /// Adds a row for `key` (not in the group yet) and makes it `lastRow`.
+    private mutating func appendRow(_ key: consuming StateKey, _ change: consuming StoreFileChange) {
+        changes.append((key: key, change: change))
+        lastRow = changes.count - 1
+        guard changes.count > Self.linearSearchLimit else { return }
+        if changes.count * 2 > cells.count {
+            // Four times the rows, a power of two: rebuilt whole (rarely, as it doubles).
+            var size = 64
+            while size < changes.count * 4 { size *= 2 }
+            cells = [Int](repeating: 0, count: size)
+            for row in changes.indices { insertCell(row: row) }
+        } else {
+            insertCell(row: lastRow)
+        }
+    }
+
+    /// Places `row` (a key not in the cells yet) in the first free cell of its probe sequence.
+    private mutating func insertCell(row: Int) {
+        let mask = cells.count - 1
+        var cell = Int(truncatingIfNeeded: changes[row].key.stableHash) & mask
+        while cells[cell] != 0 { cell = (cell + 1) & mask }
+        cells[cell] = row + 1
     }
 }

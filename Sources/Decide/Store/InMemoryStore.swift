@@ -10,6 +10,7 @@ package final class InMemoryStore: NodeStore {
     package func admit() -> StorageError? { nil }
     package func cancelAdmission() {}
     package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 { 0 }
+    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 { 0 }
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}

@@ -30,6 +30,10 @@ package protocol NodeStore: AnyObject, Sendable {
     /// changes, the i-th being `change(i)`, in commit order, and the node's clock after it.
     /// Never blocks on disk; `change` is called before it returns and is not kept.
     func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64
+    /// `append` for a commit of upserts only (a local decision's): `upserts(offer)` calls
+    /// `offer` with each key, lent for the call, and its entry, in commit order. The store
+    /// copies a key only when it keeps it, not for a key it already holds a pending change of.
+    func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64
     /// Waits until the commit with `ticket`, and every one before it, is on disk; returns the
     /// error instead when the store failed first.
     func waitUntilDurable(_ ticket: UInt64) -> StorageError?

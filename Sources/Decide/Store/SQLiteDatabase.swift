@@ -229,7 +229,7 @@ final class SQLiteDatabase: StoreFile {
 
     /// Applies `changes` and raises the stored clock to `clock`, in one transaction synced to
     /// disk. On failure the transaction is rolled back and nothing of it is stored.
-    func write(_ changes: [StateKey: StoreFileChange], clock: HLCTimestamp) throws(StorageError) {
+    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
         try run(beginStatement, "beginning a transaction")
         do throws(StorageError) {
             for (key, change) in changes {

@@ -82,6 +82,10 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
         queue.append(changeCount: changeCount, clock: clock, change: change)
     }
 
+    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
+        queue.appendUpserts(clock: clock, offering: upserts)
+    }
+
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { queue.waitUntilDurable(ticket) }
 
     package func flush() throws(StorageError) {

@@ -98,6 +98,17 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// clock; returns its ticket. After `fail` or `stop` the commit is dropped (the ticket then
     /// never becomes durable; waiters get the error).
     func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
+        append { $0.add(changeCount: changeCount, clock: clock, change: change) }
+    }
+
+    /// `append` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
+    func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
+        append { $0.addUpserts(clock: clock, offering: upserts) }
+    }
+
+    /// Queues one commit, which `add` adds to the pending group; returns its ticket.
+    @inline(__always)
+    private func append(_ add: (inout GroupCommit) -> Void) -> UInt64 {
         condition.lock()
         defer { condition.unlock() }
         let admitted = inFlight.load(ordering: .relaxed)
@@ -109,7 +120,7 @@ final class StoreWriteQueue: @unchecked Sendable {
             return ticket
         }
         let wasEmpty = appendedState.value.pending.isEmpty
-        appendedState.value.pending.add(changeCount: changeCount, clock: clock, change: change)
+        add(&appendedState.value.pending)
         if eager || wasEmpty || admitted >= capacityCommits { condition.broadcast() }
         return ticket
     }
