@@ -32,12 +32,16 @@ let package = Package(
         .target(name: "DecideCore"),
         // Processor hints Swift cannot spell (cache prefetch), as inline C; no I/O, no state.
         .target(name: "CDecideHints"),
+        // The node's lock (futex slow paths, inline fast paths), in C: Swift cannot wait on a
+        // futex or spell a pause instruction.
+        .target(name: "CDecideLock"),
         // The node: keys, decisions, effects, task pool, observation, replication seam.
         .target(
             name: "Decide",
             dependencies: [
                 "DecideCore",
                 "CDecideHints",
+                "CDecideLock",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

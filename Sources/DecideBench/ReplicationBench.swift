@@ -135,16 +135,22 @@ enum ReplicationBench {
         // lock: how long a peer's delta waits behind local writers.
         let localWriters = Int(ProcessInfo.processInfo.environment["BENCH_REPLICATION_LOCAL_WRITERS"] ?? "") ?? 0
         let writing = Atomic<Bool>(true)
+        // How much the local writers got done: a lock that lets them decide more also gives the
+        // node more to replicate, so a row's latency is read beside this rate.
+        let localDecisions = Atomic<Int>(0)
         let writersDone = DispatchGroup()
         let b = pair.b
         for writer in 0..<localWriters {
             writersDone.enter()
             Thread {
                 var index = writer
+                var decided = 0
                 while writing.load(ordering: .relaxed) {
                     b.decide(Write<LocalItem>(id: index % 10_000, value: index))
                     index += localWriters
+                    decided += 1
                 }
+                localDecisions.add(decided, ordering: .relaxed)
                 writersDone.leave()
             }.start()
         }
@@ -166,6 +172,7 @@ enum ReplicationBench {
         while received.load(ordering: .relaxed) < count && Date() < deadline { usleep(1_000) }
         writing.store(false, ordering: .relaxed)
         writersDone.wait()
+        let localRate = Double(localDecisions.load(ordering: .relaxed)) / max(1e-9, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
         pair.stop()
         var latencies: [Double] = []
         for index in 0..<count where receivedAt[index] > 0 {
@@ -181,7 +188,7 @@ enum ReplicationBench {
         let p99 = percentile(0.99), p999 = percentile(0.999)
         BenchTable.print(rows: [
             ["\(ratePerSecond)/s for \(String(format: "%.0f", seconds)) s (sent at \(CoreBench.format(achieved))/s)"
-                + (localWriters > 0 ? ", \(localWriters) local writers on B" : ""),
+                + (localWriters > 0 ? ", \(localWriters) local writers on B (\(CoreBench.format(localRate)) decisions/s)" : ""),
              "\(latencies.count)/\(count)", shown(percentile(0.5)), shown(p99), shown(p999),
              "p99 ≤ 1 ms: \(BenchTable.verdict(complete && (p99 ?? .infinity) <= 1)); p99.9 ≤ 2 ms: \(BenchTable.verdict(complete && (p999 ?? .infinity) <= 2))"],
         ], header: ["propagation A → B", "delivered", "p50", "p99", "p99.9", "goal"])

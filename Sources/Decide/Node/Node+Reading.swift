@@ -17,15 +17,11 @@ extension Node {
     /// short; it holds the node.
     public func read<T>(_ body: (StorageReader) -> T) -> T {
         core.withLock { core in
-            // `Mutex.withLock` returns a `sending` value, and the region checker cannot see that
-            // `body`'s result passed through `withTransaction` is still only the caller's: the
-            // value is handed out of the lock as it was before the transaction was lent.
-            nonisolated(unsafe) let value = core.withTransaction { core, transaction in
+            core.withTransaction { core, transaction in
                 let generation = transaction.begin(atMilliseconds: hybridNow(core))
                 defer { transaction.end() }
                 return body(StorageReader(transaction: transaction, generation: generation))
             }
-            return value
         }
     }
 

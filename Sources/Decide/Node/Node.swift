@@ -16,7 +16,7 @@ public final class Node: Sendable {
     let idHash: UInt64
     let configuration: Configuration
     let logger: Logger
-    let core: Mutex<NodeCore>
+    let core: NodeLock<NodeCore>
     let delivery = DeliveryQueue()
     let pool: TaskPool
     let environmentBox: Mutex<EffectEnvironment>
@@ -84,7 +84,7 @@ public final class Node: Sendable {
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity,
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
-        self.core = Mutex(core)
+        self.core = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
         // Expiring values loaded from the store expire on this node's own timer until a

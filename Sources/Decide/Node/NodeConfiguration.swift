@@ -54,6 +54,13 @@ extension Node {
         /// the entry's bytes, so reading a key again does not decode it again). When full the
         /// cache starts over; 0 decodes on every read. The entries themselves are always kept.
         public var maxCachedDecodedValues = 65_536
+        /// How long a thread may wait for the node's lock before the lock is handed to it in
+        /// arrival order (docs/architecture.md, "The node's lock"). Below the bound, a running
+        /// thread takes the lock ahead of sleeping ones, which keeps many deciding threads fast;
+        /// past it, waiting threads are served first. Smaller serves waiters (a peer's deltas,
+        /// a read behind a chore) sooner at some cost in throughput under contention; 0 hands
+        /// over whenever a woken thread loses the lock once.
+        public var lockHandoffMicroseconds = 100
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
         /// The directory of this node's store (created when absent; the file inside is

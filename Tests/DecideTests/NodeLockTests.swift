@@ -1,0 +1,146 @@
+@testable import Decide
+import Foundation
+import Synchronization
+import Testing
+
+/// The node's lock (`NodeLock`, `CDecideLock`): exclusion under contention, queue order, the
+/// urgent path, and the handoff to a thread that waited past the bound.
+@Suite struct NodeLockTests {
+    /// Waits until `condition` holds, polling: the tests arrange a state (threads asleep in the
+    /// queue) that only the lock's counters show. Fails the test after 30 s.
+    static func waitUntil(_ what: String, _ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(30)
+        while !condition() {
+            if Date() > deadline {
+                Issue.record("timed out waiting until \(what)")
+                return
+            }
+            usleep(100)
+        }
+    }
+
+    /// Eight threads, a quarter of them urgent, add to a plain counter inside the lock: no update
+    /// is lost, and no two bodies ever run at once. With a bound of 0 (every woken loser hands
+    /// over), 100 µs (the default) and one long enough never to be reached.
+    @Test(arguments: [0, 100, 10_000_000])
+    func bodiesNeverOverlapAndNoUpdateIsLost(handoffMicroseconds: Int) {
+        let lock = NodeLock(0, handoffMicroseconds: handoffMicroseconds)
+        let inside = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        let threads = 8
+        let iterations = 50_000
+        let finished = DispatchGroup()
+        for thread in 0..<threads {
+            finished.enter()
+            Thread {
+                for iteration in 0..<iterations {
+                    let body = { (value: inout Int) in
+                        if inside.add(1, ordering: .relaxed).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
+                        value += 1
+                        // Now and then a long hold, far past the arriving threads' spin, so they
+                        // queue and sleep: the slow paths run, not only the spin.
+                        if iteration % 1_000 == 0 { usleep(50) }
+                        inside.subtract(1, ordering: .relaxed)
+                    }
+                    if thread % 4 == 0 { lock.withUrgentLock(body) } else { lock.withLock(body) }
+                }
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        #expect(lock.withLock { $0 } == threads * iterations)
+        #expect(overlaps.load(ordering: .relaxed) == 0)
+        // Contention was real: threads slept on the lock, so the slow paths ran.
+        #expect(lock.sleeps > 0)
+    }
+
+    /// Three threads queue in turn behind a held lock, then an urgent one: the urgent thread gets
+    /// the lock first, then the others in the order they queued. Without the urgent path it
+    /// would come last.
+    @Test(arguments: [0, 10_000_000])
+    func sleepersAreServedInQueueOrderAndAnUrgentOneFirst(handoffMicroseconds: Int) {
+        let lock = NodeLock([String](), handoffMicroseconds: handoffMicroseconds)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchGroup()
+        finished.enter()
+        Thread {
+            lock.withLock { _ in
+                holding.signal()
+                release.wait()
+            }
+            finished.leave()
+        }.start()
+        holding.wait()
+        for (index, name) in ["first", "second", "third", "urgent"].enumerated() {
+            finished.enter()
+            Thread {
+                if name == "urgent" {
+                    lock.withUrgentLock { $0.append(name) }
+                } else {
+                    lock.withLock { $0.append(name) }
+                }
+                finished.leave()
+            }.start()
+            Self.waitUntil("\(name) sleeps in the queue") { lock.sleeps == UInt64(index + 1) }
+        }
+        release.signal()
+        finished.wait()
+        #expect(lock.withLock { $0 } == ["urgent", "first", "second", "third"])
+    }
+
+    /// A woken thread that loses the lock to a running one, with a bound of 0, switches the lock
+    /// to handoff mode: the running thread's next unlock hands the lock to it, so the running
+    /// thread, asking again at once, comes after it. (A barging lock lets the running thread
+    /// take it again first.)
+    @Test func aWokenThreadThatLostOnceIsHandedTheLockAheadOfTheRunningThread() {
+        let lock = NodeLock([String](), handoffMicroseconds: 0)
+        // H holds the lock while W queues; H unlocks and at once locks again, so that W, woken,
+        // finds it held and queues a second time. A round in which W wins that race instead does
+        // not show the handoff, and is tried again.
+        for _ in 0..<100 {
+            lock.withLock { $0.removeAll() }
+            let sleepsBefore = lock.sleeps
+            let handoffsBefore = lock.handoffs
+            let holding = DispatchSemaphore(value: 0)
+            let waiterQueued = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let waiterDone = Atomic<Bool>(false)
+            let finished = DispatchGroup()
+            finished.enter()
+            Thread {
+                lock.withLock { _ in
+                    holding.signal()
+                    waiterQueued.wait()
+                }
+                // Unlocked and locked again at once: W is being woken meanwhile.
+                lock.withLock { order in
+                    order.append("H")
+                    proceed.wait()
+                }
+                lock.withLock { $0.append("H again") }
+                finished.leave()
+            }.start()
+            holding.wait()
+            finished.enter()
+            Thread {
+                lock.withLock { $0.append("W") }
+                waiterDone.store(true, ordering: .releasing)
+                finished.leave()
+            }.start()
+            Self.waitUntil("W sleeps in the queue") { lock.sleeps >= sleepsBefore + 1 }
+            waiterQueued.signal()
+            Self.waitUntil("W slept again or got in") {
+                lock.sleeps >= sleepsBefore + 2 || waiterDone.load(ordering: .acquiring)
+            }
+            proceed.signal()
+            finished.wait()
+            let order = lock.withLock { $0 }
+            guard order.first == "H" else { continue }
+            #expect(order == ["H", "W", "H again"])
+            #expect(lock.handoffs > handoffsBefore)
+            return
+        }
+        Issue.record("in 100 rounds the waiter never lost the lock once to the running thread")
+    }
+}
