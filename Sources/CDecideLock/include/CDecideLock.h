@@ -52,28 +52,24 @@ void decide_lock_init(decide_lock_t *lock, uint64_t handoff_ns);
 void decide_lock_slow(decide_lock_t *lock, int urgent);
 void decide_unlock_slow(decide_lock_t *lock);
 
-/// Takes the lock, waiting as long as it takes.
-static inline __attribute__((always_inline)) void decide_lock(decide_lock_t *lock) {
+/// Takes the lock: a compare-and-swap when it is free, `decide_lock_slow` otherwise.
+static inline __attribute__((always_inline)) void decide_lock_as(decide_lock_t *lock, int urgent) {
     uint32_t expected = 0;
     if (__builtin_expect(__atomic_compare_exchange_n(&lock->state, &expected, DECIDE_LOCK_LOCKED, 1,
                                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
         return;
     }
-    decide_lock_slow(lock, 0);
+    decide_lock_slow(lock, urgent);
 }
+
+/// Takes the lock, waiting as long as it takes.
+static inline __attribute__((always_inline)) void decide_lock(decide_lock_t *lock) { decide_lock_as(lock, 0); }
 
 /// Takes the lock ahead of every sleeping thread: when it must wait, it queues at the front in
 /// handoff mode, so the next unlock hands the lock to it. For the few threads whose waits hold
 /// up other machines (the one applying a peer's deltas), not for ordinary callers: used by
 /// many, it is a plain handoff lock.
-static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock_t *lock) {
-    uint32_t expected = 0;
-    if (__builtin_expect(__atomic_compare_exchange_n(&lock->state, &expected, DECIDE_LOCK_LOCKED, 1,
-                                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
-        return;
-    }
-    decide_lock_slow(lock, 1);
-}
+static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock_t *lock) { decide_lock_as(lock, 1); }
 
 /// Releases the lock, which the calling thread holds.
 static inline __attribute__((always_inline)) void decide_unlock(decide_lock_t *lock) {
