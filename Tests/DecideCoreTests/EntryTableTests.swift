@@ -1,4 +1,4 @@
-import DecideCore
+@testable import DecideCore
 import Testing
 
 /// The entry table against a plain dictionary of merged entries: its open-addressing index,
@@ -67,6 +67,22 @@ import Testing
                 #expect(Set(listed.map(\.key)).count == listed.count, "seed \(seed) bucket \(bucket) lists a key twice")
                 #expect(Set(listed.map(\.key)) == Set(fresh.entries(inBucket: bucket).map(\.key)), "seed \(seed) bucket \(bucket)")
             }
+        }
+    }
+
+    /// `Entry.takeValue`, which merges use to move a consumed entry's value into the table: it
+    /// hands over the value, in place or on the heap, and leaves the entry a tombstone of the
+    /// same version, expiry and ownership fields.
+    @Test func takingAValueLeavesATombstoneOfTheSameVersion() {
+        for bytes in [[UInt8](), [1, 2, 3], [UInt8](repeating: 9, count: 100)] {
+            let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: 5, logical: 1), node: "a node id longer than fifteen bytes")
+            var entry = Entry(version: version, value: bytes, expiresAtMilliseconds: 70, ownedByWriter: true)
+            let taken = Entry.takeValue(from: &entry)
+            #expect(taken.map { Array($0.array) } == bytes)
+            #expect(entry.isTombstone)
+            #expect(entry.version == version)
+            #expect(entry.expiresAtMilliseconds == 70 && entry.ownedByWriter)
+            #expect(Entry.takeValue(from: &entry) == nil, "taken twice")
         }
     }
 

@@ -53,6 +53,23 @@ public struct Entry: Hashable, Sendable {
     /// tombstone.
     public var isTombstone: Bool { packedValue == nil }
 
+    /// Moves the value out of `entry`, an entry its holder is about to drop, and leaves nil in
+    /// its place (the memory, not the `let`: `packedValue` is read-only to everyone else). A
+    /// table storing the value of an entry it consumed takes it so, without the retain of a
+    /// copy and the release of the dropped entry's (two atomics a write of a value too long to
+    /// hold in place: docs/benchmarks.md, "A merged value moved, not copied"). After it the
+    /// entry reads as a tombstone; nothing else of it changes.
+    package static func takeValue(from entry: inout Entry) -> PackedBytes? {
+        withUnsafeMutablePointer(to: &entry) { pointer in
+            let field = (UnsafeMutableRawPointer(pointer) + packedValueOffset).assumingMemoryBound(to: PackedBytes?.self)
+            let value = field.move()
+            field.initialize(to: nil)
+            return value
+        }
+    }
+
+    private static let packedValueOffset = MemoryLayout<Entry>.offset(of: \Entry.packedValue)!
+
     /// Whether the value has expired at hybrid-clock instant `now` (physical milliseconds):
     /// the key then reads as absent, exactly like a tombstone.
     public func isExpired(atMilliseconds now: UInt64) -> Bool {

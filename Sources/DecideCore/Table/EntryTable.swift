@@ -225,6 +225,7 @@ package struct EntryTable: Sendable {
             if entry.version.timestamp < storedTimestamp { return .kept }
             if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
+            let isTombstone = entry.isTombstone
             tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
             let contribution = StateDigest.contribution(of: key, entry)
             let node = nodeNumber(of: entry.version)
@@ -236,13 +237,14 @@ package struct EntryTable: Sendable {
             }
             let record = records.address(of: position)
             record.pointee.timestamp = entry.version.timestamp
-            // Bound first: assigning `entry.value` as an optional copies it through the generic
-            // `Optional` value witness (~120 instructions a write); an array copy is one retain.
-            if let bytes = entry.packedValue { record.pointee.value = bytes } else { record.pointee.value = nil }
+            // Bound first: assigning an optional value copies it through the generic `Optional`
+            // value witness (~120 instructions a write). Moved out of the consumed entry: a copy
+            // was a retain, and dropping the entry a release.
+            if let bytes = Entry.takeValue(from: &entry) { record.pointee.value = bytes } else { record.pointee.value = nil }
             record.pointee.contribution = contribution
             record.pointee.node = node
             record.pointee.meta = meta
-            tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
+            tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             digest.toggle(contribution: old ^ contribution, of: key)
             outcome = .replaced
         } else {
@@ -254,6 +256,7 @@ package struct EntryTable: Sendable {
                 : key.packedElement
             let node = nodeNumber(of: entry.version)
             let meta = Self.meta(of: entry)
+            let isTombstone = entry.isTombstone
             let name = atomic ? Self.inlineName : nameNumber(of: key.name)
             if atomic {
                 memberSlots.append(0)
@@ -262,8 +265,8 @@ package struct EntryTable: Sendable {
                 names[Int(name)].members.append(number)
             }
             records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  meta: meta, value: entry.packedValue, name: name, keyBytes: keyBytes, node: node))
-            tally(isTombstone: entry.isTombstone, meta: meta, node: node, by: 1)
+                                  meta: meta, value: Entry.takeValue(from: &entry), name: name, keyBytes: keyBytes, node: node))
+            tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
             index[cell] = Self.cellValue(record: Int(number), hash: key.stableHash)
             digest.toggle(contribution: contribution, of: key)
