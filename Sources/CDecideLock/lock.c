@@ -89,19 +89,24 @@ void decide_lock_init(decide_lock_t *lock, uint64_t handoff_ns) {
     lock->sleeps = 0;
 }
 
-void decide_lock_slow(decide_lock_t *lock, int urgent) {
+void decide_lock_slow(decide_lock_t *lock, int manner) {
     decide_lock_waiter me = {WAITING, 0, NULL};
+    int urgent = manner == DECIDE_LOCK_AS_URGENT;
     int spins = 0;
     // Woken with RETRY and not yet tried: the WOKEN flag is ours to clear.
     int woken = 0;
     for (;;) {
+        // What keeps this thread from taking a free lock: a holder, handoff mode, and for a
+        // polite thread (until it is woken itself) a woken thread about to try.
+        uint32_t blockers = DECIDE_LOCK_LOCKED | DECIDE_LOCK_HANDOFF;
+        if (manner == DECIDE_LOCK_AS_POLITE && !woken) blockers |= DECIDE_LOCK_WOKEN;
         uint32_t state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
-        if (!(state & (DECIDE_LOCK_LOCKED | DECIDE_LOCK_HANDOFF))) {
+        if (!(state & blockers)) {
             uint32_t taken = (state | DECIDE_LOCK_LOCKED) & ~(woken ? DECIDE_LOCK_WOKEN : 0u);
             if (__atomic_compare_exchange_n(&lock->state, &state, taken, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
             continue;
         }
-        if (!(state & DECIDE_LOCK_HANDOFF) && spins < SPIN_ROUNDS) {
+        if (!(state & (DECIDE_LOCK_HANDOFF | (DECIDE_LOCK_WOKEN & blockers))) && spins < SPIN_ROUNDS) {
             spins++;
             relax();
             continue;
@@ -110,9 +115,10 @@ void decide_lock_slow(decide_lock_t *lock, int urgent) {
         int starving = urgent || (me.since != 0 && now_ns() - me.since > lock->handoff_ns);
         int queued = 0;
         state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
-        // Queue only while the lock is held (or handed over): an unlock after this sees QUEUED
-        // and takes the queue's lock, so it cannot miss this thread.
-        while (state & (DECIDE_LOCK_LOCKED | DECIDE_LOCK_HANDOFF)) {
+        // Queue only while the lock is held (or handed over, or a woken thread is about to take
+        // it): an unlock after this sees QUEUED and takes the queue's lock, so it cannot miss
+        // this thread.
+        while (state & blockers) {
             uint32_t next = state | DECIDE_LOCK_QUEUED;
             if (woken) next &= ~DECIDE_LOCK_WOKEN;
             if (starving) next |= DECIDE_LOCK_HANDOFF;

@@ -19,8 +19,8 @@ import Testing
         }
     }
 
-    /// Eight threads, a quarter of them urgent, add to a plain counter inside the lock: no update
-    /// is lost, and no two bodies ever run at once. With a bound of 0 (every woken loser hands
+    /// Eight threads, a quarter of them urgent and a quarter polite, add to a plain counter inside
+    /// the lock: no update is lost, and no two bodies ever run at once. With a bound of 0 (every woken loser hands
     /// over), 100 µs (the default) and one long enough never to be reached.
     @Test(arguments: [0, 100, 10_000_000])
     func bodiesNeverOverlapAndNoUpdateIsLost(handoffMicroseconds: Int) {
@@ -42,7 +42,11 @@ import Testing
                         if iteration % 1_000 == 0 { usleep(50) }
                         inside.subtract(1, ordering: .relaxed)
                     }
-                    if thread % 4 == 0 { lock.withUrgentLock(body) } else { lock.withLock(body) }
+                    switch thread % 4 {
+                    case 0: lock.withUrgentLock(body)
+                    case 1: lock.withPoliteLock(body)
+                    default: lock.withLock(body)
+                    }
                 }
                 finished.leave()
             }.start()
@@ -87,6 +91,36 @@ import Testing
         release.signal()
         finished.wait()
         #expect(lock.withLock { $0 } == ["urgent", "first", "second", "third"])
+    }
+
+    /// A chore that takes the lock again politely, right after an unlock woke a queued thread,
+    /// lets that thread in first (a plain `withLock` would take the free lock before the woken
+    /// thread runs).
+    @Test func aPoliteRelockLetsTheWokenThreadInFirst() {
+        let lock = NodeLock([String](), handoffMicroseconds: 10_000_000)
+        let holding = DispatchSemaphore(value: 0)
+        let waiterQueued = DispatchSemaphore(value: 0)
+        let finished = DispatchGroup()
+        finished.enter()
+        Thread {
+            lock.withLock { order in
+                order.append("chore, first slice")
+                holding.signal()
+                waiterQueued.wait()
+            }
+            lock.withPoliteLock { $0.append("chore, second slice") }
+            finished.leave()
+        }.start()
+        holding.wait()
+        finished.enter()
+        Thread {
+            lock.withLock { $0.append("decision") }
+            finished.leave()
+        }.start()
+        Self.waitUntil("the decision sleeps in the queue") { lock.sleeps >= 1 }
+        waiterQueued.signal()
+        finished.wait()
+        #expect(lock.withLock { $0 } == ["chore, first slice", "decision", "chore, second slice"])
     }
 
     /// A woken thread that loses the lock to a running one, with a bound of 0, switches the lock

@@ -1,6 +1,6 @@
 // The node's lock (Sources/CDecideLock) under ThreadSanitizer, outside Swift: the Swift runtime
 // and swift-testing do not run under TSan here, so this C program drives the lock itself.
-// Threads, some of them urgent, add to plain counters inside the lock. TSan reports a data race
+// Threads, some of them urgent and some polite, add to plain counters inside the lock. TSan reports a data race
 // if any body's accesses are not ordered by the lock's acquire and release; the program checks
 // that no update was lost and that no two bodies overlapped. Run by `make test-lock-tsan`.
 #include "CDecideLock.h"
@@ -20,7 +20,13 @@ static long overlaps;        // guarded by `lock`
 static void *work(void *argument) {
     long thread = (long)argument;
     for (int iteration = 0; iteration < ITERATIONS; iteration++) {
-        if (thread % 4 == 0) decide_lock_urgent(&lock); else decide_lock(&lock);
+        if (thread % 4 == 0) {
+            decide_lock_urgent(&lock);
+        } else if (thread % 4 == 1) {
+            decide_lock_polite(&lock);
+        } else {
+            decide_lock(&lock);
+        }
         if (inside != 0) overlaps++;
         inside = 1;
         counter++;

@@ -49,27 +49,37 @@ enum {
 /// Zeroes `lock` and sets its bound in nanoseconds.
 void decide_lock_init(decide_lock_t *lock, uint64_t handoff_ns);
 
-void decide_lock_slow(decide_lock_t *lock, int urgent);
+/// How a thread asks for the lock: as anyone, urgently (`decide_lock_urgent`), or politely
+/// (`decide_lock_polite`).
+enum { DECIDE_LOCK_PLAIN = 0, DECIDE_LOCK_AS_URGENT = 1, DECIDE_LOCK_AS_POLITE = 2 };
+
+void decide_lock_slow(decide_lock_t *lock, int manner);
 void decide_unlock_slow(decide_lock_t *lock);
 
 /// Takes the lock: a compare-and-swap when it is free, `decide_lock_slow` otherwise.
-static inline __attribute__((always_inline)) void decide_lock_as(decide_lock_t *lock, int urgent) {
+static inline __attribute__((always_inline)) void decide_lock_as(decide_lock_t *lock, int manner) {
     uint32_t expected = 0;
     if (__builtin_expect(__atomic_compare_exchange_n(&lock->state, &expected, DECIDE_LOCK_LOCKED, 1,
                                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
         return;
     }
-    decide_lock_slow(lock, urgent);
+    decide_lock_slow(lock, manner);
 }
 
 /// Takes the lock, waiting as long as it takes.
-static inline __attribute__((always_inline)) void decide_lock(decide_lock_t *lock) { decide_lock_as(lock, 0); }
+static inline __attribute__((always_inline)) void decide_lock(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_PLAIN); }
 
 /// Takes the lock ahead of every sleeping thread: when it must wait, it queues at the front in
 /// handoff mode, so the next unlock hands the lock to it. For the few threads whose waits hold
 /// up other machines (the one applying a peer's deltas), not for ordinary callers: used by
 /// many, it is a plain handoff lock.
-static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock_t *lock) { decide_lock_as(lock, 1); }
+static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_AS_URGENT); }
+
+/// Takes the lock after a thread an unlock has just woken, which it does not race: when one is
+/// about to try, it queues at the back instead of taking a free lock. For a chore that holds the
+/// lock in slices (expiry, tombstone collection, a long read) and takes it again after each: a
+/// decision that queued behind one slice gets in before the next.
+static inline __attribute__((always_inline)) void decide_lock_polite(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_AS_POLITE); }
 
 /// Releases the lock, which the calling thread holds.
 static inline __attribute__((always_inline)) void decide_unlock(decide_lock_t *lock) {

@@ -16,7 +16,8 @@ extension Node {
         var instant: UInt64?
         var total = 0
         while true {
-            let (count, more) = core.withLock { core -> (Int, Bool) in
+            // Politely: a decision queued behind one batch goes before the next.
+            let (count, more) = core.withPoliteLock { core -> (Int, Bool) in
                 let now = instant ?? hybridNow(core)
                 instant = now
                 let expired = core.table.expire(dueAtMilliseconds: now, limit: Self.expirySliceValues)

@@ -45,6 +45,16 @@ final class NodeLock<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
+    /// `withLock` that does not race a thread an unlock has just woken (`decide_lock_polite`):
+    /// for a chore that holds the lock in slices and takes it again after each, so a decision
+    /// queued behind one slice gets in before the next.
+    @inline(__always)
+    func withPoliteLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        decide_lock_polite(lock)
+        defer { decide_unlock(lock) }
+        return try body(&value)
+    }
+
     /// Times the lock was handed to a thread that had waited past the bound, and times a thread
     /// slept on it: for tests and diagnostics.
     var handoffs: UInt64 { decide_lock_handoffs(lock) }

@@ -458,7 +458,8 @@ extension Node {
         var total = 0
         while !cursor.isFinished {
             let admitted = admitToStorage()
-            total += core.withLock { core -> Int in
+            // Politely: a decision queued behind one slice goes before the next.
+            total += core.withPoliteLock { core -> Int in
                 if core.collectedBelow < horizon { core.collectedBelow = horizon }
                 if cursor == .start, !core.table.mayHoldAbsentForGood(isRemovedOwner: core.isRemovedOwner) {
                     _ = appendToStorage(admitted, [], clock: core.clock.last)
