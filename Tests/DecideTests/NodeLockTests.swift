@@ -19,6 +19,25 @@ import Testing
         }
     }
 
+    /// Starts a thread that takes `lock` (appending `first`, when given), returns once it holds
+    /// it, and keeps it until `release` is signalled; that thread then runs `after`, and leaves
+    /// `finished`.
+    static func startHolder(of lock: NodeLock<[String]>, appending first: String? = nil, until release: DispatchSemaphore,
+                            finished: DispatchGroup, after: @escaping @Sendable () -> Void = {}) {
+        let holding = DispatchSemaphore(value: 0)
+        finished.enter()
+        Thread {
+            lock.withLock { order in
+                if let first { order.append(first) }
+                holding.signal()
+                release.wait()
+            }
+            after()
+            finished.leave()
+        }.start()
+        holding.wait()
+    }
+
     /// Eight threads, a quarter of them urgent and a quarter polite, add to a plain counter inside
     /// the lock: no update is lost, and no two bodies ever run at once. With a bound of 0 (every woken loser hands
     /// over), 100 µs (the default) and one long enough never to be reached.
@@ -64,18 +83,9 @@ import Testing
     @Test(arguments: [0, 10_000_000])
     func sleepersAreServedInQueueOrderAndAnUrgentOneFirst(handoffMicroseconds: Int) {
         let lock = NodeLock([String](), handoffMicroseconds: handoffMicroseconds)
-        let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let finished = DispatchGroup()
-        finished.enter()
-        Thread {
-            lock.withLock { _ in
-                holding.signal()
-                release.wait()
-            }
-            finished.leave()
-        }.start()
-        holding.wait()
+        Self.startHolder(of: lock, until: release, finished: finished)
         for (index, name) in ["first", "second", "third", "urgent"].enumerated() {
             finished.enter()
             Thread {
@@ -98,20 +108,11 @@ import Testing
     /// thread runs).
     @Test func aPoliteRelockLetsTheWokenThreadInFirst() {
         let lock = NodeLock([String](), handoffMicroseconds: 10_000_000)
-        let holding = DispatchSemaphore(value: 0)
         let waiterQueued = DispatchSemaphore(value: 0)
         let finished = DispatchGroup()
-        finished.enter()
-        Thread {
-            lock.withLock { order in
-                order.append("chore, first slice")
-                holding.signal()
-                waiterQueued.wait()
-            }
+        Self.startHolder(of: lock, appending: "chore, first slice", until: waiterQueued, finished: finished) {
             lock.withPoliteLock { $0.append("chore, second slice") }
-            finished.leave()
-        }.start()
-        holding.wait()
+        }
         finished.enter()
         Thread {
             lock.withLock { $0.append("decision") }
@@ -136,26 +137,18 @@ import Testing
             lock.withLock { $0.removeAll() }
             let sleepsBefore = lock.sleeps
             let handoffsBefore = lock.handoffs
-            let holding = DispatchSemaphore(value: 0)
             let waiterQueued = DispatchSemaphore(value: 0)
             let proceed = DispatchSemaphore(value: 0)
             let waiterDone = Atomic<Bool>(false)
             let finished = DispatchGroup()
-            finished.enter()
-            Thread {
-                lock.withLock { _ in
-                    holding.signal()
-                    waiterQueued.wait()
-                }
+            Self.startHolder(of: lock, until: waiterQueued, finished: finished) {
                 // Unlocked and locked again at once: W is being woken meanwhile.
                 lock.withLock { order in
                     order.append("H")
                     proceed.wait()
                 }
                 lock.withLock { $0.append("H again") }
-                finished.leave()
-            }.start()
-            holding.wait()
+            }
             finished.enter()
             Thread {
                 lock.withLock { $0.append("W") }
