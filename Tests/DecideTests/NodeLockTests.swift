@@ -39,9 +39,10 @@ import Testing
     }
 
     /// Eight threads, a quarter of them urgent and a quarter polite, add to a plain counter inside
-    /// the lock: no update is lost, and no two bodies ever run at once. With a bound of 0 (every woken loser hands
-    /// over), 100 µs (the default) and one long enough never to be reached.
-    @Test(arguments: [0, 100, 10_000_000])
+    /// the lock: no update is lost, and no two bodies ever run at once. With bounds of 0 (every
+    /// woken loser hands over), 100 µs (the default) and one long enough never to be reached;
+    /// a negative bound counts as 0, and `Int.max` microseconds as never (not an overflow).
+    @Test(arguments: [-1, 0, 100, 10_000_000, Int.max])
     func bodiesNeverOverlapAndNoUpdateIsLost(handoffMicroseconds: Int) {
         let lock = NodeLock(0, handoffMicroseconds: handoffMicroseconds)
         let inside = Atomic<Int>(0)

@@ -19,10 +19,11 @@ final class NodeLock<Value>: @unchecked Sendable {
     @exclusivity(unchecked) private var value: Value
 
     /// `handoffMicroseconds`: how long a thread may wait before the lock is handed to it
-    /// (`Node.Configuration.lockHandoffMicroseconds`; negative counts as 0).
+    /// (`Node.Configuration.lockHandoffMicroseconds`; negative counts as 0, and a bound past
+    /// what nanoseconds in 64 bits hold as never).
     init(_ value: Value, handoffMicroseconds: Int) {
         lock = .allocate(capacity: 1)
-        decide_lock_init(lock, UInt64(max(0, handoffMicroseconds)) * 1_000)
+        decide_lock_init(lock, min(UInt64(max(0, handoffMicroseconds)), UInt64.max / 1_000) * 1_000)
         self.value = value
     }
 
