@@ -34,7 +34,8 @@ typedef struct {
     decide_lock_waiter *head;
     decide_lock_waiter *tail;
     uint64_t handoff_ns;
-    /// Counters for tests and diagnostics, changed under `queue_lock`.
+    /// Counters for tests and diagnostics (`decide_lock_handoffs`, `decide_lock_sleeps`),
+    /// changed under `queue_lock`.
     uint64_t handoffs;
     uint64_t sleeps;
 } decide_lock_t;
@@ -91,8 +92,8 @@ static inline __attribute__((always_inline)) void decide_unlock(decide_lock_t *l
     decide_unlock_slow(lock);
 }
 
-/// Times the lock was handed over in handoff mode, and times a thread slept on it (for tests
-/// and diagnostics).
+/// Times the lock was handed over in handoff mode, and times a thread queued to sleep on it (it
+/// may be woken before it sleeps): for tests and diagnostics.
 uint64_t decide_lock_handoffs(decide_lock_t *lock);
 uint64_t decide_lock_sleeps(decide_lock_t *lock);
 

@@ -56,8 +56,9 @@ final class NodeLock<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
-    /// Times the lock was handed to a thread that had waited past the bound, and times a thread
-    /// slept on it: for tests and diagnostics.
+    /// Times the lock was handed over (to a thread past the bound, or an urgent one), and times
+    /// a thread queued to sleep on it (it may be woken before it sleeps): for tests and
+    /// diagnostics.
     var handoffs: UInt64 { decide_lock_handoffs(lock) }
     var sleeps: UInt64 { decide_lock_sleeps(lock) }
 }
