@@ -85,8 +85,9 @@ docs: unit-test
 test: unit-test check-readme check-api docs test-transport-asan test-lock-tsan fuzz-smoke integration chaos-smoke
 
 # The node's lock (Sources/CDecideLock) under ThreadSanitizer, driven from C: the Swift runtime
-# and swift-testing do not run under TSan with this toolchain. Threads, some urgent, add to
-# plain counters under the lock at three handoff bounds; TSan fails the run on any data race.
+# and swift-testing do not run under TSan with this toolchain. Threads (urgent, polite and plain)
+# add to plain counters under the lock at three handoff bounds; TSan fails the run on any data
+# race.
 LOCK_STRESS_BIN := .build-lock/lock-stress
 SWIFT_RUNTIME_LIBS = $(abspath $(dir $(shell command -v swift))../lib/swift/linux)
 test-lock-tsan:

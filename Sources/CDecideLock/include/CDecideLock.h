@@ -78,8 +78,8 @@ static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock
 
 /// Takes the lock after a thread an unlock has just woken, which it does not race: when one is
 /// about to try, it queues at the back instead of taking a free lock. For a chore that holds the
-/// lock in slices (expiry, tombstone collection, a long read) and takes it again after each: a
-/// decision that queued behind one slice gets in before the next.
+/// lock in slices (expiry, tombstone collection) and takes it again after each: a decision that
+/// queued behind one slice gets in before the next.
 static inline __attribute__((always_inline)) void decide_lock_polite(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_AS_POLITE); }
 
 /// Releases the lock, which the calling thread holds.

@@ -32,18 +32,14 @@ final class NodeLock<Value>: @unchecked Sendable {
     /// Runs `body` with the value, holding the lock.
     @inline(__always)
     func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        decide_lock(lock)
-        defer { decide_unlock(lock) }
-        return try body(&value)
+        try holding(DECIDE_LOCK_PLAIN, body)
     }
 
     /// `withLock` ahead of every waiting thread (`decide_lock_urgent`): for the thread applying a
     /// peer's deltas, whose wait delays every other node's view of this one.
     @inline(__always)
     func withUrgentLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        decide_lock_urgent(lock)
-        defer { decide_unlock(lock) }
-        return try body(&value)
+        try holding(DECIDE_LOCK_AS_URGENT, body)
     }
 
     /// `withLock` that does not race a thread an unlock has just woken (`decide_lock_polite`):
@@ -51,7 +47,13 @@ final class NodeLock<Value>: @unchecked Sendable {
     /// queued behind one slice gets in before the next.
     @inline(__always)
     func withPoliteLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        decide_lock_polite(lock)
+        try holding(DECIDE_LOCK_AS_POLITE, body)
+    }
+
+    /// Runs `body` holding the lock, taken in `manner` (`decide_lock_as`).
+    @inline(__always)
+    private func holding<Result, Failure: Error>(_ manner: Int, _ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        decide_lock_as(lock, Int32(manner))
         defer { decide_unlock(lock) }
         return try body(&value)
     }
