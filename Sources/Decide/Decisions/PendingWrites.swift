@@ -138,28 +138,14 @@ struct PendingWrites {
     }
 
     /// Merges every write into `table` as committed under `version`. A local version is newer
-    /// than anything stored (the clock ticked past it), so each merge changes the table.
-    /// Each key is moved out of its write for the call and back after (`PendingWrite.key(in:)`):
-    /// handed on from the array, it was a copy, its name retained and released (two atomics a
-    /// write, for a name too long to be held in place: docs/benchmarks.md, "Atomics off the
-    /// decision path").
+    /// than anything stored (the clock ticked past it), so each merge changes the table. Each
+    /// key is lent in place (`offer`). Not `mutating`: the commit holds these writes in a `let`,
+    /// and a `var` captured by the commit's later closures (the store's) was read through a
+    /// box, copying the array each time (docs/benchmarks.md, "Atomics off the decision path").
     func merge(into table: inout EntryTable, version: Version) {
-        let hasOptions = self.hasOptions
-        // Not `mutating`, though each key leaves and comes back: the commit holds these writes
-        // in a `let`, and a `var` captured by the commit's later closures (the store's) was
-        // read through a box, copying the array each time (docs/benchmarks.md, "Atomics off
-        // the decision path").
-        writes.withUnsafeBufferPointer { writes in
-            guard let base = writes.baseAddress else { return }
-            let first = UnsafeMutablePointer(mutating: base)
-            for index in writes.indices {
-                let entry = Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version)
-                let keyAddress = PendingWrite.key(in: first + index)
-                let key = keyAddress.move()
-                let outcome = table.merge(entry, for: key)
-                keyAddress.initialize(to: consume key)
-                precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
-            }
+        offer(version: version) { key, entry in
+            let outcome = table.merge(entry, for: key)
+            precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
         }
     }
 
