@@ -87,7 +87,68 @@ import Testing
         let entry = Entry(version: Version(timestamp: HLCTimestamp(rawValue: 42), node: "node-a"),
                           value: Array(("\"" + String(repeating: "v", count: 64) + "\"").utf8))
         let contribution = StateDigest.contribution(of: StateKey(name: "Flags.Maintenance"), entry)
-        #expect(contribution == 0x2670_8b2c_a5cd_8465, "StateDigest.contribution changed: \(String(contribution, radix: 16))")
+        // Protocol version 3 (`DigestHash`); version 2's was 0x2670_8b2c_a5cd_8465.
+        #expect(contribution == 0x8ad2_8389_8466_a645, "StateDigest.contribution changed: \(String(contribution, radix: 16))")
+    }
+
+    /// Every part of an entry moves its contribution: the timestamp by one, the node, the
+    /// owned flag, the expiry (present, absent, one apart), a tombstone against an empty value,
+    /// and one flipped bit or one appended zero byte of the value at every position of every
+    /// length up to 80 bytes (either side of the 16 held in place, the 16-byte steps and the
+    /// tail). No two of these entries of one key share a contribution.
+    @Test func everyPartOfAnEntryMovesItsContribution() {
+        let key = StateKey(name: "presence", element: Array("user-17".utf8))
+        let stamp = HLCTimestamp(physicalMilliseconds: 1_800_000_000_000, logical: 3)
+        let later = HLCTimestamp(rawValue: stamp.rawValue + 1)
+        var seen: [UInt64: String] = [:]
+        var collisions: [String] = []
+        func add(_ entry: Entry, _ label: String) {
+            let contribution = StateDigest.contribution(of: key, entry)
+            if let other = seen.updateValue(label, forKey: contribution) { collisions.append("\(label) = \(other)") }
+        }
+        var random = SplitMix64(seed: 5)
+        for length in 0...80 {
+            let value = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let base = "\(length) bytes"
+            add(Entry(version: Version(timestamp: stamp, node: "a"), value: value), base)
+            add(Entry(version: Version(timestamp: later, node: "a"), value: value), base + ", next timestamp")
+            add(Entry(version: Version(timestamp: stamp, node: "b"), value: value), base + ", node b")
+            add(Entry(version: Version(timestamp: stamp, node: "a"), value: value, ownedByWriter: true), base + ", owned")
+            add(Entry(version: Version(timestamp: stamp, node: "a"), value: value, expiresAtMilliseconds: 1_800_000_060_000), base + ", expiring")
+            add(Entry(version: Version(timestamp: stamp, node: "a"), value: value, expiresAtMilliseconds: 1_800_000_060_001), base + ", expiring 1 ms later")
+            add(Entry(version: Version(timestamp: stamp, node: "a"), value: value + [0]), base + " and a zero byte")
+            for position in 0..<length {
+                for bit in [0, 7] {
+                    var changed = value
+                    changed[position] ^= 1 << bit
+                    add(Entry(version: Version(timestamp: stamp, node: "a"), value: changed), base + ", bit \(bit) of byte \(position) flipped")
+                }
+            }
+        }
+        add(Entry(version: Version(timestamp: stamp, node: "a"), value: nil), "tombstone")
+        add(Entry(version: Version(timestamp: later, node: "a"), value: nil), "tombstone, next timestamp")
+        #expect(collisions.isEmpty, "\(collisions.prefix(5))")
+        #expect(seen.count == 81 * 7 + 2 * (0...80).reduce(0, +) + 2)
+    }
+
+    /// Entries as a busy cluster makes them: 1,000 keys, each written at 100 consecutive
+    /// timestamps by one of three nodes with a counter value, the last a delete: 200,000 distinct
+    /// entries, 200,000 distinct contributions (a repeat among 2^64 would come once in about
+    /// 10^9 such runs).
+    @Test func aBusyClustersEntriesHaveDistinctContributions() {
+        var contributions = Set<UInt64>()
+        contributions.reserveCapacity(200_000)
+        let nodes = ["node-a", "node-b", "node-c"]
+        for index in 0..<1_000 {
+            let key = StateKey(name: "quota", element: Array("tenant-\(index)".utf8))
+            for step in 0..<200 {
+                let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_800_000_000_000 + UInt64(step / 2), logical: UInt16(step % 2)),
+                                      node: nodes[(index + step) % 3])
+                let entry = step == 199 ? Entry(version: version, value: nil) : Entry(version: version, value: Array("\(step * 10)".utf8))
+                contributions.insert(StateDigest.contribution(of: key, entry))
+            }
+        }
+        #expect(contributions.count == 200_000)
     }
 }
 

@@ -40,25 +40,6 @@ package struct StableHash {
         combine(littleEndianTail(base + offset, count: count &- offset) ^ (UInt64(count) &<< 56))
     }
 
-    /// The same result as `combine(buffer:)` over `packed`'s bytes. Bytes held in place are
-    /// mixed from their two words as they lie (the words `combine(buffer:)` would load, the
-    /// length in the top byte of the last), without lending them through memory first.
-    package mutating func combine(packed: PackedBytes) {
-        switch packed {
-        case let .inline(low, high, count):
-            let length = UInt64(count) &<< 56
-            switch count {
-            case 0: combine(0)
-            case 1..<8: combine(low ^ length)
-            case 8: combine(low); combine(length)
-            case 9..<16: combine(low); combine(high ^ length)
-            default: combine(low); combine(high); combine(length)
-            }
-        case .heap(let bytes):
-            bytes.withUnsafeBytes { combine(buffer: $0) }
-        }
-    }
-
     package mutating func combine(_ word: UInt64) {
         state = Self.mix(state ^ word &* 0xBF58_476D_1CE4_E5B9)
     }

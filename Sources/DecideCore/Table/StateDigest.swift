@@ -2,7 +2,7 @@
 /// to find where their states differ (anti-entropy).
 ///
 /// Each key falls in one leaf bucket by its `StateKey.stableHash`; a bucket holds the XOR of
-/// the hashes of its (key, version, value bytes or tombstone); every inner node holds the XOR of its
+/// the hashes of its (key, version, value bytes or tombstone) (`DigestHash`); every inner node holds the XOR of its
 /// children, so one write costs `depth + 1` XORs. Two tables with the same entries have equal
 /// digests at every node of the tree, whatever order the entries arrived in; a difference in
 /// one key shows in exactly one leaf and its ancestors.
@@ -56,21 +56,15 @@ package struct StateDigest: Hashable, Sendable {
         Int(truncatingIfNeeded: key.stableHash &>> UInt64(bucketShift)) & leafMask
     }
 
-    /// The hash one entry contributes to its bucket.
+    /// The hash one entry contributes to its bucket: of the key (its stable hash), the version
+    /// (timestamp and node), and the value with its flags and expiry or the tombstone mark
+    /// (`DigestHash`, protocol version 3).
     public static func contribution(of key: StateKey, _ entry: Entry) -> UInt64 {
-        var hash = StableHash(seed: key.stableHash)
-        hash.combine(entry.version.timestamp.rawValue)
-        hash.combine(entry.version.nodeHash)
-        if let value = entry.packedValue {
-            // The value's flags as the wire has them: 1, plus 2 when it expires, 4 when owned.
-            let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
-            hash.combine(flags)
-            if let expiresAt = entry.expiresAtMilliseconds { hash.combine(expiresAt) }
-            hash.combine(packed: value)
-        } else {
-            hash.combine(0)
-        }
-        return hash.value
+        // The value's flags as the wire has them: 1, plus 2 when it expires, 4 when owned.
+        let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
+        return DigestHash.entry(keyHash: key.stableHash, timestamp: entry.version.timestamp.rawValue,
+                                nodeHash: entry.version.nodeHash, value: entry.packedValue, flags: flags,
+                                expiresAt: entry.expiresAtMilliseconds)
     }
 
     /// Replaces `old` (nil when the key was absent) by `new` for `key`.

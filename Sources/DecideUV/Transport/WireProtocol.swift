@@ -12,10 +12,12 @@ package enum WireProtocol {
     package static let magic: [UInt8] = [0x44, 0x43, 0x44, 0x45]
     /// The lowest protocol version this build speaks. Version 2 seals links that have a cluster
     /// secret (and hides the hello's identity); version 1, which only authenticated them, is no
-    /// longer spoken, so no peer can talk a link down to it.
-    package static let minSupportedVersion: UInt16 = 2
+    /// longer spoken, so no peer can talk a link down to it. Version 3 changes the digest's
+    /// entry hash (`DigestHash`): a version 2 peer would find every bucket different in every
+    /// walk, so it is refused at the handshake instead (docs/protocol.md, "Versions").
+    package static let minSupportedVersion: UInt16 = 3
     /// The highest protocol version this build speaks.
-    package static let maxSupportedVersion: UInt16 = 2
+    package static let maxSupportedVersion: UInt16 = 3
     /// Before the handshake completes, no frame may be larger than this: a peer that has not
     /// proven anything cannot make the node buffer more.
     package static let maxHandshakeFrameBytes = 1024
