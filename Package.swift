@@ -35,6 +35,9 @@ let package = Package(
         // The node's lock (futex slow paths, inline fast paths), in C: Swift cannot wait on a
         // futex or spell a pause instruction.
         .target(name: "CDecideLock"),
+        // The real-time clock in milliseconds, read from the processor's counter between
+        // `clock_gettime` calls: Swift cannot spell the counter read.
+        .target(name: "CDecideClock"),
         // The node: keys, decisions, effects, task pool, observation, replication seam.
         .target(
             name: "Decide",
@@ -42,6 +45,7 @@ let package = Package(
                 "DecideCore",
                 "CDecideHints",
                 "CDecideLock",
+                "CDecideClock",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

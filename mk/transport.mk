@@ -53,10 +53,11 @@ FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
 FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
 FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(call swift_sources,Sources/DecideCore) $(call swift_sources,Sources/Decide)
 # Decide's prefetch hints: a header-only C module, found by its module map. The node's lock
-# (CDecideLock): its header by its module map, its C source compiled here and linked in.
-FUZZ_ENGINE_HEADERS := Sources/CDecideHints/include/CDecideHints.h Sources/CDecideHints/include/module.modulemap \
-	Sources/CDecideLock/include/CDecideLock.h Sources/CDecideLock/include/module.modulemap
-FUZZ_ENGINE_LOCK_OBJECT := $(FUZZ_BUILD)/engine-lock.o
+# (CDecideLock) and the millisecond clock (CDecideClock): their headers by their module maps,
+# their C sources compiled here and linked in.
+FUZZ_ENGINE_C_MODULES := CDecideHints CDecideLock CDecideClock
+FUZZ_ENGINE_HEADERS := $(foreach module,$(FUZZ_ENGINE_C_MODULES),Sources/$(module)/include/$(module).h Sources/$(module)/include/module.modulemap)
+FUZZ_ENGINE_C_OBJECTS := $(FUZZ_BUILD)/engine-lock.o $(FUZZ_BUILD)/engine-clock.o
 DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
 # Decide also imports swift-metrics' CoreMetrics (ReplicationMetrics, the store's sync timer).
 DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
@@ -64,17 +65,22 @@ DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
 $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE): | deps
 	$(SWIFT) build
 
-$(FUZZ_ENGINE_LOCK_OBJECT): Sources/CDecideLock/lock.c $(FUZZ_ENGINE_HEADERS) | deps
+# engine-NAME.o from Sources/MODULE/NAME.c.
+define fuzz_engine_c_object
+$(FUZZ_BUILD)/engine-$(1).o: Sources/$(2)/$(1).c $(FUZZ_ENGINE_HEADERS) | deps
 	mkdir -p $(FUZZ_BUILD)
-	clang -O2 -g -fsanitize=address -I Sources/CDecideLock/include -c Sources/CDecideLock/lock.c -o $@
+	clang -O2 -g -fsanitize=address -I Sources/$(2)/include -c Sources/$(2)/$(1).c -o $$@
+endef
+$(eval $(call fuzz_engine_c_object,lock,CDecideLock))
+$(eval $(call fuzz_engine_c_object,clock,CDecideClock))
 
-$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(FUZZ_ENGINE_LOCK_OBJECT) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
+$(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(FUZZ_ENGINE_C_OBJECTS) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
 	mkdir -p $(FUZZ_ENGINE_MODULES)
 	cp $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) $(FUZZ_ENGINE_MODULES)/
 	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
 	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
-		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite -I Sources/CDecideHints/include -I Sources/CDecideLock/include $(FUZZ_ENGINE_FLAGS) \
-		$(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_LOCK_OBJECT) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
+		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite $(foreach module,$(FUZZ_ENGINE_C_MODULES),-I Sources/$(module)/include) $(FUZZ_ENGINE_FLAGS) \
+		$(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_C_OBJECTS) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
 
 $(FUZZ_BIN): $(FUZZ_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
