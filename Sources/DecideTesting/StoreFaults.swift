@@ -18,6 +18,8 @@ package final class StoreFaults: @unchecked Sendable {
     private var crashed = false
     /// Writes in progress on the inner file (the store's writer makes one at a time).
     private var writing = 0
+    /// Writes waiting in `stall()`.
+    private var held = 0
     private var file: (any StoreFile)?
     private var closed = false
 
@@ -39,6 +41,13 @@ package final class StoreFaults: @unchecked Sendable {
     package func stall() {
         condition.lock()
         stalled = true
+        condition.unlock()
+    }
+
+    /// Waits until the store's writer is held in a stalled write (after `stall()`).
+    package func waitUntilAWriteIsHeld() {
+        condition.lock()
+        while held == 0 { condition.wait() }
         condition.unlock()
     }
 
@@ -76,7 +85,12 @@ package final class StoreFaults: @unchecked Sendable {
 
     fileprivate func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
         condition.lock()
-        while stalled && !crashed { condition.wait() }
+        while stalled && !crashed {
+            held += 1
+            condition.broadcast()
+            condition.wait()
+            held -= 1
+        }
         guard !crashed, let file else {
             condition.unlock()
             throw .writeFailed(path: "(a test's crashed disk)", reason: "the process stands killed (StoreFaults.crash)")

@@ -1,6 +1,7 @@
 import Decide
 import DecideTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// Durable nodes: close and reopen, crashes at each durability level, replay, refusals.
@@ -210,6 +211,48 @@ import Testing
         try reopened.close()
     }
 
+    /// Commits queue under the node's lock, and a full queue is waited for outside it: with the
+    /// disk stalled under one commit and room for two more, a fourth decision and a peer's delta
+    /// both wait while reads, which need the lock, go through; once the disk resumes, both
+    /// commit and reach the disk.
+    @Test func commitsWaitingForRoomHoldNoLock() async throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let disk = StoreFaults()
+        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 1), faults: disk) {
+            $0.maxQueuedStorageCommits = 2
+        }
+        disk.stall()
+        node.set(1, into: Fixture.Counter.self)
+        disk.waitUntilAWriteIsHeld()                 // the writer took it and stalls writing it
+        node.set(2, into: Fixture.Counter.self)
+        node.set(3, into: Fixture.Counter.self)     // queued with 2: the queue is full
+        let returned = Recorder<String>()
+        Thread {
+            node.set(4, into: Fixture.Counter.self)
+            returned.append("decide")
+        }.start()
+        Thread {
+            let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: 9), node: "b")
+            _ = try? node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: [49])]))
+            returned.append("apply")
+        }.start()
+        // The negative half cannot be proven by waiting; 200 ms is far longer than a commit takes.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(returned.all.isEmpty, "a commit was admitted into a full queue")
+        // The lock is free while they wait.
+        #expect(node.read(Fixture.Counter.self) == 3)
+        #expect(node.entries().count == 1)
+        disk.resume()
+        #expect(await returned.wait { Set($0) == ["decide", "apply"] }, "a waiting commit never went through")
+        try node.flush()
+        try node.close()
+        let reopened = try Self.open(scratch, durability: .strict)
+        #expect(reopened.read(Fixture.Counter.self) == 4)
+        #expect(reopened.entry(for: StateKey(name: "from.b"))?.value == [49])
+        try reopened.close()
+    }
+
     @Test func collectedTombstonesLeaveTheStoreAndTheClockStaysPastThem() throws {
         let scratch = Scratch()
         defer { scratch.remove() }
@@ -263,6 +306,9 @@ import Testing
                 let storage = try SQLiteStore(
                     directory: scratch.path, nodeID: "a", durability: .strict, maxQueuedCommits: 64, logger: .init(label: "test"))
                 _ = try storage.load { _, _ in }
+                // The store's commit calls are made under the node's lock in a node; here, a lock of the test's.
+                let exclusion = TestExclusion()
+                storage.start(exclusion: exclusion.exclusion)
                 let groups: [[StorageBatch]]
                 switch grouping {
                 case "one by one": groups = batches.map { [$0] }
@@ -275,7 +321,9 @@ import Testing
                     // One batch is written in one transaction, coalesced to one change per key.
                     let combined = StorageBatch(changes: group.flatMap(\.changes), clock: group.map(\.clock).max() ?? .zero)
                     #expect(storage.admit() == nil)
-                    if let error = storage.waitUntilDurable(storage.append(combined)) { throw error }
+                    let ticket = exclusion.holding { storage.append(combined) }
+                    storage.wakeWriterIfAsked()
+                    if let error = storage.waitUntilDurable(ticket) { throw error }
                 }
                 try storage.close()
                 let reopened = try SQLiteStore(
@@ -410,4 +458,13 @@ extension NodeStore {
     func append(_ batch: StorageBatch) -> UInt64 {
         append(changeCount: batch.changes.count, clock: batch.clock) { batch.changes[$0] }
     }
+}
+
+/// A lock of the test's own as a store's exclusion, where a node would give its lock.
+final class TestExclusion: Sendable {
+    private let lock = Mutex(())
+
+    var exclusion: StoreExclusion { { body in self.lock.withLock { _ in body() } } }
+
+    func holding<Result: Sendable>(_ body: () -> Result) -> Result { lock.withLock { _ in body() } }
 }

@@ -84,7 +84,10 @@ public final class Node: Sendable {
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity,
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
-        self.core = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
+        let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
+        self.core = lock
+        // Commits queue under the node's lock; the store's writer takes it, politely, to take them.
+        store.start(exclusion: { body in lock.withPoliteLock { _ in body() } })
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
         // Expiring values loaded from the store expire on this node's own timer until a
@@ -134,23 +137,27 @@ public final class Node: Sendable {
         await pool.waitUntilIdle()
     }
 
+    /// Runs one decision. `admitted`: the store already reserved its commit's slot (the second
+    /// try, after the queue was full); otherwise the slot is reserved under the lock.
     @discardableResult
-    func runOne<D: Decision>(_ decision: D, followUps: inout [any Decision]) -> Commit {
+    func runOne<D: Decision>(_ decision: D, followUps: inout [any Decision], admitted: Bool = false) -> Commit {
         let tapping = tappingDecisions.load(ordering: .acquiring)
         if refusingWrites.load(ordering: .acquiring), let reason = writeRefusal.withLock({ $0 }) {
             logger.error("decision \(type(of: decision)) refused, nothing written: \(reason)")
             if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: reason), writes: [])) }
             return .aborted(reason: reason)
         }
-        // Back-pressure from the store's writer waits here, before the lock.
-        if persists, let error = store.admit() {
-            logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
-            if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: "\(error)"), writes: [])) }
-            return .aborted(reason: "\(error)")
-        }
         var tappedWrites: [Delta.Write] = []
         let (commit, effect, ticket, afterDisk) = core.withLock { core in
-            core.withTransaction { core, transaction -> (Commit, Effect, UInt64, AfterDisk) in
+            // The commit's slot in the store's queue, reserved under the lock the commit holds
+            // anyway (docs/benchmarks.md, "Commits queued under the node's lock"). A full queue
+            // (or a stopped store) runs nothing here: the wait is outside the lock, below.
+            if persists && !admitted {
+                guard case .admitted = store.admitHoldingExclusion() else {
+                    return (Commit.unchanged, Effect.none, UInt64(0), AfterDisk(notAdmitted: true))
+                }
+            }
+            return core.withTransaction { core, transaction -> (Commit, Effect, UInt64, AfterDisk) in
                 let physical = configuration.clock.nowMilliseconds()
                 let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
                 let effect = decision.execute(
@@ -232,6 +239,16 @@ public final class Node: Sendable {
                 return (.committed(version), effect, ticket, afterDisk)
             }
         }
+        if afterDisk.notAdmitted {
+            // Back-pressure from the store's writer waits here, without the lock.
+            if let error = store.admit() {
+                logger.error("decision \(type(of: decision)) refused, nothing written: \(error)")
+                if tapping { tap(TappedDecision(decision: decision, commit: .aborted(reason: "\(error)"), writes: [])) }
+                return .aborted(reason: "\(error)")
+            }
+            return runOne(decision, followUps: &followUps, admitted: true)
+        }
+        if persists { store.wakeWriterIfAsked() }
         if waitsForDisk && ticket > 0 {
             if let error = store.waitUntilDurable(ticket) {
                 // It stays out of replication for good: the store refuses everything from now on,
@@ -255,9 +272,10 @@ public final class Node: Sendable {
     }
 
     /// What a strict commit hands on only once it is on disk: its frame, for the replication
-    /// engine.
+    /// engine. Or that nothing ran because the store's queue had no room (or the store stopped).
     struct AfterDisk {
         var frame: (any LocalCommitSender, [UInt8], HLCTimestamp)?
+        var notAdmitted = false
 
         func deliver() {
             if let (sender, frame, timestamp) = frame { sender.send(frame, timestamp: timestamp) }

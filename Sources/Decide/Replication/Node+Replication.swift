@@ -132,38 +132,46 @@ extension Node {
     private func applyBatch(count: Int, skip: (Int) -> Bool, timestamp: (Int) -> HLCTimestamp,
                             mergeWrites: (NodeCore, Int, (Entry, StateKey) -> Bool) -> Int,
                             delta: (Int) -> Delta) -> DeltaBatchOutcome {
-        let admitted = admitToStorage()
-        // Ahead of this node's own deciding threads: every peer's view of this node waits on
-        // it (docs/benchmarks.md, "A node lock that hands over only to the starving").
-        let outcome = core.withUrgentLock { core -> DeltaBatchOutcome in
-            var outcome = DeltaBatchOutcome()
-            var stored: [StoreChange] = []
-            let physical = configuration.clock.nowMilliseconds()
-            var now = hybridNow(core, physical: physical)
-            for index in 0..<count where !skip(index) {
-                let stamp = timestamp(index)
-                do throws(ClockError) {
-                    try core.clock.merge(remote: stamp, physicalMilliseconds: physical)
-                } catch {
-                    outcome.refusals.append((index, error))
-                    continue
+        var admission = StorageAdmission.underTheLock
+        while true {
+            // Ahead of this node's own deciding threads: every peer's view of this node waits on
+            // it (docs/benchmarks.md, "A node lock that hands over only to the starving").
+            let outcome = core.withUrgentLock { core -> DeltaBatchOutcome in
+                var outcome = DeltaBatchOutcome()
+                guard let admitted = admitHoldingLock(&admission) else { return outcome }
+                var stored: [StoreChange] = []
+                let physical = configuration.clock.nowMilliseconds()
+                var now = hybridNow(core, physical: physical)
+                for index in 0..<count where !skip(index) {
+                    let stamp = timestamp(index)
+                    do throws(ClockError) {
+                        try core.clock.merge(remote: stamp, physicalMilliseconds: physical)
+                    } catch {
+                        outcome.refusals.append((index, error))
+                        continue
+                    }
+                    now = max(now, min(stamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
+                    let changed = mergeWrites(core, index) { entry, key in
+                        mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored)
+                    }
+                    core.appliedRemoteDeltas += 1
+                    if changed > 0 && core.hasCommitListeners {
+                        let committed = CommittedDelta(delta: delta(index), origin: .remote)
+                        for listener in core.commitCalls { listener(committed) }
+                    }
+                    outcome.changed += changed
                 }
-                now = max(now, min(stamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
-                let changed = mergeWrites(core, index) { entry, key in
-                    mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored)
-                }
-                core.appliedRemoteDeltas += 1
-                if changed > 0 && core.hasCommitListeners {
-                    let committed = CommittedDelta(delta: delta(index), origin: .remote)
-                    for listener in core.commitCalls { listener(committed) }
-                }
-                outcome.changed += changed
+                outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+                return outcome
             }
-            outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+            if case .waitForRoom = admission {
+                admission = .admitted(admitToStorage())
+                continue
+            }
+            if persists { store.wakeWriterIfAsked() }
+            delivery.drain()
             return outcome
         }
-        delivery.drain()
-        return outcome
     }
 
     /// Call with the lock held: what a peer's delta and a catch-up do with each entry they
@@ -187,9 +195,41 @@ extension Node {
         return store.waitUntilDurable(ticket)
     }
 
-    /// `store.admit()` for a remote apply: false without a store, or when the store refuses
-    /// writes (failed or closed) — remote entries are then applied in memory only (peers hold
-    /// them, and a restarted node catches up).
+    /// Where an apply's store slot comes from: reserved under the apply's own lock (the first
+    /// try), or already decided before it (the second try, after the queue was full).
+    enum StorageAdmission {
+        case underTheLock
+        /// The queue was full: nothing was applied; wait for room without the lock, try again.
+        case waitForRoom
+        case admitted(Bool)
+    }
+
+    /// Call with the lock held: whether the apply's changes go to the store (a slot reserved),
+    /// or nil when the store's queue is full, with `admission` set to wait for room. A store
+    /// that refuses writes (failed or closed) means applying in memory only.
+    @inline(__always)
+    func admitHoldingLock(_ admission: inout StorageAdmission) -> Bool? {
+        switch admission {
+        case .admitted(let admitted): return admitted
+        case .waitForRoom: preconditionFailure("an apply tried again without waiting for room")
+        case .underTheLock:
+            guard persists else { return false }
+            switch store.admitHoldingExclusion() {
+            case .admitted: return true
+            case .refused(let error):
+                logger.debug("applying in memory only: \(error)")
+                return false
+            case .full:
+                admission = .waitForRoom
+                return nil
+            }
+        }
+    }
+
+    /// `store.admit()` before the lock (the store takes the lock for the admission and waits
+    /// outside it): false without a store, or when the store refuses writes (failed or closed)
+    /// — remote entries are then applied in memory only (peers hold them, and a restarted node
+    /// catches up).
     func admitToStorage() -> Bool {
         guard persists else { return false }
         if let error = store.admit() {
@@ -199,8 +239,10 @@ extension Node {
         return true
     }
 
-    /// Call with the lock held, after `admitToStorage` returned `admitted`: queues `changes`
-    /// (or gives the slot back when there are none); returns the ticket, 0 for none.
+    /// Call with the lock held, the store having `admitted` the commit (`admitHoldingLock` or
+    /// `admitToStorage`): queues `changes` (or gives the slot back when there are none);
+    /// returns the ticket, 0 for none. After the lock, the caller calls
+    /// `store.wakeWriterIfAsked()`.
     func appendToStorage(_ admitted: Bool, _ changes: [StoreChange], clock: HLCTimestamp) -> UInt64 {
         guard admitted else { return 0 }
         guard !changes.isEmpty else {
@@ -238,46 +280,54 @@ extension Node {
     package func applyCatchUp(_ entries: [KeyedEntry]) -> CatchUpOutcome {
         var outcome = CatchUpOutcome()
         guard !entries.isEmpty else { return outcome }
-        let admitted = admitToStorage()
-        outcome = core.withLock { core -> CatchUpOutcome in
-            var outcome = CatchUpOutcome()
-            let physical = configuration.clock.nowMilliseconds()
-            var refused = Set<Version>()
-            var newest: HLCTimestamp?
-            for item in entries where !refused.contains(item.entry.version) {
-                do throws(ClockError) {
-                    try core.clock.check(remote: item.entry.version.timestamp, physicalMilliseconds: physical)
-                    if newest.map({ $0 < item.entry.version.timestamp }) ?? true { newest = item.entry.version.timestamp }
-                } catch {
-                    refused.insert(item.entry.version)
-                    outcome.refusedVersions += 1
-                    if outcome.firstRefusal == nil { outcome.firstRefusal = error }
+        var admission = StorageAdmission.underTheLock
+        while true {
+            outcome = core.withLock { core -> CatchUpOutcome in
+                var outcome = CatchUpOutcome()
+                guard let admitted = admitHoldingLock(&admission) else { return outcome }
+                let physical = configuration.clock.nowMilliseconds()
+                var refused = Set<Version>()
+                var newest: HLCTimestamp?
+                for item in entries where !refused.contains(item.entry.version) {
+                    do throws(ClockError) {
+                        try core.clock.check(remote: item.entry.version.timestamp, physicalMilliseconds: physical)
+                        if newest.map({ $0 < item.entry.version.timestamp }) ?? true { newest = item.entry.version.timestamp }
+                    } catch {
+                        refused.insert(item.entry.version)
+                        outcome.refusedVersions += 1
+                        if outcome.firstRefusal == nil { outcome.firstRefusal = error }
+                    }
                 }
-            }
-            if let newest { _ = try? core.clock.merge(remote: newest, physicalMilliseconds: physical) }
-            let now = hybridNow(core, physical: physical)
-            var stored: [StoreChange] = []
-            var applied: [KeyedEntry] = []
-            for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
-                guard mergeReceived(core, item.entry, for: item.key, now: now, admitted: admitted, into: &stored) else { continue }
-                outcome.changed += 1
-                if core.hasCommitListeners { applied.append(item) }
-            }
-            // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,
-            // one delta per version, oldest first.
-            if !applied.isEmpty {
-                let byVersion = Dictionary(grouping: applied, by: \.entry.version)
-                for version in byVersion.keys.sorted() {
-                    let writes = byVersion[version]!.map { Delta.Write(key: $0.key, entry: $0.entry) }
-                    let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
-                    for listener in core.commitCalls { listener(committed) }
+                if let newest { _ = try? core.clock.merge(remote: newest, physicalMilliseconds: physical) }
+                let now = hybridNow(core, physical: physical)
+                var stored: [StoreChange] = []
+                var applied: [KeyedEntry] = []
+                for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
+                    guard mergeReceived(core, item.entry, for: item.key, now: now, admitted: admitted, into: &stored) else { continue }
+                    outcome.changed += 1
+                    if core.hasCommitListeners { applied.append(item) }
                 }
+                // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,
+                // one delta per version, oldest first.
+                if !applied.isEmpty {
+                    let byVersion = Dictionary(grouping: applied, by: \.entry.version)
+                    for version in byVersion.keys.sorted() {
+                        let writes = byVersion[version]!.map { Delta.Write(key: $0.key, entry: $0.entry) }
+                        let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
+                        for listener in core.commitCalls { listener(committed) }
+                    }
+                }
+                outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+                return outcome
             }
-            outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
+            if case .waitForRoom = admission {
+                admission = .admitted(admitToStorage())
+                continue
+            }
+            if persists { store.wakeWriterIfAsked() }
+            delivery.drain()
             return outcome
         }
-        delivery.drain()
-        return outcome
     }
 
     /// The hashes of digest-tree nodes `indices` at `level` (0 = root), read under the lock
@@ -471,6 +521,7 @@ extension Node {
                 _ = appendToStorage(admitted, removed.map { .remove($0.key, upTo: $0.version) }, clock: core.clock.last)
                 return removed.count
             }
+            if persists { store.wakeWriterIfAsked() }
         }
         return total
     }

@@ -7,10 +7,14 @@ package final class InMemoryStore: NodeStore {
     package var persists: Bool { false }
     package var durability: Durability { .memory }
     package func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp { .zero }
+    package func start(exclusion: @escaping StoreExclusion) {}
     package func admit() -> StorageError? { nil }
+    package func admitHoldingExclusion() -> StoreAdmission { .admitted }
+    package func waitForRoom() {}
     package func cancelAdmission() {}
     package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 { 0 }
     package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 { 0 }
+    package func wakeWriterIfAsked() {}
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}

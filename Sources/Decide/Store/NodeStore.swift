@@ -2,13 +2,18 @@ import DecideCore
 
 /// Where a node keeps its entries across restarts, as the node's commit path sees it.
 ///
-/// The node calls, for each commit (a local decision, an applied delta or catch-up batch that
-/// changed something, or a tombstone collection):
-/// 1. `admit()` *before* taking its lock — this is where back-pressure waits, so a full queue
-///    never holds the lock;
-/// 2. under its lock, either `append(_:)` (consuming the admission, in commit order) or
-///    `cancelAdmission()` when there is nothing to write;
-/// 3. after unlocking, with `Durability.strict`, `waitUntilDurable(_:)` on the ticket.
+/// The store is started with an *exclusion* (`start(exclusion:)`): the node's lock, which every
+/// commit holds while it admits and appends, so queueing a commit takes no lock of the store's
+/// (docs/benchmarks.md, "Commits queued under the node's lock"). The node calls, for each commit
+/// (a local decision, an applied delta or catch-up batch that changed something, or a
+/// tombstone collection):
+/// 1. `admitHoldingExclusion()` under its lock — on `.full`, it releases the lock, waits in
+///    `waitForRoom()` (back-pressure, so a full queue never holds the lock) and tries again; or
+///    `admit()` before taking its lock, which takes the exclusion itself and waits;
+/// 2. under its lock, either `append` or `appendUpserts` (consuming the admission, in commit
+///    order) or `cancelAdmission()` when there is nothing to write;
+/// 3. after unlocking, `wakeWriterIfAsked()`, and with `Durability.strict`,
+///    `waitUntilDurable(_:)` on the ticket.
 ///
 /// Guarantees an implementation must give: `load` yields every entry appended (and not
 /// removed) before the last successful flush, merged last-writer-wins, so a replay of any
@@ -19,21 +24,32 @@ package protocol NodeStore: AnyObject, Sendable {
     /// The durability it was opened with.
     var durability: Durability { get }
     /// Calls `body` with every stored entry, then returns the stored clock (at least the
-    /// highest timestamp this node ever took or merged). Called once, before any `append`.
+    /// highest timestamp this node ever took or merged). Called once, before `start`.
     func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp
-    /// Waits while the write queue is full; returns nil once a slot is reserved, or the error
-    /// that makes the store refuse writes (failed or closed).
+    /// Starts writing, with `exclusion` as the lock the commit calls below are made under (the
+    /// node's); the store's writer takes it to take the queued commits. Called once, after
+    /// `load` and before any commit.
+    func start(exclusion: @escaping StoreExclusion)
+    /// Not under the exclusion: waits while the write queue is full; returns nil once a slot is
+    /// reserved, or the error that makes the store refuse writes (failed or closed).
     func admit() -> StorageError?
-    /// Gives back a slot `admit` reserved, for a commit that wrote nothing.
+    /// Under the exclusion: reserves a slot if there is room; never waits.
+    func admitHoldingExclusion() -> StoreAdmission
+    /// Not under the exclusion: waits until the queue may have room, or the store stopped.
+    func waitForRoom()
+    /// Under the exclusion: gives back a slot `admit` reserved, for a commit that wrote nothing.
     func cancelAdmission()
-    /// Queues one commit (consuming one admission) and returns its ticket: `changeCount`
-    /// changes, the i-th being `change(i)`, in commit order, and the node's clock after it.
-    /// Never blocks on disk; `change` is called before it returns and is not kept.
+    /// Under the exclusion: queues one commit (consuming one admission) and returns its ticket:
+    /// `changeCount` changes, the i-th being `change(i)`, in commit order, and the node's clock
+    /// after it. Never blocks on disk; `change` is called before it returns and is not kept.
     func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64
     /// `append` for a commit of upserts only (a local decision's): `upserts(offer)` calls
     /// `offer` with each key, lent for the call, and its entry, in commit order. The store
     /// copies a key only when it keeps it, not for a key it already holds a pending change of.
     func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64
+    /// Not under the exclusion: wakes the writer and waiting admitters if a commit call asked
+    /// for it (one atomic load when none did).
+    func wakeWriterIfAsked()
     /// Waits until the commit with `ticket`, and every one before it, is on disk; returns the
     /// error instead when the store failed first.
     func waitUntilDurable(_ ticket: UInt64) -> StorageError?
@@ -41,6 +57,19 @@ package protocol NodeStore: AnyObject, Sendable {
     func flush() throws(StorageError)
     /// Flushes, then closes the store; later `admit` calls return `.closed`. Idempotent.
     func close() throws(StorageError)
+}
+
+/// Runs its argument while holding the lock the node holds for every commit (`NodeStore.start`).
+package typealias StoreExclusion = @Sendable (() -> Void) -> Void
+
+/// What a store's admission under the node's lock found (`NodeStore.admitHoldingExclusion`).
+package enum StoreAdmission: Equatable, Sendable {
+    /// A slot is reserved for one commit.
+    case admitted
+    /// The queue is full: release the lock, `waitForRoom`, and try again.
+    case full
+    /// The store failed or closed: nothing more is written.
+    case refused(StorageError)
 }
 
 /// One change to the store.

@@ -29,6 +29,7 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
     private let logger: Logger
     /// `decide_store_sync_seconds{node}`: each group commit's write and sync (docs/operations.md, "Metrics").
     private let syncTimer: CoreMetrics.Timer
+    private let loaded = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
 
@@ -59,32 +60,42 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
     }
 
     deinit {
-        // Without a writer thread (never loaded) or once closed, there is nothing to flush.
+        // Without a writer thread (never started) or once closed, there is nothing to flush.
         if !started.load(ordering: .acquiring) { database.close() }
     }
 
     package func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp {
-        precondition(!started.load(ordering: .acquiring), "a store is loaded once")
-        let clock = try database.load(body)
-        started.store(true, ordering: .releasing)
+        precondition(!loaded.exchange(true, ordering: .acquiringAndReleasing), "a store is loaded once")
+        return try database.load(body)
+    }
+
+    package func start(exclusion: @escaping @Sendable (() -> Void) -> Void) {
+        precondition(loaded.load(ordering: .acquiring), "a store is started after it is loaded")
+        precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "a store is started once")
+        queue.start(exclusion: exclusion)
         queue.writerStarted()
         let thread = Thread { [self] in runWriter() }
         thread.name = "decide.storage"
         thread.start()
-        return clock
     }
 
     package func admit() -> StorageError? { queue.admit() }
 
-    package func cancelAdmission() { queue.cancelAdmission() }
+    package func admitHoldingExclusion() -> StoreAdmission { queue.admitHoldingExclusion() }
+
+    package func waitForRoom() { queue.waitForRoom() }
+
+    package func cancelAdmission() { queue.cancelAdmissionHoldingExclusion() }
 
     package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
-        queue.append(changeCount: changeCount, clock: clock, change: change)
+        queue.appendHoldingExclusion(changeCount: changeCount, clock: clock, change: change)
     }
 
     package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
-        queue.appendUpserts(clock: clock, offering: upserts)
+        queue.appendUpsertsHoldingExclusion(clock: clock, offering: upserts)
     }
+
+    package func wakeWriterIfAsked() { queue.wakeWriterIfAsked() }
 
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { queue.waitUntilDurable(ticket) }
 

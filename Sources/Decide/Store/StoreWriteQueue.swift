@@ -5,36 +5,50 @@ import Synchronization
 /// The bounded queue between a node's commit path and its storage writer thread, with the
 /// bookkeeping of group commit.
 ///
+/// Two locks. The queue's `condition` guards what waiters wait on (durable, flush target, stop)
+/// and wakes them. The commits themselves (the pending group, the tickets, the admitted count)
+/// are guarded by the *exclusion* the queue is started with: the node's own lock, which every
+/// commit already holds when it admits and appends. So a commit takes no lock of the queue's
+/// (docs/benchmarks.md, "Commits queued under the node's lock"); the writer takes the exclusion
+/// to take the pending group. Lock order: `condition`, then the exclusion, never the reverse:
+/// a committer wakes the writer (`wakeWriterIfAsked`) only after it released the exclusion.
+///
 /// Guarantees:
-/// - at most `capacityCommits` commits are queued or admitted at once: `admit` waits while the
-///   queue is full (back-pressure on `decide` and `apply`), so memory stays bounded when the
-///   disk is slower than the commit rate; each commit holds at most `Configuration.limits`
-///   writes (one decision, one delta or one catch-up batch);
+/// - at most `capacityCommits` commits are queued or admitted at once: admission reports a full
+///   queue, and the committer waits (`waitForRoom`) without the exclusion (back-pressure on
+///   `decide` and `apply`), so memory stays bounded when the disk is slower than the commit
+///   rate; each commit holds at most `Configuration.limits` writes (one decision, one delta or
+///   one catch-up batch);
 /// - tickets increase with every append, and `durable` only grows: once `waitUntilDurable(t)`
 ///   returns nil, every commit with a ticket up to `t` is on disk;
 /// - after `fail` or `stop`, nothing more is admitted and waiters are woken with the error.
 final class StoreWriteQueue: @unchecked Sendable {
+    /// Runs its argument while holding the lock every commit holds (the node's).
+    typealias Exclusion = StoreExclusion
+
     let capacityCommits: Int
-    /// Guards everything below; `broadcast` wakes the writer, admitters and durability waiters.
+    /// Guards the waiters' state below; `broadcast` wakes the writer, admitters and durability
+    /// waiters.
     private let condition = NSCondition()
-    /// What every append changes, without a dynamic exclusivity check (`InPlace`; touched only
-    /// under the lock): the next transaction's commits, coalesced as they are appended, and the
-    /// number of commits ever appended (the last ticket).
-    private struct Appended {
+    /// Set once by `start(exclusion:)`, before any commit; until then (a queue driven by tests
+    /// alone) a lock of the queue's own.
+    private var exclusive: Exclusion
+    /// What the exclusion guards, without a dynamic exclusivity check (`InPlace`): the next
+    /// transaction's commits, coalesced as they are appended; the number of commits ever
+    /// appended (the last ticket); commits admitted and not yet taken by the writer (at most
+    /// `capacityCommits`).
+    private struct Commits {
         var pending = GroupCommit()
-        var count: UInt64 = 0
+        var appended: UInt64 = 0
+        var inFlight = 0
     }
-    private let appendedState = InPlace(Appended())
-    private var pending: GroupCommit {
-        get { appendedState.value.pending }
-        set { appendedState.value.pending = newValue }
-    }
-    private var appended: UInt64 { appendedState.value.count }
-    /// Commits admitted and not yet taken by the writer (reserved or in `pending`): at most
-    /// `capacityCommits`. Raised without the lock while there is room; lowered by the writer
-    /// (under the lock) and by `cancelAdmission`.
-    private let inFlight = Atomic<Int>(0)
-    /// `stopError != nil`, readable without the lock: admission then takes the locked path.
+    private let commits = InPlace(Commits())
+    /// Set under the exclusion when a commit needs the writer or an admitter woken (a group
+    /// began, a strict commit, a full queue, a slot given back to a full one); cleared by the
+    /// one who wakes them.
+    private let wakeAsked = Atomic<Bool>(false)
+    /// `stopError != nil`, readable without a lock: `stopError` is written once before it is
+    /// set and never again, so a reader that sees it set reads the error.
     private let stopped = Atomic<Bool>(false)
     private var durable: UInt64 = 0
     private var flushTarget: UInt64 = 0
@@ -50,79 +64,124 @@ final class StoreWriteQueue: @unchecked Sendable {
         precondition(capacityCommits >= 1, "a write queue holds at least one commit")
         self.capacityCommits = capacityCommits
         self.eager = eager
+        let own = Mutex(())
+        exclusive = { body in own.withLock { _ in body() } }
     }
 
-    deinit { appendedState.release() }
+    deinit { commits.release() }
+
+    /// Makes `exclusion` the lock that guards the commits: the node's, held by every call
+    /// marked "holding the exclusion". Call once, before the writer starts and before any commit.
+    func start(exclusion: @escaping Exclusion) {
+        condition.lock()
+        exclusive = exclusion
+        condition.unlock()
+    }
+
+    /// Runs `body` holding the exclusion, returning its result.
+    private func holdingExclusion<Result>(_ body: () -> Result) -> Result {
+        withoutActuallyEscaping(body) { body in
+            var result: Result?
+            exclusive { result = body() }
+            return result!
+        }
+    }
 
     // MARK: the commit path
 
-    /// Reserves a slot for one commit, waiting while the queue is full; returns the store's
-    /// error instead once it failed or closed. With room, it takes no lock.
-    func admit() -> StorageError? {
-        if !stopped.load(ordering: .acquiring), reserveSlot() { return nil }
+    /// Holding the exclusion: reserves a slot for one commit if there is room. Never waits.
+    func admitHoldingExclusion() -> StoreAdmission {
+        if stopped.load(ordering: .acquiring) { return .refused(stopError!) }
+        if commits.value.inFlight < capacityCommits {
+            commits.value.inFlight += 1
+            return .admitted
+        }
+        // The writer takes a full queue without waiting for its interval.
+        wakeAsked.store(true, ordering: .relaxed)
+        return .full
+    }
+
+    /// Not holding the exclusion: waits until the queue may have room or the store stopped.
+    func waitForRoom() {
         condition.lock()
         defer { condition.unlock() }
-        while stopError == nil {
-            if reserveSlot() { return nil }
-            condition.broadcast()  // the writer takes a full queue without waiting for its interval
+        while !stopped.load(ordering: .acquiring) && holdingExclusion({ commits.value.inFlight >= capacityCommits }) {
+            condition.broadcast()
             condition.wait()
         }
-        return stopError
     }
 
-    /// Raises `inFlight` by one if that keeps it within the capacity.
-    private func reserveSlot() -> Bool {
-        var current = inFlight.load(ordering: .relaxed)
-        while current < capacityCommits {
-            let (exchanged, original) = inFlight.compareExchange(
-                expected: current, desired: current + 1, successOrdering: .acquiring, failureOrdering: .relaxed)
-            if exchanged { return true }
-            current = original
+    /// Not holding the exclusion: reserves a slot, waiting while the queue is full; returns the
+    /// store's error instead once it failed or closed.
+    func admit() -> StorageError? {
+        while true {
+            switch holdingExclusion({ admitHoldingExclusion() }) {
+            case .admitted: return nil
+            case .refused(let error): return error
+            case .full:
+                wakeWriterIfAsked()
+                waitForRoom()
+            }
         }
-        return false
     }
 
+    /// Holding the exclusion: gives back a slot `admit` reserved, for a commit that wrote
+    /// nothing.
+    func cancelAdmissionHoldingExclusion() {
+        precondition(commits.value.inFlight > commits.value.pending.commits, "cancelAdmission without admit")
+        if commits.value.inFlight >= capacityCommits { wakeAsked.store(true, ordering: .relaxed) }
+        commits.value.inFlight -= 1
+    }
+
+    /// `cancelAdmissionHoldingExclusion`, taking the exclusion, then waking whom it asks for.
     func cancelAdmission() {
-        let before = inFlight.subtract(1, ordering: .releasing).oldValue
-        precondition(before > 0, "cancelAdmission without admit")
-        // An admitter waits only on a full queue; it re-checks under the lock, so taking the
-        // lock here (after lowering the count) cannot miss it.
-        if before >= capacityCommits {
-            condition.lock()
-            condition.broadcast()
-            condition.unlock()
-        }
+        holdingExclusion { cancelAdmissionHoldingExclusion() }
+        wakeWriterIfAsked()
     }
 
-    /// Queues one commit of `changeCount` changes (the i-th is `change(i)`) and the node's
-    /// clock; returns its ticket. After `fail` or `stop` the commit is dropped (the ticket then
-    /// never becomes durable; waiters get the error).
-    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
+    /// Holding the exclusion: queues one commit of `changeCount` changes (the i-th is
+    /// `change(i)`) and the node's clock; returns its ticket. After `fail` or `stop` the commit
+    /// is dropped (the ticket then never becomes durable; waiters get the error).
+    func appendHoldingExclusion(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
         append { $0.add(changeCount: changeCount, clock: clock, change: change) }
     }
 
-    /// `append` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
-    func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
+    /// `appendHoldingExclusion` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
+    func appendUpsertsHoldingExclusion(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
         append { $0.addUpserts(clock: clock, offering: upserts) }
+    }
+
+    /// `appendHoldingExclusion`, taking the exclusion, then waking whom it asks for.
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
+        let ticket = holdingExclusion { appendHoldingExclusion(changeCount: changeCount, clock: clock, change: change) }
+        wakeWriterIfAsked()
+        return ticket
     }
 
     /// Queues one commit, which `add` adds to the pending group; returns its ticket.
     @inline(__always)
     private func append(_ add: (inout GroupCommit) -> Void) -> UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
-        let admitted = inFlight.load(ordering: .relaxed)
-        precondition(admitted > appendedState.value.pending.commits, "append without admit")
-        appendedState.value.count += 1
-        let ticket = appendedState.value.count
-        guard stopError == nil else {
-            inFlight.subtract(1, ordering: .releasing)
+        precondition(commits.value.inFlight > commits.value.pending.commits, "append without admit")
+        commits.value.appended += 1
+        let ticket = commits.value.appended
+        guard !stopped.load(ordering: .acquiring) else {
+            commits.value.inFlight -= 1
             return ticket
         }
-        let wasEmpty = appendedState.value.pending.isEmpty
-        add(&appendedState.value.pending)
-        if eager || wasEmpty || admitted >= capacityCommits { condition.broadcast() }
+        let wasEmpty = commits.value.pending.isEmpty
+        add(&commits.value.pending)
+        if eager || wasEmpty { wakeAsked.store(true, ordering: .relaxed) }
         return ticket
+    }
+
+    /// Not holding the exclusion: wakes the writer and admitters if a commit asked for it since
+    /// the last wake. One load when none did.
+    @inline(__always)
+    func wakeWriterIfAsked() {
+        guard wakeAsked.load(ordering: .relaxed), wakeAsked.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
@@ -136,7 +195,7 @@ final class StoreWriteQueue: @unchecked Sendable {
     func flush() -> StorageError? {
         condition.lock()
         defer { condition.unlock() }
-        let target = appended
+        let target = holdingExclusion { commits.value.appended }
         if target > flushTarget { flushTarget = target }
         condition.broadcast()
         while durable < target && stopError == nil { condition.wait() }
@@ -158,19 +217,23 @@ final class StoreWriteQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if pending.isEmpty {
+            let (empty, full) = holdingExclusion { (commits.value.pending.isEmpty, commits.value.inFlight >= capacityCommits) }
+            if empty {
                 if stopping { return nil }
                 condition.wait()
                 continue
             }
-            let urgent = eager || stopping || flushTarget > durable || inFlight.load(ordering: .relaxed) >= capacityCommits
+            let urgent = eager || stopping || flushTarget > durable || full
             if urgent || Date() >= due {
-                let group = pending
-                pending = GroupCommit()
-                inFlight.subtract(group.commits, ordering: .releasing)
-                condition.broadcast()  // admitters waiting for space
                 // Every commit appended so far is taken now (or was dropped by `fail`).
-                return (group, appended)
+                let taken = holdingExclusion { () -> (GroupCommit, UInt64) in
+                    let group = commits.value.pending
+                    commits.value.pending = GroupCommit()
+                    commits.value.inFlight -= group.commits
+                    return (group, commits.value.appended)
+                }
+                condition.broadcast()  // admitters waiting for space
+                return taken
             }
             _ = condition.wait(until: due)   // timed out or signalled: the loop re-checks either way
         }
@@ -186,9 +249,12 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// The store failed: drop what is queued, refuse everything from now on, wake every waiter.
     func fail(_ error: StorageError) {
         condition.lock()
-        inFlight.subtract(pending.commits, ordering: .releasing)
-        pending = GroupCommit()
+        // Stopped first: a commit appended after the pending group is dropped below drops itself.
         beginStopping(error)
+        holdingExclusion {
+            commits.value.inFlight -= commits.value.pending.commits
+            commits.value.pending = GroupCommit()
+        }
         condition.unlock()
     }
 
