@@ -178,6 +178,42 @@ import Testing
         }
     }
 
+    /// Integers held in place eight digits at a time (`packedInteger`) are the digits the
+    /// text path writes: every number below 200,000 and its negative, every width's edges
+    /// (10^k - 1, 10^k, 10^k + 1, either sign, across the split at eight digits and the 15-digit
+    /// limit), and 300,000 random numbers of every width from one digit to nineteen.
+    @Test func integersHeldInPlaceAreTheirDigits() {
+        var mismatches: [Int64] = []
+        func check(_ number: Int64) {
+            if ValueCoding.packedInteger(number) != ValueCoding.withIntegerText(number, { PackedBytes($0) }) {
+                mismatches.append(number)
+            }
+        }
+        for number in Int64(0)..<200_000 {
+            check(number)
+            check(-number)
+        }
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            for number in [power - 1, power, power + 1] {
+                check(number)
+                check(-number)
+            }
+        }
+        check(Int64.max)
+        check(Int64.min)
+        var random = SplitMix64(seed: 23)
+        for _ in 0..<300_000 {
+            check(Int64(bitPattern: random.next()) >> Int64(random.next() % 64))
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+        for digits in 0...7 {
+            #expect(String(decoding: withUnsafeBytes(of: ValueCoding.eightDigits(UInt64(digits) * 11_111_111).littleEndian) { Array($0) }, as: UTF8.self)
+                    == String(repeating: Character(String(digits)), count: 8))
+        }
+    }
+
     /// A value written in place (`encodePacked`) is exactly the JSON `encode` writes, held in
     /// the pending write without an array when it fits: integers of every width and sign at the
     /// edges of the in-place limit, flags, strings of 0 to 20 bytes with and without escapes;
