@@ -32,6 +32,22 @@ import Testing
     }
 
     /// A node with its store in `scratch`; with `faults`, its disk stalls or crashes on command.
+    /// On two threads: a decision setting the counter to `counter`, and a peer's delta to
+    /// "from.b"; each records "decide" or "apply" once its call returned.
+    static func decideAndApplyOnThreads(_ node: Node, counter: Int) -> Recorder<String> {
+        let returned = Recorder<String>()
+        Thread {
+            node.set(counter, into: Fixture.Counter.self)
+            returned.append("decide")
+        }.start()
+        Thread {
+            let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: 9), node: "b")
+            _ = try? node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: [49])]))
+            returned.append("apply")
+        }.start()
+        return returned
+    }
+
     static func open(
         _ scratch: Scratch, id: String = "a", durability: Durability, clock: TestClock = TestClock(),
         faults: StoreFaults? = nil, configure: (inout Node.Configuration) -> Void = { _ in }
@@ -134,16 +150,7 @@ import Testing
             let disk = StoreFaults()
             let node = try Self.open(scratch, durability: durability, faults: disk)
             disk.stall()
-            let returned = Recorder<String>()
-            Thread {
-                node.set(1, into: Fixture.Counter.self)
-                returned.append("decide")
-            }.start()
-            Thread {
-                let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: 9), node: "b")
-                _ = try? node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: [49])]))
-                returned.append("apply")
-            }.start()
+            let returned = Self.decideAndApplyOnThreads(node, counter: 1)
             // Both commits are in memory at once; with strict durability neither call returns
             // before the disk has it.
             #expect(await Recorder<Int>().wait { _ in node.entries().count == 2 })
@@ -227,16 +234,7 @@ import Testing
         disk.waitUntilAWriteIsHeld()                 // the writer took it and stalls writing it
         node.set(2, into: Fixture.Counter.self)
         node.set(3, into: Fixture.Counter.self)     // queued with 2: the queue is full
-        let returned = Recorder<String>()
-        Thread {
-            node.set(4, into: Fixture.Counter.self)
-            returned.append("decide")
-        }.start()
-        Thread {
-            let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: 9), node: "b")
-            _ = try? node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: [49])]))
-            returned.append("apply")
-        }.start()
+        let returned = Self.decideAndApplyOnThreads(node, counter: 4)
         // The negative half cannot be proven by waiting; 200 ms is far longer than a commit takes.
         try await Task.sleep(for: .milliseconds(200))
         #expect(returned.all.isEmpty, "a commit was admitted into a full queue")

@@ -164,12 +164,7 @@ extension Node {
                 outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
                 return outcome
             }
-            if case .waitForRoom = admission {
-                admission = .admitted(admitToStorage())
-                continue
-            }
-            if persists { store.wakeWriterIfAsked() }
-            delivery.drain()
+            if mustApplyAgain(&admission) { continue }
             return outcome
         }
     }
@@ -193,6 +188,19 @@ extension Node {
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
         guard ticket > 0 else { return nil }
         return store.waitUntilDurable(ticket)
+    }
+
+    /// After an apply's lock: true when the store's queue was full, so nothing was applied and
+    /// the apply runs again, its slot now reserved outside the lock (or the store refusing, and
+    /// then in memory only); otherwise wakes the store's writer if asked and delivers.
+    func mustApplyAgain(_ admission: inout StorageAdmission) -> Bool {
+        if case .waitForRoom = admission {
+            admission = .admitted(admitToStorage())
+            return true
+        }
+        if persists { store.wakeWriterIfAsked() }
+        delivery.drain()
+        return false
     }
 
     /// Where an apply's store slot comes from: reserved under the apply's own lock (the first
@@ -320,12 +328,7 @@ extension Node {
                 outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)
                 return outcome
             }
-            if case .waitForRoom = admission {
-                admission = .admitted(admitToStorage())
-                continue
-            }
-            if persists { store.wakeWriterIfAsked() }
-            delivery.drain()
+            if mustApplyAgain(&admission) { continue }
             return outcome
         }
     }
