@@ -194,13 +194,18 @@ extension Node {
     /// the apply runs again, its slot now reserved outside the lock (or the store refusing, and
     /// then in memory only); otherwise wakes the store's writer if asked and delivers.
     func mustApplyAgain(_ admission: inout StorageAdmission) -> Bool {
-        if case .waitForRoom = admission {
-            admission = .admitted(admitToStorage())
-            return true
-        }
+        if waitedForRoom(&admission) { return true }
         if persists { store.wakeWriterIfAsked() }
         delivery.drain()
         return false
+    }
+
+    /// After a commit's lock: true when the store's queue was full (so nothing was done), once
+    /// a slot is reserved outside the lock, or the store refused (then in memory only).
+    func waitedForRoom(_ admission: inout StorageAdmission) -> Bool {
+        guard case .waitForRoom = admission else { return false }
+        admission = .admitted(admitToStorage())
+        return true
     }
 
     /// Where an apply's store slot comes from: reserved under the apply's own lock (the first
@@ -509,10 +514,12 @@ extension Node {
         expireDue()
         var cursor = EntryTable.SweepCursor.start
         var total = 0
+        var admission = StorageAdmission.underTheLock
         while !cursor.isFinished {
-            let admitted = admitToStorage()
-            // Politely: a decision queued behind one slice goes before the next.
+            // Politely: a decision queued behind one slice goes before the next. Each slice is
+            // one commit, its slot reserved under the same hold of the lock.
             total += core.withPoliteLock { core -> Int in
+                guard let admitted = admitHoldingLock(&admission) else { return 0 }
                 if core.collectedBelow < horizon { core.collectedBelow = horizon }
                 if cursor == .start, !core.table.mayHoldAbsentForGood(isRemovedOwner: core.isRemovedOwner) {
                     _ = appendToStorage(admitted, [], clock: core.clock.last)
@@ -524,6 +531,8 @@ extension Node {
                 _ = appendToStorage(admitted, removed.map { .remove($0.key, upTo: $0.version) }, clock: core.clock.last)
                 return removed.count
             }
+            if waitedForRoom(&admission) { continue }
+            admission = .underTheLock
             if persists { store.wakeWriterIfAsked() }
         }
         return total

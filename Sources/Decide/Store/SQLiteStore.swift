@@ -69,7 +69,7 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
         return try database.load(body)
     }
 
-    package func start(exclusion: @escaping @Sendable (() -> Void) -> Void) {
+    package func start(exclusion: @escaping StoreExclusion) {
         precondition(loaded.load(ordering: .acquiring), "a store is started after it is loaded")
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "a store is started once")
         queue.start(exclusion: exclusion)

@@ -23,16 +23,13 @@ import Synchronization
 ///   returns nil, every commit with a ticket up to `t` is on disk;
 /// - after `fail` or `stop`, nothing more is admitted and waiters are woken with the error.
 final class StoreWriteQueue: @unchecked Sendable {
-    /// Runs its argument while holding the lock every commit holds (the node's).
-    typealias Exclusion = StoreExclusion
-
     let capacityCommits: Int
     /// Guards the waiters' state below; `broadcast` wakes the writer, admitters and durability
     /// waiters.
     private let condition = NSCondition()
     /// Set once by `start(exclusion:)`, before any commit; until then (a queue driven by tests
     /// alone) a lock of the queue's own.
-    private var exclusive: Exclusion
+    private var exclusive: StoreExclusion
     /// What the exclusion guards, without a dynamic exclusivity check (`InPlace`): the next
     /// transaction's commits, coalesced as they are appended; the number of commits ever
     /// appended (the last ticket); commits admitted and not yet taken by the writer (at most
@@ -72,7 +69,7 @@ final class StoreWriteQueue: @unchecked Sendable {
 
     /// Makes `exclusion` the lock that guards the commits: the node's, held by every call
     /// marked "holding the exclusion". Call once, before the writer starts and before any commit.
-    func start(exclusion: @escaping Exclusion) {
+    func start(exclusion: @escaping StoreExclusion) {
         condition.lock()
         exclusive = exclusion
         condition.unlock()
