@@ -27,4 +27,10 @@ struct SyncNode: AsyncParsableCommand {
             lines are described in docs/operations.md.
             """,
         subcommands: [Run.self, Put.self, Get.self, Delete.self, Watch.self, Status.self, Dump.self, Forget.self, ReloadSecrets.self, Lease.self, Release.self])
+
+    /// Parses and runs the command the process was started with (`ProcessArguments`: also
+    /// when a preloaded library hid them from `CommandLine.arguments`).
+    static func main() async {
+        await main(ProcessArguments.current())
+    }
 }
