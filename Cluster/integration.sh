@@ -37,6 +37,11 @@
 #       the old retired (reload-secrets and SIGHUP); every link ends sealed under the new one,
 #       writes keep flowing; a secrets file that cannot be used changes nothing
 #   (s) metrics: curl scrapes a's and b's Prometheus endpoints; the counters move with 50 writes
+#   (t) a wrong wall clock (one peer's moved by a preload): w 300 s ahead of m1 and m2 refuses every
+#       decision and says why, while it still receives theirs; restarted with the right clock on
+#       its data (its stored clock still ahead) it refuses too; 300 s behind, it refuses, and
+#       refuses their entries; with the right clock and fresh data it decides again and all three
+#       hold the same entries
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -54,7 +59,7 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 p load join)
+PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 p m1 m2 w load join)
 PYTHON="${PYTHON:-$ROOT/.build-venv/bin/python}"
 passed=0
 failed=0
@@ -783,6 +788,84 @@ else
     # and on which link.
     fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b before: $b_counters_before; b now: $(b_counters); c: $(rcli c INFO decide | tr -d '\r' | grep -E '^(committed_decisions|applied_remote_deltas):' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); b's links: $(rcli b INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); metered keys on b: $(rcli b KEYS 'metered*' | wc -l); a's log since: $(tail -n +"$((log_lines_before_a + 1))" "$RUN_DIR/a/log" | tail -n 20); b's log since: $(tail -n +"$((log_lines_before_b + 1))" "$RUN_DIR/b/log" | tail -n 20)"
 fi
+
+# --- (t) -----------------------------------------------------------------------------------
+# A wrong wall clock in one process (PEER_WALLCLOCK_SHIFT_MS, Cluster/lib.sh). Each peer's
+# clock offset is measured from pings; a node more than maxClockSkewMilliseconds (60 s) off a
+# majority of the nodes it sees takes no decision and says why, while it still receives the
+# others' writes (docs/consistency.md, "Clocks"). w joins m1 and m2 300 s ahead of them; restarts
+# with the right clock on the same data, whose hybrid clock is still 300 s ahead; then, its data
+# dropped, 300 s behind; then with the right clock. A cluster of its own.
+clocks=(--cluster clocks)
+# clock_refusal PEER "ahead of"|behind: PEER's log says it refuses decisions for that reason.
+clock_refusal() { grep -q "refusing decisions: this node's clock is more than 60000 ms $2 2 of its 2 peers" "$RUN_DIR/$1/log"; }
+w_start() { peer_start w 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" --peer "$(peer_listen m1)"; }
+if peer_start m1 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" \
+    && peer_start m2 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" --peer "$(peer_listen m1)" \
+    && PEER_WALLCLOCK_SHIFT_MS=300000 w_start; then
+    wait_until 10 "w to refuse decisions, 300 s ahead" clock_refusal w "ahead of" || true
+    ahead_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"ahead"' 2>&1); ahead_status=$?
+    "$BIN" put --admin "$(peer_admin m1)" 'clock[m1]' '"while w is ahead"' >/dev/null
+    received=0; wait_until 10 "m1's write on w" value_is w 'clock[m1]' '"while w is ahead"' && received=1
+    if [ $ahead_status -eq 1 ] && [[ "$ahead_out" == *"ahead of 2 of its 2 peers"* ]] && [ $received = 1 ] \
+        && ! grep -q "refusing decisions" "$RUN_DIR/m1/log" "$RUN_DIR/m2/log"; then
+        pass "(t) w 300 s ahead: its put exits 1 saying so, it still receives m1's writes, m1 and m2 keep deciding"
+    else
+        fail "(t) a peer 300 s ahead takes no decision" "put on w: exit $ahead_status $ahead_out; m1's write on w: $received; $(grep -h 'refusing decisions' "$RUN_DIR"/{m1,m2,w}/log | tail -3)"
+    fi
+    peer_stop w
+    if w_start; then
+        kept_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"kept ahead"' 2>&1); kept_status=$?
+        if [ $kept_status -eq 1 ] && [[ "$kept_out" == *"ahead of its physical clock"* ]]; then
+            pass "(t) w restarted with the right clock on its data (its hybrid clock 300 s ahead): its put exits 1 until real time catches up"
+        else
+            fail "(t) a restarted peer whose stored clock ran ahead takes no decision" "put on w: exit $kept_status $kept_out"
+        fi
+        peer_stop w
+    else
+        fail "(t) w restarts with the right clock on its data" "see $RUN_DIR/w/log"
+    fi
+    rm -rf "$RUN_DIR/w/data"
+    w_lines=$(wc -l < "$RUN_DIR/w/log")
+    w_log_since() { tail -n +"$((w_lines + 1))" "$RUN_DIR/w/log"; }
+    if PEER_WALLCLOCK_SHIFT_MS=-300000 w_start; then
+        behind_refusal() { w_log_since | grep -q "refusing decisions: this node's clock is more than 60000 ms behind 2 of its 2 peers"; }
+        wait_until 10 "w to refuse decisions, 300 s behind" behind_refusal || true
+        behind_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"behind"' 2>&1); behind_status=$?
+        # Behind, it also refuses the others' entries (their timestamps are past its bound), so
+        # its readers see stale state until its clock is fixed.
+        w_refused() { w_log_since | grep -q "refused catch-up entries: their timestamps are too far ahead"; }
+        refused=0; wait_until 10 "w to refuse m1's entries" w_refused && refused=1
+        if [ $behind_status -eq 1 ] && [[ "$behind_out" == *"behind 2 of its 2 peers"* ]] && [ $refused = 1 ] \
+            && ! value_is w 'clock[m1]' '"while w is ahead"'; then
+            pass "(t) w 300 s behind: its put exits 1 saying so, and it refuses m1's entries rather than take them"
+        else
+            fail "(t) a peer 300 s behind takes no decision and no entry from ahead of its bound" "put on w: exit $behind_status $behind_out; refused m1's entries: $refused; m1's write on w: $("$BIN" get --admin "$(peer_admin w)" 'clock[m1]' 2>&1)"
+        fi
+        peer_stop w
+    else
+        fail "(t) w starts 300 s behind" "see $RUN_DIR/w/log"
+    fi
+    rm -rf "$RUN_DIR/w/data"
+    if w_start; then
+        fixed_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"fixed"' 2>&1); fixed_status=$?
+        ok=1
+        for name in m1 m2 w; do
+            wait_until 10 "w's write on $name" value_is "$name" 'clock[w]' '"fixed"' || ok=0
+            wait_until 10 "m1's write on $name" value_is "$name" 'clock[m1]' '"while w is ahead"' || ok=0
+        done
+        if [ $fixed_status -eq 0 ] && [ $ok = 1 ] && wait_until 10 "the same entries on m1, m2 and w" dumps_equal m1 m2 w; then
+            pass "(t) w with the right clock and fresh data takes decisions again; m1, m2 and w hold the same entries"
+        else
+            fail "(t) w with its clock fixed decides and converges" "put on w: exit $fixed_status $fixed_out; values everywhere: $ok"
+        fi
+    else
+        fail "(t) w restarts with the right clock" "see $RUN_DIR/w/log"
+    fi
+else
+    fail "(t) m1, m2 and w (its wall clock 300 s ahead) start" "see $RUN_DIR/{m1,m2,w}/log"
+fi
+for name in m1 m2 w; do peer_stop "$name" >/dev/null 2>&1 || true; done
 
 # --- (q) -----------------------------------------------------------------------------------
 short_out=$("$BIN" put --admin "$(peer_admin a)" --wait 5 --wait-timeout-ms 300 'acked[short]' 1 2>&1); short_status=$?

@@ -14,6 +14,20 @@ syncnode_binary() {
     echo "$(cd "$root" && swift build --build-path .build-syncnode --show-bin-path)/syncnode"
 }
 
+# preload_library NAME: Cluster/preload/NAME.c, a library preloaded into one test process,
+# compiled into .build-run/libNAME.so when missing or older than its source; prints its path.
+preload_library() {
+    local root source library
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    source="$root/Cluster/preload/$1.c"
+    library="$root/.build-run/lib$1.so"
+    if [ ! -f "$library" ] || [ "$source" -nt "$library" ]; then
+        mkdir -p "$root/.build-run"
+        ${CC:-cc} -shared -fPIC -O2 -Wall -Wextra -Werror -o "$library" "$source" >&2 || return 1
+    fi
+    echo "$library"
+}
+
 # wait_until SECONDS DESCRIPTION COMMAND...: runs COMMAND every 0.1 s until it succeeds;
 # fails with a message naming DESCRIPTION when SECONDS pass first.
 wait_until() {
@@ -66,7 +80,13 @@ peer_start() {
     local skip
     skip=$(wc -l < "$dir/log")
     rm -f "$dir/listen" "$dir/admin"
-    setsid "$binary" run --id "$name" --listen "$listen" --admin "$admin" --data-dir "$dir/data" "$@" \
+    # PEER_WALLCLOCK_SHIFT_MS moves this one process's wall clock that many milliseconds
+    # (negative: behind), as a machine with wrong NTP has it: the monotonic clock and timers stay.
+    local moved=()
+    if [ -n "${PEER_WALLCLOCK_SHIFT_MS:-}" ]; then
+        moved=(env LD_PRELOAD="$(preload_library wallclock_shift)" WALLCLOCK_SHIFT_MS="$PEER_WALLCLOCK_SHIFT_MS")
+    fi
+    setsid "${moved[@]}" "$binary" run --id "$name" --listen "$listen" --admin "$admin" --data-dir "$dir/data" "$@" \
         >>"$dir/log" 2>&1 </dev/null &
     echo $! > "$dir/pid"
     local pid=$!
