@@ -2,7 +2,9 @@
 # `make chaos`: five syncnode peers in network namespaces of our own (a bridge in a hub
 # namespace, one veth per peer, addresses 10.213.0.1-5), clients writing through every peer
 # with `put --wait 2`, and a seeded nemesis cycling partitions (iptables DROP), packet loss
-# (iptables statistic) and kill -9 restarts, then healing. A checker over the whole history
+# (iptables statistic) and kill -9 restarts, each restart with the peer's wall clock moved up to
+# 30 s ahead or behind (within the 60 s skew bound, so the clock vote refuses nothing), then
+# healing. A checker over the whole history
 # (Cluster/chaos_check.py) asserts that every peer converged to the same state and that no
 # acknowledged write was lost: each key's final version is at least every acknowledged write's
 # version, and an equal version carries that write's value; keys written only once must hold
@@ -42,7 +44,11 @@ ip netns del dc-probe
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
 declare -A PID=()
+# Each peer's wall clock shift in ms (Cluster/preload/wallclock_shift.c), chosen by the nemesis
+# when it kills the peer and used from its next start on; 0 at first.
+declare -A CLOCK_SHIFT=()
 WRITERS=()
+SHIFT_LIBRARY=$(preload_library wallclock_shift) || { echo "chaos: cannot build the wall clock preload" >&2; exit 2; }
 
 ns() { echo "dc-n$1"; }
 in_ns() { local node=$1; shift; ip netns exec "$(ns "$node")" "$@"; }
@@ -90,14 +96,16 @@ done
 head -c 32 /dev/urandom | base64 > "$RUN_DIR/secret"
 chmod 600 "$RUN_DIR/secret"
 
-# start_peer NODE: syncnode in NODE's namespace, durable (strict), seeded with peer 1.
+# start_peer NODE: syncnode in NODE's namespace, durable (strict), seeded with peer 1, its wall
+# clock moved by CLOCK_SHIFT[NODE] ms.
 start_peer() {
     local node=$1 dir="$RUN_DIR/n$1"
     mkdir -p "$dir/data"
     # Not through in_ns: a backgrounded function runs in a subshell, and $! must be syncnode's pid.
     local before
     before=$(grep -c 'syncnode ready' "$dir/log" 2>/dev/null)
-    ip netns exec "$(ns "$node")" "$BIN" run --id "n$node" --listen "$SUBNET.$node:7400" --admin 127.0.0.1:7500 \
+    ip netns exec "$(ns "$node")" env LD_PRELOAD="$SHIFT_LIBRARY" WALLCLOCK_SHIFT_MS="${CLOCK_SHIFT[$node]:-0}" \
+        "$BIN" run --id "n$node" --listen "$SUBNET.$node:7400" --admin 127.0.0.1:7500 \
         --data-dir "$dir/data" --durability strict --cluster chaos --cluster-secret-file "$RUN_DIR/secret" \
         --failure-timeout-ms 2000 --anti-entropy-interval-ms 1000 --peer "$SUBNET.1:7400" \
         >>"$dir/log" 2>&1 </dev/null &
@@ -148,7 +156,7 @@ heal() {
     for node in "${NODES[@]}"; do in_ns "$node" iptables -F INPUT 2>/dev/null; done
     if [ -n "$down" ]; then
         start_peer "$down" || { echo "chaos: FAILED: n$down did not restart" >&2; exit 1; }
-        echo "   restart n$down"
+        echo "   restart n$down (wall clock $(( ${CLOCK_SHIFT[$down]} / 1000 )) s)"
         down=""
     fi
 }
@@ -172,6 +180,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
         2)  if [ -z "$down" ]; then
                 down=${NODES[$((RANDOM % 5))]}
                 stop_peer "$down" KILL
+                # Its next start: the wall clock 30 or 15 s behind, right, or 15 or 30 s ahead.
+                CLOCK_SHIFT[$down]=$(( (RANDOM % 5 - 2) * 15000 ))
                 echo "   kill -9 n$down"
             fi ;;
         *)  heal; echo "   heal" ;;
