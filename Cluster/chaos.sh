@@ -104,8 +104,9 @@ start_peer() {
     # Not through in_ns: a backgrounded function runs in a subshell, and $! must be syncnode's pid.
     local before
     before=$(grep -c 'syncnode ready' "$dir/log" 2>/dev/null)
-    ip netns exec "$(ns "$node")" env LD_PRELOAD="$SHIFT_LIBRARY" WALLCLOCK_SHIFT_MS="${CLOCK_SHIFT[$node]:-0}" \
-        "$BIN" run --id "n$node" --listen "$SUBNET.$node:7400" --admin 127.0.0.1:7500 \
+    local moved=()
+    if [ "${CLOCK_SHIFT[$node]:-0}" != 0 ]; then moved=(env LD_PRELOAD="$SHIFT_LIBRARY" WALLCLOCK_SHIFT_MS="${CLOCK_SHIFT[$node]}"); fi
+    ip netns exec "$(ns "$node")" "${moved[@]}" "$BIN" run --id "n$node" --listen "$SUBNET.$node:7400" --admin 127.0.0.1:7500 \
         --data-dir "$dir/data" --durability strict --cluster chaos --cluster-secret-file "$RUN_DIR/secret" \
         --failure-timeout-ms 2000 --anti-entropy-interval-ms 1000 --peer "$SUBNET.1:7400" \
         >>"$dir/log" 2>&1 </dev/null &

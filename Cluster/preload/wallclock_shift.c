@@ -9,9 +9,11 @@
 // timers even with FAKETIME_DONT_FAKE_MONOTONIC, so libdispatch's timers spin (ahead) or never
 // fire (behind). docs/operations.md, "Testing a wrong clock", says so for operators too.
 //
-// The real functions are called through the raw system call, never looked up with dlsym: a
-// lookup can allocate, and jemalloc reads the clock while it starts.
+// The real clock_gettime (glibc's, through the vDSO) is looked up once this library's constructor
+// runs. Before that, the raw system call answers: jemalloc reads the clock while it starts,
+// earlier than this constructor, and a lookup then could allocate inside jemalloc's own start.
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -40,8 +42,14 @@ static void move(struct timespec *ts) {
     ts->tv_nsec = (long)ns;
 }
 
+static int (*real_clock_gettime)(clockid_t, struct timespec *);
+
+__attribute__((constructor)) static void find_real_clock(void) {
+    real_clock_gettime = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+}
+
 int clock_gettime(clockid_t clock, struct timespec *ts) {
-    int result = (int)syscall(SYS_clock_gettime, clock, ts);
+    int result = real_clock_gettime ? real_clock_gettime(clock, ts) : (int)syscall(SYS_clock_gettime, clock, ts);
     if (result == 0 && (clock == CLOCK_REALTIME || clock == CLOCK_REALTIME_COARSE)) move(ts);
     return result;
 }
