@@ -34,4 +34,41 @@ import Testing
         #expect(resumed, "c did not resume \(waited) ms after its clock was fixed")
         #expect(cluster.runUntilConverged(), "\(cluster.describe())")
     }
+
+    /// A node that comes up with a wrong clock is outvoted one round trip after its links are
+    /// up, not a heartbeat later: each new link is pinged at once, and the clock is judged when
+    /// the answer arrives. Until then it decides, and its peers refuse those versions until
+    /// real time catches up (docs/consistency.md §7), so the window must stay short.
+    @Test(arguments: [Int64(300_000), Int64(-300_000)])
+    func aNodeStartingWithAWrongClockIsOutvotedWithinARoundTripOfLinking(skewMilliseconds: Int64) {
+        let cluster = SimCluster(seed: 11, ids: ["a", "b", "c"])
+        #expect(cluster.runUntilConverged())
+        cluster.crash("c")
+        cluster.run(milliseconds: 2_000)
+        cluster.members["c"]!.clock.skewMilliseconds = skewMilliseconds
+        cluster.restart("c", empty: true)
+        var elapsed: UInt64 = 0
+        var linkedAt: UInt64?
+        var refusedAt: UInt64?
+        var decided = 0
+        while refusedAt == nil && elapsed < 5_000 {
+            cluster.run(milliseconds: 1)
+            elapsed += 1
+            if linkedAt == nil,
+               cluster.replicator("c").status.members.filter({ $0.link == .connected }).count == 2 {
+                linkedAt = elapsed
+            }
+            guard linkedAt != nil else { continue }
+            switch cluster.node("c").decide(SimulationTests.Write(writes: [(StateKey(name: "probe"), [UInt8(decided % 256)])])) {
+            case .aborted: refusedAt = elapsed
+            default: decided += 1
+            }
+        }
+        guard let linkedAt, let refusedAt else {
+            Issue.record("c never refused: linked at \(linkedAt.map(String.init) ?? "never"), \(cluster.describe())")
+            return
+        }
+        // The heartbeat is 200 ms here; a round trip on the simulated network is a few ms.
+        #expect(refusedAt - linkedAt <= 50, "c took decisions for \(refusedAt - linkedAt) ms after linking (\(decided) decisions)")
+    }
 }

@@ -380,14 +380,23 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
+    /// Judges this node's clock against its peers' (`ReplicatorState.clockVerdict`) and tells the
+    /// node to refuse or take decisions when the verdict changes. Called by the timer and by the
+    /// transport's thread as each ping's answer arrives: the verdict is read and applied under
+    /// one hold of `writeRefusal`, so a stale verdict never overwrites a newer one. Nothing once
+    /// the engine stopped.
     private func checkClock() {
-        let verdict = state.withLock { $0.clockVerdict(boundMilliseconds: node.configuration.maxClockSkewMilliseconds) }
-        let changed = writeRefusal.withLock { current -> Bool in
-            defer { current = verdict }
-            return current != verdict
+        let changed = writeRefusal.withLock { current -> String?? in
+            // `stop` marks the engine stopped before it clears the refusal: an answer that arrives
+            // after that sets none again.
+            guard !stopped.withLock({ $0 }) else { return .none }
+            let verdict = state.withLock { $0.clockVerdict(boundMilliseconds: node.configuration.maxClockSkewMilliseconds) }
+            guard verdict != current else { return .none }
+            current = verdict
+            node.refuseWrites(verdict)
+            return .some(verdict)
         }
-        guard changed else { return }
-        node.refuseWrites(verdict)
+        guard case .some(let verdict) = changed else { return }
         if let verdict {
             logger.critical("refusing decisions: \(verdict)")
         } else {
@@ -570,6 +579,9 @@ public final class Replicator: @unchecked Sendable {
             send(.ack(nonce: nonce, physicalMilliseconds: node.configuration.clock.nowMilliseconds()), to: connection)
         case let .ack(nonce, physical):
             state.withLock { $0.ack(nonce: nonce, peerPhysical: physical, on: connection, now: now) }
+            // Judged as soon as an offset is known, not at the next tick: a node whose clock is
+            // off stops deciding one round trip after its links come up.
+            checkClock()
         case .applied(let timestamp):
             state.withLock { state in
                 if state.peers[connection] != nil, timestamp > state.deltaCounts[connection.rawValue]?.peerApplied ?? 0 {

@@ -414,6 +414,12 @@ struct ReplicatorState {
         if peer.outbound {
             start(&link, now: now, into: &actions, why: "connected")
         }
+        // The new link's clock is measured at once, not a heartbeat later: until a majority of
+        // its links carry an offset, a node with a wrong clock still decides, and versions it
+        // makes then are refused by its peers until real time catches up (docs/consistency.md §7).
+        nextNonce &+= 1
+        link.unansweredPing = nextNonce
+        actions.ping.append((connection, nextNonce))
         peers[connection] = link
         totals.linksUp &+= 1
         return actions
