@@ -26,6 +26,10 @@ public final class Node: Sendable {
     package let persists: Bool
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     let waitsForDisk: Bool
+    /// Whether the node's clock is the `SystemClock`, read once: a decision then reads it
+    /// directly, not through the `any PhysicalClock` witness (docs/benchmarks.md, "The system
+    /// clock read without its witness").
+    let readsSystemClock: Bool
     /// Runs `expireDue` while no replication engine does (see `startExpiryTimerIfNeeded`).
     let expiryTimer = Mutex<ReplicatorTimer?>(nil)
     let expiryDrivenExternally = Atomic<Bool>(false)
@@ -79,6 +83,7 @@ public final class Node: Sendable {
         self.store = store
         self.persists = store.persists
         self.waitsForDisk = store.persists && configuration.durability == .strict
+        self.readsSystemClock = configuration.clock is SystemClock
         let core = NodeCore(
             nodeID: configuration.id, table: table, clock: clock,
             logger: logger, limits: configuration.limits,
@@ -158,7 +163,7 @@ public final class Node: Sendable {
                 }
             }
             return core.withTransaction { core, transaction -> (Commit, Effect, UInt64, AfterDisk) in
-                let physical = configuration.clock.nowMilliseconds()
+                let physical = readsSystemClock ? SystemClock.milliseconds() : configuration.clock.nowMilliseconds()
                 let generation = transaction.begin(atMilliseconds: hybridNow(core, physical: physical))
                 let effect = decision.execute(
                     read: StorageReader(transaction: transaction, generation: generation),

@@ -13,6 +13,12 @@ public struct SystemClock: PhysicalClock {
     public init() {}
 
     public func nowMilliseconds() -> UInt64 {
+        Self.milliseconds()
+    }
+
+    /// `nowMilliseconds()` without an instance: what a node whose clock is this one calls.
+    @inline(__always)
+    package static func milliseconds() -> UInt64 {
         decide_clock_realtime_ms()
     }
 
