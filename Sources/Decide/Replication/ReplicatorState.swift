@@ -255,10 +255,7 @@ struct ReplicatorState {
                 continue
             }
             if elapsed(since: link.lastPing, now: now) >= configuration.heartbeatIntervalMilliseconds {
-                link.lastPing = now
-                nextNonce &+= 1
-                link.unansweredPing = nextNonce
-                actions.ping.append((connection, nextNonce))
+                ping(&link, now: now, into: &actions)
             }
             for round in link.walks.keys.sorted() {
                 guard let walk = link.walks[round], elapsed(since: walk.lastActivity, now: now) > configuration.antiEntropyTimeoutMilliseconds else { continue }
@@ -417,12 +414,18 @@ struct ReplicatorState {
         // The new link's clock is measured at once, not a heartbeat later: until a majority of
         // its links carry an offset, a node with a wrong clock still decides, and versions it
         // makes then are refused by its peers until real time catches up (docs/consistency.md §7).
-        nextNonce &+= 1
-        link.unansweredPing = nextNonce
-        actions.ping.append((connection, nextNonce))
+        ping(&link, now: now, into: &actions)
         peers[connection] = link
         totals.linksUp &+= 1
         return actions
+    }
+
+    /// Pings `link` now: its answer measures the peer's clock offset (`ack`).
+    private mutating func ping(_ link: inout Link, now: UInt64, into actions: inout ReplicatorActions) {
+        link.lastPing = now
+        nextNonce &+= 1
+        link.unansweredPing = nextNonce
+        actions.ping.append((link.connection, nextNonce))
     }
 
     static func removedReason(_ nodeID: String) -> String {
