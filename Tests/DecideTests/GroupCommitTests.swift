@@ -179,3 +179,19 @@ import Testing
         queue.stop(with: .closed(path: "test"))
     }
 }
+
+/// The commit calls as a test makes them, without a node: each takes the exclusion (the queue's
+/// own lock until `start(exclusion:)`), then wakes whom the call asks for, as the node does after
+/// its lock.
+extension StoreWriteQueue {
+    func cancelAdmission() {
+        holdingExclusion { cancelAdmissionHoldingExclusion() }
+        wakeWriterIfAsked()
+    }
+
+    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
+        let ticket = holdingExclusion { appendHoldingExclusion(changeCount: changeCount, clock: clock, change: change) }
+        wakeWriterIfAsked()
+        return ticket
+    }
+}

@@ -76,7 +76,7 @@ final class StoreWriteQueue: @unchecked Sendable {
     }
 
     /// Runs `body` holding the exclusion, returning its result.
-    private func holdingExclusion<Result>(_ body: () -> Result) -> Result {
+    func holdingExclusion<Result>(_ body: () -> Result) -> Result {
         withoutActuallyEscaping(body) { body in
             var result: Result?
             exclusive { result = body() }
@@ -130,12 +130,6 @@ final class StoreWriteQueue: @unchecked Sendable {
         commits.value.inFlight -= 1
     }
 
-    /// `cancelAdmissionHoldingExclusion`, taking the exclusion, then waking whom it asks for.
-    func cancelAdmission() {
-        holdingExclusion { cancelAdmissionHoldingExclusion() }
-        wakeWriterIfAsked()
-    }
-
     /// Holding the exclusion: queues one commit of `changeCount` changes (the i-th is
     /// `change(i)`) and the node's clock; returns its ticket. After `fail` or `stop` the commit
     /// is dropped (the ticket then never becomes durable; waiters get the error).
@@ -146,13 +140,6 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// `appendHoldingExclusion` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
     func appendUpsertsHoldingExclusion(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
         append { $0.addUpserts(clock: clock, offering: upserts) }
-    }
-
-    /// `appendHoldingExclusion`, taking the exclusion, then waking whom it asks for.
-    func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 {
-        let ticket = holdingExclusion { appendHoldingExclusion(changeCount: changeCount, clock: clock, change: change) }
-        wakeWriterIfAsked()
-        return ticket
     }
 
     /// Queues one commit, which `add` adds to the pending group; returns its ticket.
