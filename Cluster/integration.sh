@@ -797,13 +797,20 @@ fi
 # with the right clock on the same data, whose hybrid clock is still 300 s ahead; then, its data
 # dropped, 300 s behind; then with the right clock. A cluster of its own.
 clocks=(--cluster clocks)
-# clock_refusal PEER "ahead of"|behind: PEER's log says it refuses decisions for that reason.
-clock_refusal() { grep -q "refusing decisions: this node's clock is more than 60000 ms $2 2 of its 2 peers" "$RUN_DIR/$1/log"; }
-w_start() { peer_start w 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" --peer "$(peer_listen m1)"; }
+# w_start starts w; w_says TEXT: w's log since that start has TEXT.
+w_lines=0
+w_start() {
+    w_lines=0
+    if [ -f "$RUN_DIR/w/log" ]; then w_lines=$(wc -l < "$RUN_DIR/w/log"); fi
+    peer_start w 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" --peer "$(peer_listen m1)"
+}
+w_says() { tail -n +"$((w_lines + 1))" "$RUN_DIR/w/log" | grep -q "$1"; }
+# clock_refusal "ahead of"|behind: the line a node logs when its peers outvote its clock.
+clock_refusal() { echo "refusing decisions: this node's clock is more than 60000 ms $1 2 of its 2 peers"; }
 if peer_start m1 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" \
     && peer_start m2 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" --peer "$(peer_listen m1)" \
     && PEER_WALLCLOCK_SHIFT_MS=300000 w_start; then
-    wait_until 10 "w to refuse decisions, 300 s ahead" clock_refusal w "ahead of" || true
+    wait_until 10 "w to refuse decisions, 300 s ahead" w_says "$(clock_refusal "ahead of")" || true
     ahead_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"ahead"' 2>&1); ahead_status=$?
     "$BIN" put --admin "$(peer_admin m1)" 'clock[m1]' '"while w is ahead"' >/dev/null
     received=0; wait_until 10 "m1's write on w" value_is w 'clock[m1]' '"while w is ahead"' && received=1
@@ -826,16 +833,13 @@ if peer_start m1 127.0.0.1:0 127.0.0.1:0 "${clocks[@]}" \
         fail "(t) w restarts with the right clock on its data" "see $RUN_DIR/w/log"
     fi
     rm -rf "$RUN_DIR/w/data"
-    w_lines=$(wc -l < "$RUN_DIR/w/log")
-    w_log_since() { tail -n +"$((w_lines + 1))" "$RUN_DIR/w/log"; }
     if PEER_WALLCLOCK_SHIFT_MS=-300000 w_start; then
-        behind_refusal() { w_log_since | grep -q "refusing decisions: this node's clock is more than 60000 ms behind 2 of its 2 peers"; }
-        wait_until 10 "w to refuse decisions, 300 s behind" behind_refusal || true
+        wait_until 10 "w to refuse decisions, 300 s behind" w_says "$(clock_refusal behind)" || true
         behind_out=$("$BIN" put --admin "$(peer_admin w)" 'clock[w]' '"behind"' 2>&1); behind_status=$?
         # Behind, it also refuses the others' entries (their timestamps are past its bound), so
         # its readers see stale state until its clock is fixed.
-        w_refused() { w_log_since | grep -q "refused catch-up entries: their timestamps are too far ahead"; }
-        refused=0; wait_until 10 "w to refuse m1's entries" w_refused && refused=1
+        refused=0
+        wait_until 10 "w to refuse m1's entries" w_says "refused catch-up entries: their timestamps are too far ahead" && refused=1
         if [ $behind_status -eq 1 ] && [[ "$behind_out" == *"behind 2 of its 2 peers"* ]] && [ $refused = 1 ] \
             && ! value_is w 'clock[m1]' '"while w is ahead"'; then
             pass "(t) w 300 s behind: its put exits 1 saying so, and it refuses m1's entries rather than take them"
