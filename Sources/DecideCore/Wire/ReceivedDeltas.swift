@@ -43,7 +43,8 @@ package final class ReceivedDeltas {
     }
 
     private let codec: WireCodec
-    @exclusivity(unchecked) private var bytes: [UInt8] = []
+    /// The held deltas' bytes, in memory this object owns (`HeldBytes`).
+    @exclusivity(unchecked) private var bytes = HeldBytes()
     @exclusivity(unchecked) private(set) package var items: [Item] = []
     @exclusivity(unchecked) private var writes: [Write] = []
     /// The `StateKey.nameHash` of the name of the write held last: a peer's writes name the
@@ -53,6 +54,8 @@ package final class ReceivedDeltas {
     package init(codec: WireCodec) {
         self.codec = codec
     }
+
+    deinit { bytes.free() }
 
     /// Held deltas.
     package var count: Int { items.count }
@@ -88,7 +91,8 @@ package final class ReceivedDeltas {
         let previousNode = items.last?.node
         let previousName = items.last.flatMap { $0.writes.isEmpty ? nil : added[$0.writes.upperBound - 1].name }
         var nameHash = lastNameHash
-        let outcome: Result<Void, WireDecodeError> = bytes.withUnsafeBytes { held in
+        let held = bytes.buffer
+        let outcome: Result<Void, WireDecodeError> = {
             do throws(WireDecodeError) {
                 try codec.walkDelta(frame, from: position, validNode: previousNode.map { UnsafeRawBufferPointer(rebasing: held[$0]) },
                                     validName: previousName.map { UnsafeRawBufferPointer(rebasing: held[$0]) }) { stamp, nodeID, _ in
@@ -115,12 +119,12 @@ package final class ReceivedDeltas {
             } catch {
                 return .failure(error)
             }
-        }
+        }()
         if case .failure(let error) = outcome {
             added.removeSubrange(firstWrite...)
             throw error
         }
-        bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[position...]))
+        bytes.append(UnsafeRawBufferPointer(rebasing: frame[position...]))
         lastNameHash = nameHash
         items.append(Item(source: source, timestamp: HLCTimestamp(rawValue: timestamp), node: node, writes: firstWrite..<added.count,
                           decisionBytes: decisionBytes))
@@ -148,17 +152,24 @@ package final class ReceivedDeltas {
                       write: (_ name: UnsafeRawBufferPointer, _ element: UnsafeRawBufferPointer, _ value: WireCodec.WireValue?,
                               _ keyHash: UInt64) -> Void) {
         let item = items[index]
-        bytes.withUnsafeBytes { held in
-            node(UnsafeRawBufferPointer(rebasing: held[item.node]))
-            for position in item.writes {
-                let part = writes[position]
-                write(UnsafeRawBufferPointer(rebasing: held[part.name]), UnsafeRawBufferPointer(rebasing: held[part.element]),
-                      part.value.map { WireCodec.WireValue(bytes: UnsafeRawBufferPointer(rebasing: held[$0]), expiresAt: part.expiresAt,
-                                                           owned: part.owned) },
-                      part.keyHash)
-            }
+        let held = bytes.buffer
+        node(UnsafeRawBufferPointer(rebasing: held[item.node]))
+        for position in item.writes {
+            let part = writes[position]
+            write(UnsafeRawBufferPointer(rebasing: held[part.name]), UnsafeRawBufferPointer(rebasing: held[part.element]),
+                  part.value.map { WireCodec.WireValue(bytes: UnsafeRawBufferPointer(rebasing: held[$0]), expiresAt: part.expiresAt,
+                                                       owned: part.owned) },
+                  part.keyHash)
         }
     }
+
+    /// The version timestamp of held delta `index`. Read through here, not `items`, on a hot
+    /// path: another module's read of `items` pays a dynamic exclusivity check (about 76
+    /// instructions a delta), which this module's reads leave out.
+    package func timestamp(ofDelta index: Int) -> HLCTimestamp { items[index].timestamp }
+
+    /// How many writes held delta `index` has (read through here for the reason above).
+    package func writeCount(ofDelta index: Int) -> Int { items[index].writeCount }
 
     /// The key hash of write `write` (counted from 0) of held delta `index`.
     package func keyHash(ofWrite write: Int, ofDelta index: Int) -> UInt64 {
@@ -176,5 +187,50 @@ package final class ReceivedDeltas {
             writes.append(WireCodec.write(name: name, element: element, value: value, recent: &recent))
         }
         return Delta(version: version!, writes: writes)
+    }
+}
+
+/// The held deltas' bytes in memory their `ReceivedDeltas` owns and frees: read in place and
+/// appended to without the retain and release an array's buffer takes around every use (two
+/// atomics a delta as it is held, two more as it is applied: docs/benchmarks.md, "Held deltas
+/// in memory of their own"). A plain struct of the owner's; it never copies itself.
+private struct HeldBytes {
+    private var base: UnsafeMutableRawPointer?
+    private(set) var count = 0
+    private(set) var capacity = 0
+
+    /// The bytes held, valid until the next `append`, `removeAll` or `free`.
+    var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    /// Appends a copy of `source`, growing the memory to at least twice its size when full.
+    mutating func append(_ source: UnsafeRawBufferPointer) {
+        guard let from = source.baseAddress, !source.isEmpty else { return }
+        let needed = count + source.count
+        if needed > capacity {
+            let grown = max(needed, capacity * 2, 4_096)
+            let memory = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
+            if let base {
+                memory.copyMemory(from: base, byteCount: count)
+                base.deallocate()
+            }
+            base = memory
+            capacity = grown
+        }
+        (base! + count).copyMemory(from: from, byteCount: source.count)
+        count = needed
+    }
+
+    /// Empties it; gives the memory back unless `keepingCapacity`.
+    mutating func removeAll(keepingCapacity: Bool) {
+        count = 0
+        if !keepingCapacity { free() }
+    }
+
+    /// Gives the memory back (the owner's `deinit`, or `removeAll`).
+    mutating func free() {
+        base?.deallocate()
+        base = nil
+        count = 0
+        capacity = 0
     }
 }
