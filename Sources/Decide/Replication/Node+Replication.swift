@@ -31,9 +31,16 @@ extension Node {
 
     /// Hands every decision committed here from now on to `sender` (nil: to nobody): encoded
     /// under the lock, sent once as durable as the node promises (`LocalCommitSender`). Held
-    /// weakly; one at a time.
+    /// strongly; one at a time.
     func setLocalCommitSender(_ sender: (any LocalCommitSender)?) {
         core.withLock { $0.localCommitSender = sender }
+    }
+
+    /// `setLocalCommitSender(nil)` if `sender` is the one set (a later engine's stays).
+    func unhookLocalCommitSender(_ sender: any LocalCommitSender) {
+        core.withLock { core in
+            if let current = core.localCommitSender, current === sender { core.localCommitSender = nil }
+        }
     }
 
     /// Whether applies must reach the disk before they are acknowledged (strict durability).
@@ -99,19 +106,19 @@ extension Node {
     /// the next delta's first index line is asked for while this one is applied
     /// (`NodeCore.prefetchHomeCell`; docs/benchmarks.md, "The index line asked for early").
     package func apply(received: ReceivedDeltas, recent: inout RecentWireStrings, skip: (Int) -> Bool) -> DeltaBatchOutcome {
-        applyBatch(count: received.count, skip: skip, timestamp: { received.items[$0].timestamp }) { core, index, merge in
+        applyBatch(count: received.count, skip: skip, timestamp: { received.timestamp(ofDelta: $0) }) { core, index, merge in
             var version: Version?
             var changed = 0
-            let writeCount = received.items[index].writeCount
+            let writeCount = received.writeCount(ofDelta: index)
             if writeCount > 1 {
                 // As in `apply(deltas:)`: the misses of a delta's writes overlap.
                 core.prefetch(count: writeCount) { received.keyHash(ofWrite: $0, ofDelta: index) }
             }
-            if index + 1 < received.count, received.items[index + 1].writeCount > 0 {
+            if index + 1 < received.count, received.writeCount(ofDelta: index + 1) > 0 {
                 core.prefetchHomeCell(of: received.keyHash(ofWrite: 0, ofDelta: index + 1))
             }
             received.read(index) { node in
-                version = recent.version(timestamp: received.items[index].timestamp, node: node)
+                version = recent.version(timestamp: received.timestamp(ofDelta: index), node: node)
             } write: { name, element, value, keyHash in
                 let known = recent.name(utf8: name)
                 let key = StateKey(name: known.text, packedElement: PackedBytes(element), stableHash: keyHash)
@@ -130,7 +137,7 @@ extension Node {
     /// listeners get the `delta` when any did; one store append for all.
     @inline(__always)
     private func applyBatch(count: Int, skip: (Int) -> Bool, timestamp: (Int) -> HLCTimestamp,
-                            mergeWrites: (NodeCore, Int, (Entry, StateKey) -> Bool) -> Int,
+                            mergeWrites: (NodeCore, Int, (consuming Entry, StateKey) -> Bool) -> Int,
                             delta: (Int) -> Delta) -> DeltaBatchOutcome {
         var admission = StorageAdmission.underTheLock
         while true {
@@ -151,8 +158,13 @@ extension Node {
                         continue
                     }
                     now = max(now, min(stamp.physicalMilliseconds, HLCTimestamp.maxPhysicalMilliseconds))
-                    let changed = mergeWrites(core, index) { entry, key in
-                        mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored)
+                    // The node's state lent, not retained and released around each delta and
+                    // each write's merge (two atomics each): the lock's holder keeps it alive.
+                    let lent = Unmanaged.passUnretained(core)
+                    let changed = lent.lend { core in
+                        mergeWrites(core, index) { entry, key in
+                            lent.lend { core in mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored) }
+                        }
                     }
                     core.appliedRemoteDeltas += 1
                     if changed > 0 && core.hasCommitListeners {
@@ -174,9 +186,17 @@ extension Node {
     /// good; if the table changed, records the change, tells the key's observers and, when the
     /// store `admitted` the batch, queues the entry in `stored`. Returns whether it changed.
     @inline(__always)
-    func mergeReceived(_ core: NodeCore, _ entry: Entry, for key: StateKey, now: UInt64, admitted: Bool,
+    func mergeReceived(_ core: NodeCore, _ entry: consuming Entry, for key: StateKey, now: UInt64, admitted: Bool,
                        into stored: inout [StoreChange]) -> Bool {
-        guard !core.isCollected(entry, for: key, now: now), core.table.merge(entry, for: key).changed else { return false }
+        guard !core.isCollected(entry, for: key, now: now) else { return false }
+        guard admitted || core.observing else {
+            // Nothing reads the entry after the merge: moved into the table, not copied (a
+            // retain and a release of its value, a write).
+            guard core.table.merge(entry, for: key).changed else { return false }
+            core.recordChange(key)
+            return true
+        }
+        guard core.table.merge(copy entry, for: key).changed else { return false }
         core.recordChange(key)
         notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
         if admitted { stored.append(.upsert(key, entry)) }
