@@ -226,12 +226,10 @@ public final class Node: Sendable {
                     for listener in core.commitCalls { listener(delta) }
                 }
                 // The replication engine's frame, encoded from the pending writes: no `Delta`.
-                if let sender = core.localCommitSender {
-                    if !waitsForDisk {
-                        sender.sendCommit(version: version, writes: writes)
-                    } else if let frame = sender.frame(version: version, writes: writes) {
-                        afterDisk.frame = (sender, frame, timestamp)
-                    }
+                if !waitsForDisk {
+                    core.lendLocalCommitSender { $0?.sendCommit(version: version, writes: writes) }
+                } else if let sender = core.localCommitSender, let frame = sender.frame(version: version, writes: writes) {
+                    afterDisk.frame = (sender, frame, timestamp)
                 }
                 var ticket: UInt64 = 0
                 if persists {

@@ -16,7 +16,7 @@ final class NodeCore: @unchecked Sendable {
         var committedDecisions: UInt64 = 0
         var observing = false
         var listening = false
-        /// Whether a `LocalCommitSender` was set (its weak load is skipped when not).
+        /// Whether a `LocalCommitSender` was set (its load is skipped when not).
         var sending = false
     }
     /// `commitListeners` as the array a commit calls (`commitCalls`), and the replication
@@ -25,7 +25,9 @@ final class NodeCore: @unchecked Sendable {
     /// slower, with no more instructions (docs/benchmarks.md, "The decision-path pass").
     private struct Calls {
         var commit: [@Sendable (CommittedDelta) -> Void] = []
-        weak var sender: (any LocalCommitSender)?
+        /// Strong: the engine's is a `ReplicatorHandle`, which does not own the engine (a weak
+        /// reference gave the engine a side table, and every commit a weak load).
+        var sender: (any LocalCommitSender)?
     }
     private let calls = InPlace(Calls())
     private let hot: InPlace<Hot>
@@ -81,6 +83,16 @@ final class NodeCore: @unchecked Sendable {
         set {
             calls.value.sender = newValue
             hot.value.sending = newValue != nil
+        }
+    }
+
+    /// Calls `body` with the replication engine's sender, lent where it lies: not retained and
+    /// released around the call (two atomics a commit). Not at all when none is set.
+    @inline(__always)
+    func lendLocalCommitSender(_ body: (borrowing (any LocalCommitSender)?) -> Void) {
+        guard hot.value.sending else { return }
+        calls.withAddress { calls in
+            withUnsafeMutablePointer(to: &calls.pointee.sender) { $0.lendPointee(body) }
         }
     }
 

@@ -4,7 +4,8 @@ import DecideCore
 /// each: the engine encodes its frame under the node's lock from the decision's pending writes,
 /// read where they lie, and sends it once the commit is as durable as the node promises
 /// (docs/benchmarks.md, "Local commits encoded from the pending writes"). One per node
-/// (`Node.setLocalCommitSender`), held weakly.
+/// (`Node.setLocalCommitSender`), held strongly: the engine hands the node a
+/// `ReplicatorHandle`, which does not own it.
 protocol LocalCommitSender: AnyObject, Sendable {
     /// Under memory and batched durability: called under the node's lock for each local commit,
     /// after its commit listeners, to send `writes` committed at `version` (valid for the call)
@@ -19,4 +20,3 @@ protocol LocalCommitSender: AnyObject, Sendable {
     func send(_ frame: [UInt8], timestamp: HLCTimestamp)
 }
 
-extension Replicator: LocalCommitSender {}

@@ -127,7 +127,20 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
-    deinit { receiving.release() }
+    /// What the node and the timer hold to reach this engine (`ReplicatorHandle`).
+    private lazy var handle = ReplicatorHandle(self)
+
+    deinit {
+        // Before anything of this engine goes: the node stops calling it (under its lock, so a
+        // commit under way finishes first), and the timer and strict sends find it detached.
+        timer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
+        node.unhookLocalCommitSender(handle)
+        handle.detach()
+        receiving.release()
+    }
 
     // MARK: lifecycle
 
@@ -147,7 +160,7 @@ public final class Replicator: @unchecked Sendable {
                 if state.advertisedAddress.isEmpty { state.advertisedAddress = address }
             }
         }
-        node.setLocalCommitSender(self)
+        node.setLocalCommitSender(handle)
         tick()
         return bound
     }
@@ -188,7 +201,7 @@ public final class Replicator: @unchecked Sendable {
 
     /// Calls `tick()` every `intervalMilliseconds` on a background thread until `stop`.
     public func startTimer(intervalMilliseconds: UInt64 = 50) {
-        let timer = ReplicatorTimer(intervalMilliseconds: intervalMilliseconds) { [weak self] in self?.tick() }
+        let timer = ReplicatorTimer(intervalMilliseconds: intervalMilliseconds) { [handle] in handle.withEngine { $0.tick() } }
         self.timer.withLock { $0 = timer }
     }
 
