@@ -16,6 +16,12 @@ struct FrameBuffer: ~Copyable {
     /// Frames written.
     private(set) var frames = 0
     private let maxCapacityBytes: Int
+    /// The bytes of the batch taken last: the next buffer starts that large, so a link that
+    /// streams allocates one buffer a flush instead of doubling one from
+    /// `initialCapacityBytes` and copying what it holds at each step (docs/benchmarks.md,
+    /// "Outboxes sized by the last batch"). A quiet link's next batch is small again, and so is
+    /// the buffer after it.
+    private var lastTakenBytes = 0
 
     /// The first buffer of a link holds this much; it doubles as frames arrive.
     static let initialCapacityBytes = 4 * 1024
@@ -51,6 +57,7 @@ struct FrameBuffer: ~Copyable {
         defer {
             base = nil
             capacity = 0
+            lastTakenBytes = count
             count = 0
             frames = 0
         }
@@ -58,9 +65,9 @@ struct FrameBuffer: ~Copyable {
     }
 
     /// Doubles the capacity (up to `maxCapacityBytes`, or exactly `needed` past it), keeping
-    /// what was written.
+    /// what was written; an empty buffer starts at the last batch's size.
     private mutating func grow(toAtLeast needed: Int) {
-        var size = max(capacity * 2, Self.initialCapacityBytes)
+        var size = max(capacity == 0 ? lastTakenBytes : capacity * 2, Self.initialCapacityBytes)
         if size > maxCapacityBytes { size = maxCapacityBytes }
         if size < needed { size = needed }
         let grown = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
