@@ -192,8 +192,8 @@ package final class ReceivedDeltas {
 
 /// The held deltas' bytes in memory their `ReceivedDeltas` owns and frees: read in place and
 /// appended to without the retain and release an array's buffer takes around every use (two
-/// atomics a delta as it is held, two more as it is applied: docs/benchmarks.md, "Held deltas
-/// in memory of their own"). A plain struct of the owner's; it never copies itself.
+/// atomics a delta as it is held, two more as it is applied: docs/benchmarks.md, "The receiving
+/// side without copies or atomics"). A plain struct of the owner's; it never copies itself.
 private struct HeldBytes {
     private var base: UnsafeMutableRawPointer?
     private(set) var count = 0
@@ -208,12 +208,7 @@ private struct HeldBytes {
         let needed = count + source.count
         if needed > capacity {
             let grown = max(needed, capacity * 2, 4_096)
-            let memory = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
-            if let base {
-                memory.copyMemory(from: base, byteCount: count)
-                base.deallocate()
-            }
-            base = memory
+            base = movedBytes(from: base, count: count, toCapacity: grown)
             capacity = grown
         }
         (base! + count).copyMemory(from: from, byteCount: source.count)

@@ -1,3 +1,5 @@
+import DecideCore
+
 /// Frames queued for one link as they go on the wire: each a u32 length and its payload, one
 /// after another in one buffer the queue owns. A frame is copied in when queued, so the sender
 /// keeps (and frees, on its own thread) its array, and nothing is retained per frame; the loop
@@ -70,12 +72,7 @@ struct FrameBuffer: ~Copyable {
         var size = max(capacity == 0 ? lastTakenBytes : capacity * 2, Self.initialCapacityBytes)
         if size > maxCapacityBytes { size = maxCapacityBytes }
         if size < needed { size = needed }
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
-        if let base {
-            grown.copyMemory(from: base, byteCount: count)
-            base.deallocate()
-        }
-        base = grown
+        base = movedBytes(from: base, count: count, toCapacity: size)
         capacity = size
     }
 }
