@@ -669,11 +669,11 @@ package struct EntryTable: Sendable {
     }
 
     /// Whether `record` is `key`'s (its stable hash already matched).
-    private func holds(_ record: Record, _ key: StateKey) -> Bool {
-        guard record.name == Self.inlineName else {
-            return record.keyBytes == key.packedElement && names[Int(record.name)].name == key.name
+    private func holds(_ record: UnsafePointer<Record>, _ key: StateKey) -> Bool {
+        guard record.pointee.name == Self.inlineName else {
+            return record.pointee.keyBytes == key.packedElement && names[Int(record.pointee.name)].name == key.name
         }
-        return key.elementCount == 0 && record.keyBytes.equals(utf8: key.name)
+        return key.elementCount == 0 && record.pointee.keyBytes.equals(utf8: key.name)
     }
 
     /// The number of a state name for a new record (the caller adds the record to its
@@ -774,9 +774,11 @@ package struct EntryTable: Sendable {
     }
 
     /// The cell whose record has stable hash `hash` and satisfies `matches`, or the empty cell
-    /// where such a record would go.
+    /// where such a record would go. `matches` reads the record where it lies: handed a copy,
+    /// each hit copied the whole record and destroyed it after, through its outlined value
+    /// witnesses (docs/benchmarks.md, "Records compared where they lie").
     @inline(__always)
-    private func probe(hash: UInt64, matches: (Record) -> Bool) -> Int {
+    private func probe(hash: UInt64, matches: (UnsafePointer<Record>) -> Bool) -> Int {
         let mask = index.count - 1
         return index.withUnsafeBufferPointer { cells in
             records.withUnsafeBufferPointer { records in
@@ -786,7 +788,7 @@ package struct EntryTable: Sendable {
                     if stored == 0 { return cell }
                     if Self.cell(stored, mayHold: hash) {
                         let record = Self.record(inCell: stored)
-                        if records[record].keyHash == hash, matches(records[record]) { return cell }
+                        if records[record].keyHash == hash, matches(records.baseAddress! + record) { return cell }
                     }
                     cell = (cell + 1) & mask
                 }
@@ -800,7 +802,7 @@ package struct EntryTable: Sendable {
     /// `StateKey` (and no `String`) is built; bytes that are not UTF-8 match no stored key.
     public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
         let stored = index[probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
-            record.name == Self.inlineName && record.keyBytes.equals(name)
+            record.pointee.name == Self.inlineName && record.pointee.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
         let record = Self.record(inCell: stored)
