@@ -125,10 +125,12 @@ public final class Replicator: @unchecked Sendable {
         if state.withLock({ $0.removedFromCluster }) {
             logger.critical("this node was removed from its cluster: it links with nobody; start it with an empty data directory and a new node id")
         }
+        handle = ReplicatorHandle(self)
     }
 
-    /// What the node and the timer hold to reach this engine (`ReplicatorHandle`).
-    private lazy var handle = ReplicatorHandle(self)
+    /// What the node and the timer hold to reach this engine (`ReplicatorHandle`). Made at the
+    /// end of `init` (it needs `self`), before anyone else can see the engine; read-only after.
+    private var handle: ReplicatorHandle!
 
     deinit {
         // Before anything of this engine goes: the node stops calling it (under its lock, so a
