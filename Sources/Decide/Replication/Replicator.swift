@@ -135,10 +135,7 @@ public final class Replicator: @unchecked Sendable {
     deinit {
         // Before anything of this engine goes: the node stops calling it (under its lock, so a
         // commit under way finishes first), and the timer and strict sends find it detached.
-        timer.withLock { timer in
-            timer?.cancel()
-            timer = nil
-        }
+        cancelTimer()
         node.unhookLocalCommitSender(handle)
         handle.detach()
         receiving.release()
@@ -201,6 +198,14 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
+    /// Stops the timer `startTimer` started, if any (a tick under way may still finish).
+    private func cancelTimer() {
+        timer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
     /// Calls `tick()` every `intervalMilliseconds` on a background thread until `stop`.
     public func startTimer(intervalMilliseconds: UInt64 = 50) {
         let timer = ReplicatorTimer(intervalMilliseconds: intervalMilliseconds) { [handle] in handle.withEngine { $0.tick() } }
@@ -224,10 +229,7 @@ public final class Replicator: @unchecked Sendable {
     /// list, if kept. Idempotent.
     public func stop() {
         stopped.withLock { $0 = true }
-        timer.withLock { timer in
-            timer?.cancel()
-            timer = nil
-        }
+        cancelTimer()
         node.setLocalCommitSender(nil)
         // A refusal this engine set (its peers' clocks) ends with it: a later engine on the same
         // node judges afresh.

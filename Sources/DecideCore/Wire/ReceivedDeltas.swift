@@ -92,35 +92,29 @@ package final class ReceivedDeltas {
         let previousName = items.last.flatMap { $0.writes.isEmpty ? nil : added[$0.writes.upperBound - 1].name }
         var nameHash = lastNameHash
         let held = bytes.buffer
-        let outcome: Result<Void, WireDecodeError> = {
-            do throws(WireDecodeError) {
-                try codec.walkDelta(frame, from: position, validNode: previousNode.map { UnsafeRawBufferPointer(rebasing: held[$0]) },
-                                    validName: previousName.map { UnsafeRawBufferPointer(rebasing: held[$0]) }) { stamp, nodeID, _ in
-                    timestamp = stamp
-                    node = place(nodeID)
-                    decisionBytes = WireCodec.decisionHeaderBytes(nodeBytes: nodeID.count)
-                } write: { name, element, value, sameName in
-                    // The name's hash: the one before's when the walk found the same bytes (the
-                    // previous write's name, or the held delta's last), else computed.
-                    var hash: StableHash
-                    if sameName, let known = nameHash {
-                        hash = known
-                    } else {
-                        hash = StateKey.nameHash(utf8: name)
-                        nameHash = hash
-                    }
-                    hash.combine(buffer: element)
-                    added.append(Write(name: place(name), element: place(element), keyHash: hash.value, value: value.map { place($0.bytes) },
-                                       expiresAt: value?.expiresAt, owned: value?.owned ?? false))
-                    decisionBytes += WireCodec.maxEncodedEntryBytes(nameBytes: name.count, elementBytes: element.count,
-                                                                    nodeBytes: node.count, valueBytes: value?.bytes.count ?? 0)
+        do throws(WireDecodeError) {
+            try codec.walkDelta(frame, from: position, validNode: previousNode.map { UnsafeRawBufferPointer(rebasing: held[$0]) },
+                                validName: previousName.map { UnsafeRawBufferPointer(rebasing: held[$0]) }) { stamp, nodeID, _ in
+                timestamp = stamp
+                node = place(nodeID)
+                decisionBytes = WireCodec.decisionHeaderBytes(nodeBytes: nodeID.count)
+            } write: { name, element, value, sameName in
+                // The name's hash: the one before's when the walk found the same bytes (the
+                // previous write's name, or the held delta's last), else computed.
+                var hash: StableHash
+                if sameName, let known = nameHash {
+                    hash = known
+                } else {
+                    hash = StateKey.nameHash(utf8: name)
+                    nameHash = hash
                 }
-                return .success(())
-            } catch {
-                return .failure(error)
+                hash.combine(buffer: element)
+                added.append(Write(name: place(name), element: place(element), keyHash: hash.value, value: value.map { place($0.bytes) },
+                                   expiresAt: value?.expiresAt, owned: value?.owned ?? false))
+                decisionBytes += WireCodec.maxEncodedEntryBytes(nameBytes: name.count, elementBytes: element.count,
+                                                                nodeBytes: node.count, valueBytes: value?.bytes.count ?? 0)
             }
-        }()
-        if case .failure(let error) = outcome {
+        } catch {
             added.removeSubrange(firstWrite...)
             throw error
         }
