@@ -97,6 +97,31 @@ import Testing
         #expect(held.isEmpty && held.heldBytes == 0, "a large batch's memory is given back")
     }
 
+    /// The largest value a peer may send (`maxValueBytes`, 1 MiB), held behind small deltas and
+    /// before more of them, so the held bytes grow by copying what they hold, more than once: every
+    /// delta reads back exactly, the large one's value byte for byte, and the memory counts it.
+    @Test func theLargestLegalValueIsHeldAndReadBackExactly() throws {
+        let held = ReceivedDeltas(codec: codec)
+        var gen = Generators(seed: 41)
+        let limit = codec.limits.maxValueBytes
+        let large = (0..<limit).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        var expected: [Delta] = (0..<50).map { _ in gen.delta() }
+        expected.append(Delta(version: Version(timestamp: HLCTimestamp(rawValue: 9), node: "big"),
+                              writes: [Delta.Write(key: StateKey(name: "blob", element: [1]), value: large),
+                                       Delta.Write(key: StateKey(name: "blob", element: [2]), value: Array(large.prefix(limit / 2 + 3)))]))
+        expected += (0..<50).map { _ in gen.delta() }
+        for (source, delta) in expected.enumerated() {
+            try frame(delta).withUnsafeBytes { try held.append($0, from: 1, source: UInt64(source)) }
+        }
+        var recent = RecentWireStrings()
+        for (index, delta) in expected.enumerated() {
+            #expect(held.delta(at: index, recent: &recent) == delta, "delta \(index)")
+        }
+        #expect(held.byteCount > limit + limit / 2, "the two large values count in what the held deltas use")
+        held.removeAll()
+        #expect(held.isEmpty && held.heldBytes == 0, "and their memory is given back")
+    }
+
     /// Whatever `decodeDelta` refuses, `append` refuses with the same error, holding nothing
     /// more; what it accepts is held and read back exactly. Garbage, truncations, and a node id
     /// or name that repeats a held one's bytes except for an invalid UTF-8 byte.
