@@ -84,6 +84,111 @@ import Testing
         }
     }
 
+    /// Local commits handed over with the node's table behind them (`addTableUpserts`): a key
+    /// the group holds already is marked, and re-read from the table when the writer takes the
+    /// group. Mixed with peers' upserts (any version) and collections (a removal of what the
+    /// table holds), over few keys or more than `maxRereadRows`: from any starting store the
+    /// group ends where applying every change in order does, and the table is what the node's
+    /// would be (local versions newer than every version seen, as the clock makes them).
+    @Test func rereadingFromTheTableEqualsApplyingInOrder() {
+        for seed in UInt64(0)..<300 {
+            var random = SplitMix64(seed: seed)
+            let keyCount = seed % 2 == 0 ? 5 : 200
+            let keys = (0..<keyCount).map { StateKey(name: "group.reread.key.\($0 % 3)", element: [UInt8($0 % 256), UInt8($0 / 256)]) }
+            var tick: UInt64 = 10
+            func peerVersion() -> Version {
+                Version(timestamp: HLCTimestamp(physicalMilliseconds: UInt64.random(in: 1...(tick + 5), using: &random), logical: 0),
+                        node: ["b", "c"][Int.random(in: 0...1, using: &random)])
+            }
+            var table: [StateKey: Entry] = [:]
+            for key in keys where Bool.random(using: &random) {
+                table[key] = Entry(version: peerVersion(), value: [UInt8.random(in: 0...3, using: &random)])
+            }
+            let initial = table
+            var expected = initial
+            var group = GroupCommit()
+            var key = keys[0]
+            for _ in 0..<Int.random(in: 1...(keyCount == 5 ? 40 : 800), using: &random) {
+                if Int.random(in: 0..<4, using: &random) == 0 { key = keys[Int.random(in: 0..<keys.count, using: &random)] }
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0:
+                    // A collection: the removal of exactly what the table holds.
+                    guard let held = table[key] else { continue }
+                    table[key] = nil
+                    Self.apply(.remove(key, upTo: held.version), to: &expected)
+                    group.add(changeCount: 1, clock: HLCTimestamp(physicalMilliseconds: tick, logical: 0)) { _ in .remove(key, upTo: held.version) }
+                case 1:
+                    // A peer's upsert, merged into the table when it wins there.
+                    let entry = Entry(version: peerVersion(), value: [UInt8.random(in: 0...3, using: &random)])
+                    table[key] = table[key].map { $0.merged(with: entry) } ?? entry
+                    tick = max(tick, entry.version.timestamp.physicalMilliseconds) + 1
+                    Self.apply(.upsert(key, entry), to: &expected)
+                    group.add(changeCount: 1, clock: HLCTimestamp(physicalMilliseconds: tick, logical: 0)) { _ in .upsert(key, entry) }
+                default:
+                    // A local decision of one or two keys: newer than anything seen.
+                    tick += 1
+                    let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: tick, logical: 0), node: "a")
+                    let written = Int.random(in: 0..<3, using: &random) == 0 ? [key, keys[Int.random(in: 0..<keys.count, using: &random)]] : [key]
+                    var upserts: [(StateKey, Entry)] = []
+                    for written in Set(written) {
+                        let value: [UInt8]? = Int.random(in: 0..<5, using: &random) == 0 ? nil : [UInt8.random(in: 0...3, using: &random)]
+                        upserts.append((written, Entry(version: version, value: value)))
+                    }
+                    for (key, entry) in upserts {
+                        table[key] = entry
+                        Self.apply(.upsert(key, entry), to: &expected)
+                    }
+                    group.addTableUpserts(clock: version.timestamp, rereading: true) { offer in
+                        for (key, entry) in upserts { offer(key) { entry } }
+                    }
+                }
+                #expect(group.rereadRowCount <= GroupCommit.maxRereadRows, "seed \(seed)")
+            }
+            group.reread { table[copy $0] }
+            #expect(!group.needsReread)
+            var coalesced = initial
+            Self.apply(group, to: &coalesced)
+            #expect(coalesced == expected, "seed \(seed)")
+            #expect(Set(group.changes.map(\.key)).count == group.changes.count, "seed \(seed): a key has two rows")
+        }
+    }
+
+    /// A key written again and again is handed over once: later writes build no entry until
+    /// the marks run out (`maxRereadRows`), and without `rereading` every write builds one.
+    @Test func aHotKeyBuildsOneEntryAndMarksAreBounded() {
+        let limit = GroupCommit.maxRereadRows
+        var built = 0
+        func commit(_ group: inout GroupCommit, _ key: StateKey, _ time: UInt64, rereading: Bool = true) {
+            let entry = Entry(version: Version(timestamp: HLCTimestamp(physicalMilliseconds: time, logical: 0), node: "a"), value: [UInt8(time % 256)])
+            group.addTableUpserts(clock: entry.version.timestamp, rereading: rereading) { offer in
+                offer(key) { built += 1; return entry }
+            }
+        }
+        var hot = GroupCommit()
+        let counter = StateKey(name: "group.reread.counter")
+        for time in UInt64(1)...1_000 { commit(&hot, counter, time) }
+        #expect(built == 1)
+        #expect(hot.rereadRowCount == 1)
+        #expect(hot.commits == 1_000)
+
+        built = 0
+        var many = GroupCommit()
+        let keys = (0..<(limit + 36)).map { StateKey(name: "group.reread.many", element: Array("\($0)".utf8)) }
+        for (index, key) in keys.enumerated() {
+            commit(&many, key, UInt64(2 * index + 1))
+            commit(&many, key, UInt64(2 * index + 2))
+        }
+        #expect(many.rereadRowCount == limit)
+        #expect(built == keys.count + 36, "each key's first write, and the second writes past the marks")
+
+        built = 0
+        var plain = GroupCommit()
+        for time in UInt64(1)...100 { commit(&plain, counter, time, rereading: false) }
+        #expect(built == 100)
+        #expect(!plain.needsReread)
+        #expect(plain.changes.first?.change.upsert?.version.timestamp.physicalMilliseconds == 100)
+    }
+
     /// A full queue makes `admit` wait until a slot is given back, whichever way it comes back;
     /// a stopped queue refuses admission at once.
     @Test func admissionIsBoundedInCommitsAndWokenBySpace() async throws {

@@ -1,4 +1,4 @@
-import Decide
+@testable import Decide
 import DecideTesting
 import Foundation
 import Synchronization
@@ -113,6 +113,48 @@ import Testing
         #expect(reason.contains("ahead of its physical clock"))
         clock.set(milliseconds: 1_700_000_001_000)
         #expect(reopened.set(10, into: Fixture.Counter.self).version != nil, "writes resume once real time catches up")
+        try reopened.close()
+    }
+
+    /// Keys written again and again within one group commit, so the writer re-reads them from
+    /// the table (and more of them than it re-reads, so the rest are merged as they come),
+    /// with a peer's writes between, a key deleted, collected and written again, and one
+    /// deleted and collected for good: what reopens is exactly what the node held.
+    @Test(arguments: durableLevels)
+    func keysWrittenAgainInOneGroupReopenAsTheNodeLeftThem(durability: Durability) throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let clock = TestClock(startMilliseconds: 1_700_000_000_000)
+        let node = try Self.open(scratch, durability: durability, clock: clock)
+        for round in 0..<5 {
+            for index in 0..<(GroupCommit.maxRereadRows + 20) {
+                node.decide(SetQuota(id: "hot\(index)", value: round * 1_000 + index))
+            }
+            for value in 0..<50 { node.set(round * 100 + value, into: Fixture.Counter.self) }
+            let remote = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_700_000_000_000, logical: UInt16(round + 1)), node: "b")
+            try node.apply(Delta(version: remote, writes: [Delta.Write(key: StateKey(name: "from.b"), value: Array("\(round)".utf8))]))
+            node.set(round, into: Fixture.Mirror.self)
+        }
+        // Deleted, its tombstone collected (a removal in the same group), then written again.
+        node.decide(SetQuota(id: "gone", value: 1))
+        node.decide(SetQuota(id: "gone", value: 2))
+        clock.set(milliseconds: 1_700_000_001_000)
+        node.decide(Forget())
+        #expect(node.collectTombstones(olderThan: HLCTimestamp(physicalMilliseconds: 1_800_000_000_000, logical: 0)) == 2)
+        node.set(7, into: Fixture.Mirror.self)
+        node.set(8, into: Fixture.Mirror.self)
+        let before = node.entries()
+        #expect(node.read(Fixture.Quota.self, at: "gone") == 100, "collected for good")
+        try node.close()
+
+        let reopened = try Self.open(scratch, durability: durability, clock: clock)
+        #expect(reopened.entries() == before)
+        #expect(reopened.read(Fixture.Mirror.self) == 8)
+        #expect(reopened.read(Fixture.Counter.self) == 449)
+        #expect(reopened.read(Fixture.Quota.self, at: "hot0") == 4_000)
+        #expect(reopened.read(Fixture.Quota.self, at: "hot\(GroupCommit.maxRereadRows + 19)") == 4_000 + GroupCommit.maxRereadRows + 19)
+        #expect(reopened.read(Fixture.Quota.self, at: "gone") == 100)
+        #expect(reopened.entry(for: StateKey(name: "from.b"))?.value == Array("4".utf8))
         try reopened.close()
     }
 
@@ -462,7 +504,7 @@ extension NodeStore {
 final class TestExclusion: Sendable {
     private let lock = Mutex(())
 
-    var exclusion: StoreExclusion { { body in self.lock.withLock { _ in body() } } }
+    var exclusion: StoreExclusion { { body in self.lock.withLock { _ in body { _ in nil } } } }
 
     func holding<Result: Sendable>(_ body: () -> Result) -> Result { lock.withLock { _ in body() } }
 }

@@ -167,6 +167,21 @@ struct PendingWrites {
         }
     }
 
+    /// `offer(version:to:)` for a store that builds an entry only when it keeps it: `offer`
+    /// gets each write's key, lent, and a way to build its entry.
+    func offerLazily(version: Version, to offer: (borrowing StateKey, () -> Entry) -> Void) {
+        let hasOptions = self.hasOptions
+        writes.withUnsafeBufferPointer { writes in
+            guard let base = writes.baseAddress else { return }
+            let first = UnsafeMutablePointer(mutating: base)
+            for index in writes.indices {
+                PendingWrite.key(in: first + index).lendPointee {
+                    offer($0) { Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version) }
+                }
+            }
+        }
+    }
+
     /// Hands the parts of write `index` to `visit` as its delta carries them under `version`
     /// (borrowed for the call): key, value (nil: a delete), expiry instant (the lifetime counted
     /// from the version's timestamp) and ownership, normalised as `entry(at:version:)` is.

@@ -92,7 +92,8 @@ public final class Node: Sendable {
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
         self.core = lock
         // Commits queue under the node's lock; the store's writer takes it, politely, to take them.
-        store.start(exclusion: { body in lock.withPoliteLock { _ in body() } })
+        // Its writer reads a hot key's entry from the table then (`GroupCommit.reread(from:)`).
+        store.start(exclusion: { body in lock.withPoliteLock { core in body { key in core.entry(for: key) } } })
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
         // Expiring values loaded from the store expire on this node's own timer until a
@@ -158,7 +159,7 @@ public final class Node: Sendable {
             // anyway (docs/benchmarks.md, "Commits queued under the node's lock"). A full queue
             // (or a stopped store) runs nothing here: the wait is outside the lock, below.
             if persists && !admitted {
-                guard case .admitted = store.admitHoldingExclusion() else {
+                guard store.tryAdmitHoldingExclusion() else {
                     return (Commit.unchanged, Effect.none, UInt64(0), AfterDisk(notAdmitted: true))
                 }
             }
@@ -234,7 +235,7 @@ public final class Node: Sendable {
                 var ticket: UInt64 = 0
                 if persists {
                     // No array per commit: the queue coalesces the writes as it is handed them.
-                    ticket = store.appendUpserts(clock: core.clock.last) { writes.offer(version: version, to: $0) }
+                    ticket = store.appendUpserts(clock: core.clock.last) { writes.offerLazily(version: version, to: $0) }
                     // Strict: anti-entropy must not hand it on either until it is on disk.
                     if waitsForDisk { core.undurable.insert(timestamp.rawValue) }
                 }

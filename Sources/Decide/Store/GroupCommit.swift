@@ -10,6 +10,14 @@ import DecideCore
 /// - `clock` is the highest clock of the commits added; `commits` counts them (the write
 ///   queue's bound is in commits, as before coalescing).
 ///
+/// A key the group already holds that a local commit writes again (a counter, a flag, a lease)
+/// is not handed over a second time: its row is marked to be re-read from the node's table
+/// when the writer takes the group (`reread(from:)`, under the node's lock), since that table
+/// then holds the winner of every change the group coalesced for it. At most
+/// `maxRereadRows` rows are marked, so the writer's hold of the node's lock stays short;
+/// past them, writes are merged as they come (docs/benchmarks.md, "A hot key re-read, not
+/// handed over").
+///
 /// It is built on the committing thread, under the write queue's lock, so the values a later
 /// commit supersedes are released where they were allocated, and the writer thread receives
 /// one array of rows per transaction rather than one array per commit.
@@ -32,6 +40,13 @@ struct GroupCommit {
     /// half full.
     private var cells: [Int] = []
     private static let linearSearchLimit = 8
+    /// Rows whose upsert `reread(from:)` takes from the node's table, in the order marked.
+    private var rereadRows: [Int] = []
+    /// The row marked last (-1: none): a hot key finds its mark with one comparison.
+    private var lastRereadRow = -1
+    /// At most this many rows are re-read when the writer takes a group: each is one lookup
+    /// in the node's table while the writer holds the node's lock.
+    static let maxRereadRows = 64
 
     var isEmpty: Bool { commits == 0 }
 
@@ -52,6 +67,62 @@ struct GroupCommit {
         upserts { key, entry in self.upsert(key, entry) }
         finish(clock: clock)
     }
+
+    /// Adds one commit of upserts whose entries the node's table holds now (a local decision's,
+    /// merged before it is appended), offered one by one: each key lent, and a way to build its
+    /// entry. A key the group already holds is marked to be re-read (`reread(from:)`) while
+    /// there is room for the mark and the group is `rereading` (its writer reads the node's
+    /// table), and its entry is not built; otherwise as `addUpserts`.
+    mutating func addTableUpserts(clock: HLCTimestamp, rereading: Bool, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) {
+        upserts { key, entry in
+            guard let row = self.row(of: key) else {
+                self.appendRow(copy key, StoreFileChange(upsert: entry()))
+                return
+            }
+            if !rereading || !self.markReread(row) { self.changes[row].change.mergeUpsert(entry()) }
+        }
+        finish(clock: clock)
+    }
+
+    /// Marks `row` to be re-read; false when it is not marked and there is no room for another mark.
+    private mutating func markReread(_ row: Int) -> Bool {
+        if row == lastRereadRow || rereadRows.contains(row) {
+            lastRereadRow = row
+            return true
+        }
+        guard rereadRows.count < Self.maxRereadRows else { return false }
+        rereadRows.append(row)
+        lastRereadRow = row
+        return true
+    }
+
+    /// Replaces the upsert of every row marked by `addTableUpserts` with `key`'s entry in the
+    /// node's table (`entry(key)`), which holds the winner of every change this group coalesced
+    /// for it. Call holding the node's lock, with every commit since the mark in the group. A
+    /// key the table no longer holds was collected after its last write, and the group holds
+    /// that removal: its upsert is dropped, as the removal would have dropped it.
+    mutating func reread(from entry: (borrowing StateKey) -> Entry?) {
+        for row in rereadRows {
+            let found = changes.withUnsafeBufferPointer { rows in
+                UnsafeMutableRawPointer(mutating: rows.baseAddress! + row).assumingMemoryBound(to: StateKey.self)
+                    .lendPointee { entry($0) }
+            }
+            if let found {
+                changes[row].change.upsert = found
+            } else {
+                assert(changes[row].change.removeUpTo != nil, "a re-read key left the table without a removal in its group")
+                if changes[row].change.removeUpTo != nil { changes[row].change.upsert = nil }
+            }
+        }
+        rereadRows = []
+        lastRereadRow = -1
+    }
+
+    /// Whether some row waits for `reread(from:)`.
+    var needsReread: Bool { !rereadRows.isEmpty }
+
+    /// Rows waiting for `reread(from:)` (at most `maxRereadRows`).
+    var rereadRowCount: Int { rereadRows.count }
 
     private mutating func finish(clock: HLCTimestamp) {
         if clock > self.clock { self.clock = clock }

@@ -10,10 +10,11 @@ package final class InMemoryStore: NodeStore {
     package func start(exclusion: @escaping StoreExclusion) {}
     package func admit() -> StorageError? { nil }
     package func admitHoldingExclusion() -> StoreAdmission { .admitted }
+    package func tryAdmitHoldingExclusion() -> Bool { true }
     package func waitForRoom() {}
     package func cancelAdmission() {}
     package func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64 { 0 }
-    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 { 0 }
+    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) -> UInt64 { 0 }
     package func wakeWriterIfAsked() {}
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
     package func flush() throws(StorageError) {}

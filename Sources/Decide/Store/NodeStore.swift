@@ -35,6 +35,9 @@ package protocol NodeStore: AnyObject, Sendable {
     func admit() -> StorageError?
     /// Under the exclusion: reserves a slot if there is room; never waits.
     func admitHoldingExclusion() -> StoreAdmission
+    /// `admitHoldingExclusion()` that only says whether it reserved a slot (a decision's
+    /// admission, which on false lets go of the lock and calls `admit()`, which says why).
+    func tryAdmitHoldingExclusion() -> Bool
     /// Not under the exclusion: waits until the queue may have room, or the store stopped.
     func waitForRoom()
     /// Under the exclusion: gives back a slot `admit` reserved, for a commit that wrote nothing.
@@ -43,10 +46,12 @@ package protocol NodeStore: AnyObject, Sendable {
     /// `changeCount` changes, the i-th being `change(i)`, in commit order, and the node's clock
     /// after it. Never blocks on disk; `change` is called before it returns and is not kept.
     func append(changeCount: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) -> UInt64
-    /// `append` for a commit of upserts only (a local decision's): `upserts(offer)` calls
-    /// `offer` with each key, lent for the call, and its entry, in commit order. The store
-    /// copies a key only when it keeps it, not for a key it already holds a pending change of.
-    func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64
+    /// `append` for a commit of upserts only (a local decision's), each already merged into the
+    /// node's table: `upserts(offer)` calls `offer` with each key, lent for the call, and a way
+    /// to build its entry, in commit order. The store copies a key only when it keeps it, not
+    /// for a key it already holds a pending change of; for such a key it may skip the entry and
+    /// read the key's entry from the table when it writes (through the exclusion's `StoredEntries`).
+    func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) -> UInt64
     /// Not under the exclusion: wakes the writer and waiting admitters if a commit call asked
     /// for it (one atomic load when none did).
     func wakeWriterIfAsked()
@@ -60,7 +65,13 @@ package protocol NodeStore: AnyObject, Sendable {
 }
 
 /// Runs its argument while holding the lock the node holds for every commit (`NodeStore.start`).
-package typealias StoreExclusion = @Sendable (() -> Void) -> Void
+/// Runs its body holding the node's lock, and hands it the node's stored entries to read
+/// while it holds it.
+package typealias StoreExclusion = @Sendable ((StoredEntries) -> Void) -> Void
+
+/// The entry the node's table holds for a key (nil: none), valid only inside the exclusion
+/// that handed it over.
+package typealias StoredEntries = (borrowing StateKey) -> Entry?
 
 /// What a store's admission under the node's lock found (`NodeStore.admitHoldingExclusion`).
 package enum StoreAdmission: Equatable, Sendable {

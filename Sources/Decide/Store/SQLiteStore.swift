@@ -83,6 +83,8 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
 
     package func admitHoldingExclusion() -> StoreAdmission { queue.admitHoldingExclusion() }
 
+    package func tryAdmitHoldingExclusion() -> Bool { queue.tryAdmitHoldingExclusion() }
+
     package func waitForRoom() { queue.waitForRoom() }
 
     package func cancelAdmission() { queue.cancelAdmissionHoldingExclusion() }
@@ -91,8 +93,8 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
         queue.appendHoldingExclusion(changeCount: changeCount, clock: clock, change: change)
     }
 
-    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
-        queue.appendUpsertsHoldingExclusion(clock: clock, offering: upserts)
+    package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) -> UInt64 {
+        queue.appendTableUpsertsHoldingExclusion(clock: clock, offering: upserts)
     }
 
     package func wakeWriterIfAsked() { queue.wakeWriterIfAsked() }

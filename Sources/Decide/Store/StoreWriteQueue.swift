@@ -57,12 +57,16 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// True for strict durability: the writer takes work as soon as there is any.
     private let eager: Bool
 
+    /// Whether the exclusion reads the node's entries (set by `start`): only then are a hot
+    /// key's writes left to be re-read (`GroupCommit.addTableUpserts`).
+    private var rereads = false
+
     init(capacityCommits: Int, eager: Bool) {
         precondition(capacityCommits >= 1, "a write queue holds at least one commit")
         self.capacityCommits = capacityCommits
         self.eager = eager
         let own = Mutex(())
-        exclusive = { body in own.withLock { _ in body() } }
+        exclusive = { body in own.withLock { _ in body { _ in nil } } }
     }
 
     deinit { commits.release() }
@@ -73,13 +77,19 @@ final class StoreWriteQueue: @unchecked Sendable {
         condition.lock()
         exclusive = exclusion
         condition.unlock()
+        holdingExclusion { rereads = true }
     }
 
     /// Runs `body` holding the exclusion, returning its result.
     func holdingExclusion<Result>(_ body: () -> Result) -> Result {
+        holdingExclusion { (_: StoredEntries) in body() }
+    }
+
+    /// Runs `body` holding the exclusion, with the node's stored entries, returning its result.
+    func holdingExclusion<Result>(_ body: (StoredEntries) -> Result) -> Result {
         withoutActuallyEscaping(body) { body in
             var result: Result?
-            exclusive { result = body() }
+            exclusive { entries in result = body(entries) }
             return result!
         }
     }
@@ -96,6 +106,14 @@ final class StoreWriteQueue: @unchecked Sendable {
         // The writer takes a full queue without waiting for its interval.
         wakeAsked.store(true, ordering: .relaxed)
         return .full
+    }
+
+    /// Holding the exclusion: `admitHoldingExclusion` without the reason when it reserves no
+    /// slot (the caller's `admit` finds it): no `StoreAdmission` to build and destroy.
+    func tryAdmitHoldingExclusion() -> Bool {
+        guard !stopped.load(ordering: .acquiring), commits.value.inFlight < capacityCommits else { return false }
+        commits.value.inFlight += 1
+        return true
     }
 
     /// Not holding the exclusion: waits until the queue may have room or the store stopped.
@@ -140,6 +158,13 @@ final class StoreWriteQueue: @unchecked Sendable {
     /// `appendHoldingExclusion` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
     func appendUpsertsHoldingExclusion(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
         append { $0.addUpserts(clock: clock, offering: upserts) }
+    }
+
+    /// `appendHoldingExclusion` for a commit of upserts already merged into the node's table,
+    /// each key lent and its entry built only when needed (`GroupCommit.addTableUpserts`; without
+    /// a node's exclusion, every entry is built).
+    func appendTableUpsertsHoldingExclusion(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) -> UInt64 {
+        append { $0.addTableUpserts(clock: clock, rereading: rereads, offering: upserts) }
     }
 
     /// Queues one commit, which `add` adds to the pending group; returns its ticket.
@@ -210,10 +235,12 @@ final class StoreWriteQueue: @unchecked Sendable {
             let urgent = eager || stopping || flushTarget > durable || full
             if urgent || Date() >= due {
                 // Every commit appended so far is taken now (or was dropped by `fail`).
-                let taken = holdingExclusion { () -> (GroupCommit, UInt64) in
-                    let group = commits.value.pending
+                let taken = holdingExclusion { (entries: StoredEntries) -> (GroupCommit, UInt64) in
+                    var group = commits.value.pending
                     commits.value.pending = GroupCommit()
                     commits.value.inFlight -= group.commits
+                    // Under the node's lock, with every commit of the group in its table.
+                    if group.needsReread { group.reread(from: entries) }
                     return (group, commits.value.appended)
                 }
                 condition.broadcast()  // admitters waiting for space
