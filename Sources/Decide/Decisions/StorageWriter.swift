@@ -4,7 +4,7 @@
 /// Guarantees: writes are invisible to every other reader until the decision returns, then all
 /// become visible together with one version. Writing a key twice keeps the last value.
 public struct StorageWriter {
-    let transaction: TransactionReference
+    @usableFromInline let transaction: TransactionReference
 
     init(transaction: Transaction, generation: UInt64) {
         self.transaction = TransactionReference(transaction, generation: generation)
@@ -12,15 +12,17 @@ public struct StorageWriter {
 
     /// Writes `value` into `key`; it expires after `K.lifetime` and belongs to this node when
     /// the type says so (`K.ownedByWriter`).
+    @inlinable
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type) {
-        transaction.open { $0.write(value, into: key, expiringAfter: K.lifetime, owned: K.ownedByWriter) }
+        write(value, into: key, expiringAfter: K.lifetime, owned: K.ownedByWriter)
     }
 
     /// Writes `value` into `key`, to read as absent (and be removed on every replica) `lifetime`
     /// after this decision's timestamp, on the hybrid clock. Renewing is another write. A
     /// lifetime that is not positive aborts the decision.
+    @inlinable
     public func callAsFunction<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration) {
-        transaction.open { $0.write(value, into: key, expiringAfter: lifetime, owned: K.ownedByWriter) }
+        write(value, into: key, expiringAfter: lifetime, owned: K.ownedByWriter)
     }
 
     /// Writes `value` into `key`, owned by this node when `ownedByThisNode`: while this node is
@@ -30,19 +32,34 @@ public struct StorageWriter {
     public func callAsFunction<K: AtomicState>(
         _ value: K.Value, into key: K.Type, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
     ) {
-        transaction.open { $0.write(value, into: key, expiringAfter: lifetime ?? K.lifetime, owned: ownedByThisNode) }
+        write(value, into: key, expiringAfter: lifetime ?? K.lifetime, owned: ownedByThisNode)
+    }
+
+    /// Every atomic write: the value encoded here, inlined into the decision's module and so
+    /// specialised for its value type, and the rest in the transaction, which does not depend
+    /// on it (docs/benchmarks.md, "The value encoded where the decision is compiled").
+    @inlinable
+    func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
+        transaction.open { transaction in
+            do throws(ValueCoding.Failure) {
+                transaction.write(encoded: try ValueCoding.encodePacked(value), decoded: value, into: key, expiringAfter: lifetime, owned: owned)
+            } catch {
+                transaction.fail(error)
+            }
+        }
     }
 
     /// Writes element `id` of `collection`, with the type's `lifetime` and `ownedByWriter`.
+    @inlinable
     public func callAsFunction<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID) {
-        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: C.lifetime, owned: C.ownedByWriter) }
+        write(value, into: collection, at: id, expiringAfter: C.lifetime, owned: C.ownedByWriter)
     }
 
     /// Writes element `id` of `collection`, expiring `lifetime` after this decision's timestamp.
     public func callAsFunction<C: CollectionState>(
         _ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration
     ) {
-        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: lifetime, owned: C.ownedByWriter) }
+        write(value, into: collection, at: id, expiringAfter: lifetime, owned: C.ownedByWriter)
     }
 
     /// Writes element `id` of `collection`, owned by this node when `ownedByThisNode` (see the
@@ -50,7 +67,20 @@ public struct StorageWriter {
     public func callAsFunction<C: CollectionState>(
         _ value: C.Value, into collection: C.Type, at id: C.ID, ownedByThisNode: Bool, expiringAfter lifetime: Duration? = nil
     ) {
-        transaction.open { $0.write(value, into: collection, at: id, expiringAfter: lifetime ?? C.lifetime, owned: ownedByThisNode) }
+        write(value, into: collection, at: id, expiringAfter: lifetime ?? C.lifetime, owned: ownedByThisNode)
+    }
+
+    /// Every element write, as `write(_:into:expiringAfter:owned:)` is every atomic one.
+    @inlinable
+    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?, owned: Bool) {
+        transaction.open { transaction in
+            do throws(ValueCoding.Failure) {
+                transaction.write(encoded: try ValueCoding.encodePacked(value), decoded: value, into: collection, at: id,
+                                  expiringAfter: lifetime, owned: owned)
+            } catch {
+                transaction.fail(error)
+            }
+        }
     }
 
     /// Deletes `key`: a tombstone is written, and the key reads as its default again.

@@ -3,6 +3,7 @@ import Logging
 /// The working set of the decision (or snapshot read) that holds the node's lock. One instance
 /// per node, reused: `generation` changes on every `begin`, so a reader or writer kept past
 /// its call is caught by a precondition instead of touching a later decision.
+@usableFromInline
 final class Transaction: @unchecked Sendable {
     /// The node's core, which owns this transaction and so outlives it: not retained. Set once,
     /// by `attach(to:)` from the core's initializer.
@@ -77,6 +78,7 @@ final class Transaction: @unchecked Sendable {
 
     func end() { isOpen = false }
 
+    @usableFromInline
     func check(_ generation: UInt64) {
         precondition(isOpen && generation == self.generation,
                      "a StorageReader or StorageWriter was used outside the call it was given to")
@@ -135,15 +137,27 @@ final class Transaction: @unchecked Sendable {
 
     // MARK: writes
 
-    func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
-        record(withCore { $0.key(for: key) }, value, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned))
+    /// An atomic write of a value `StorageWriter` encoded where the decision is compiled.
+    @usableFromInline
+    func write<K: AtomicState>(encoded: consuming PackedBytes, decoded: consuming any Sendable, into key: K.Type,
+                               expiringAfter lifetime: Duration?, owned: Bool) {
+        let options = WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned)
+        store(withCore { $0.key(for: key) }, encoded, decoded: decoded, options: options)
     }
 
-    func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?,
-                                   owned: Bool) {
+    /// Aborts the decision with a value's encoding failure.
+    @usableFromInline
+    func fail(_ error: ValueCoding.Failure) {
+        failure = failure ?? "\(error)"
+    }
+
+    /// An element write of a value `StorageWriter` encoded where the decision is compiled.
+    @usableFromInline
+    func write<C: CollectionState>(encoded: consuming PackedBytes, decoded: consuming any Sendable, into collection: C.Type, at id: C.ID,
+                                   expiringAfter lifetime: Duration?, owned: Bool) {
         do {
-            record(try withCore { core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }, value,
-                   options: WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned))
+            let key = try withCore { core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }
+            store(key, encoded, decoded: decoded, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned))
         } catch {
             failure = failure ?? "\(error)"
         }
@@ -184,14 +198,6 @@ final class Transaction: @unchecked Sendable {
 
     func writeRaw(_ value: [UInt8]?, into key: StateKey, options: WriteOptions = .plain) {
         store(key, value.map(PackedBytes.init), decoded: nil, options: options)
-    }
-
-    private func record<Value: Encodable & Sendable>(_ key: consuming StateKey, _ value: Value, options: WriteOptions) {
-        do {
-            store(key, try ValueCoding.encodePacked(value), decoded: value, options: options)
-        } catch {
-            failure = failure ?? "\(error)"
-        }
     }
 
     /// One mutation of `pending` per write (it is `InPlace`, so no exclusivity check either).

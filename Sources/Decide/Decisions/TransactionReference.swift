@@ -9,9 +9,10 @@ import DecideCore
 /// node, which owns the transaction, is running that call: `open` checks the generation first,
 /// so one kept past its call stops at a precondition while the node lives. One kept past the
 /// node's own end is outside that contract.
+@usableFromInline
 struct TransactionReference {
-    private let transaction: Unmanaged<Transaction>
-    private let generation: UInt64
+    @usableFromInline let transaction: Unmanaged<Transaction>
+    @usableFromInline let generation: UInt64
 
     init(_ transaction: Transaction, generation: UInt64) {
         self.transaction = .passUnretained(transaction)
@@ -20,7 +21,7 @@ struct TransactionReference {
 
     /// Calls `body` with the transaction, borrowed (no retain), after checking that it still
     /// runs the call this reference was made for.
-    @inline(__always)
+    @inlinable @inline(__always)
     func open<Result>(_ body: (Transaction) -> Result) -> Result {
         transaction.lend { transaction in
             transaction.check(generation)

@@ -4,10 +4,13 @@ import DecideCore
 /// Encodes values and element ids as JSON (UTF-8), the one encoding every node and every tool
 /// (`syncnode put KEY JSON-VALUE`) agrees on. Bool, integers and plain strings take a fast path
 /// that writes the same text JSONEncoder would.
+@usableFromInline
 package enum ValueCoding {
+    @usableFromInline
     package enum Failure: Error, CustomStringConvertible {
         case encoding(type: String, underlying: String)
         case decoding(type: String, underlying: String)
+        @usableFromInline
         package var description: String {
             switch self {
             case let .encoding(type, underlying): return "cannot encode \(type) as JSON: \(underlying)"
@@ -16,6 +19,7 @@ package enum ValueCoding {
         }
     }
 
+    @usableFromInline
     package static func encode<Value: Encodable>(_ value: Value) throws(Failure) -> [UInt8] {
         // Metadata comparisons, not dynamic casts: this runs on every write.
         if let number = integer(value) { return encodeInteger(number) }
@@ -34,7 +38,9 @@ package enum ValueCoding {
 
     /// `encode(_:)` as a pending write and the table hold it: an integer, a flag or a short
     /// string with nothing to escape (up to `PackedBytes.inlineCapacity` bytes of JSON) is
-    /// written in place, without an array.
+    /// written in place, without an array. Inlinable, so a decision's module specialises it for
+    /// its own value types: unspecialised, it ran through the value's witness tables.
+    @inlinable
     package static func encodePacked<Value: Encodable>(_ value: Value) throws(Failure) -> PackedBytes {
         if let number = integer(value) { return packedInteger(number) }
         if Value.self == Bool.self {
@@ -47,8 +53,18 @@ package enum ValueCoding {
         return PackedBytes(try encode(value))
     }
 
-    private static let trueText = PackedBytes(Array("true".utf8))
-    private static let falseText = PackedBytes(Array("false".utf8))
+    /// `encodePacked`, its failure as a value: what `StorageWriter` hands the transaction.
+    @inlinable
+    package static func encodedPacked<Value: Encodable>(_ value: Value) -> Result<PackedBytes, Failure> {
+        do {
+            return .success(try encodePacked(value))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @usableFromInline static let trueText = PackedBytes(Array("true".utf8))
+    @usableFromInline static let falseText = PackedBytes(Array("false".utf8))
 
     package static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Failure) -> Value {
         try bytes.withUnsafeBytes { decode(type, fromBytes: $0) }.get()
@@ -80,7 +96,7 @@ package enum ValueCoding {
 
     /// `value` as a 64-bit integer when its type is `Int`, `Int64` or `Int32` (the types whose
     /// JSON is their decimal digits, `withIntegerText`), else nil. Metadata comparisons only.
-    @inline(__always)
+    @inlinable
     package static func integer<Value>(_ value: Value) -> Int64? {
         if Value.self == Int.self { return Int64(unsafeBitCast(value, to: Int.self)) }
         if Value.self == Int64.self { return unsafeBitCast(value, to: Int64.self) }
@@ -95,7 +111,7 @@ package enum ValueCoding {
     /// A digit at a time, each division by 10 waited on the one before: seven digits were a
     /// chain of about 60 cycles, a sixth of a one-write decision (docs/benchmarks.md, "Integers
     /// eight digits at a time").
-    @inline(__always)
+    @usableFromInline
     package static func packedInteger(_ number: Int64) -> PackedBytes {
         let magnitude = number.magnitude
         guard magnitude < 1_000_000_000_000_000 else { return withIntegerText(number) { PackedBytes($0) } }
@@ -249,6 +265,7 @@ package enum ValueCoding {
 
     /// `quoted(_:)` as a pending write holds it: in place when the quoted string fits and needs
     /// no escape.
+    @usableFromInline
     package static func quotedPacked(_ utf8: UnsafeRawBufferPointer) -> PackedBytes {
         guard utf8.count + 2 <= PackedBytes.inlineCapacity, !anyNeedsEscape(utf8) else { return PackedBytes(quoted(utf8)) }
         var scratch: (UInt64, UInt64) = (0, 0)

@@ -12,6 +12,7 @@
 ///
 /// Guarantees: `equals` and `withUnsafeBytes` see exactly the bytes it was made from, whatever
 /// their length; equal byte strings make equal values.
+@usableFromInline
 package enum PackedBytes: Hashable, Sendable {
     /// Up to `inlineCapacity` bytes, little-endian in two words (zero past `count`).
     case inline(UInt64, UInt64, count: UInt8)
@@ -29,6 +30,7 @@ package enum PackedBytes: Hashable, Sendable {
     }
 
     /// Shares `bytes`' storage when it is too long to hold in place.
+    @usableFromInline
     package init(_ bytes: [UInt8]) {
         if bytes.count <= Self.inlineCapacity {
             self = bytes.withUnsafeBytes { PackedBytes($0) }
