@@ -7,6 +7,7 @@
 #   make api     rewrite docs/api/public-api.txt from the build (after a deliberate API change)
 #   make docs    the DocC reference of the library products in .build/docs (fails on docc warnings)
 #   make bench   release build, then every benchmark beside its baseline
+#   make bench-layouts  the ratio goals that move with code placement, over LAYOUTS (8) link orders
 #   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
 #                with ten times the weeks-long tombstone scenarios of make test
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
@@ -19,7 +20,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build test unit-test check-readme check-api api docs bench bench-core sim clean test-lock-tsan
+.PHONY: deps deps-python build test unit-test check-readme check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
 SEEDS ?= 10000
 
 deps:
@@ -104,6 +105,11 @@ bench: $(BENCH_BIN)
 
 bench-core: $(BENCH_BIN)
 	$(BENCH_BIN) core
+
+# One build, relinked LAYOUTS times with its functions shuffled (lld): each row's median and range.
+LAYOUTS ?= 8
+bench-layouts: deps
+	SWIFT="$(SWIFT)" LAYOUTS=$(LAYOUTS) scripts/bench-layouts.sh
 
 # A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
 sim: deps
