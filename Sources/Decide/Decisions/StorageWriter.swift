@@ -38,7 +38,7 @@ public struct StorageWriter {
     /// Every atomic write: the value encoded here, inlined into the decision's module and so
     /// specialised for its value type, and the rest in the transaction, which does not depend
     /// on it (docs/benchmarks.md, "The value encoded where the decision is compiled").
-    @inlinable
+    @inlinable @inline(__always)
     func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
         transaction.open { transaction in
             do throws(ValueCoding.Failure) {
@@ -71,7 +71,7 @@ public struct StorageWriter {
     }
 
     /// Every element write, as `write(_:into:expiringAfter:owned:)` is every atomic one.
-    @inlinable
+    @inlinable @inline(__always)
     func write<C: CollectionState>(_ value: C.Value, into collection: C.Type, at id: C.ID, expiringAfter lifetime: Duration?, owned: Bool) {
         transaction.open { transaction in
             do throws(ValueCoding.Failure) {

@@ -157,7 +157,8 @@ final class Transaction: @unchecked Sendable {
                                    expiringAfter lifetime: Duration?, owned: Bool) {
         do {
             let key = try withCore { core throws(ValueCoding.Failure) in try core.key(for: collection, at: id) }
-            store(key, encoded, decoded: decoded, options: WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned))
+            let options = WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned)
+            store(key, consume encoded, decoded: consume decoded, options: options)
         } catch {
             failure = failure ?? "\(error)"
         }

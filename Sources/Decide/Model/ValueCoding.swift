@@ -96,7 +96,7 @@ package enum ValueCoding {
 
     /// `value` as a 64-bit integer when its type is `Int`, `Int64` or `Int32` (the types whose
     /// JSON is their decimal digits, `withIntegerText`), else nil. Metadata comparisons only.
-    @inlinable
+    @inlinable @inline(__always)
     package static func integer<Value>(_ value: Value) -> Int64? {
         if Value.self == Int.self { return Int64(unsafeBitCast(value, to: Int.self)) }
         if Value.self == Int64.self { return unsafeBitCast(value, to: Int64.self) }
