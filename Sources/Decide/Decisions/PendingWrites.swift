@@ -154,32 +154,32 @@ struct PendingWrites {
     /// a copy, its name retained and released. Call under the node's lock, which no one else
     /// reads the writes without.
     func offer(version: Version, to offer: (borrowing StateKey, consuming Entry) -> Void) {
-        let hasOptions = self.hasOptions
-        writes.withUnsafeBufferPointer { writes in
-            guard let base = writes.baseAddress else { return }
-            let first = UnsafeMutablePointer(mutating: base)
-            for index in writes.indices {
-                // Built in the call: an entry built before it was captured, then copied for it.
-                PendingWrite.key(in: first + index).lendPointee {
-                    offer($0, Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version))
-                }
-            }
-        }
+        // Built in the call: an entry built before it was captured, then copied for it.
+        forEachKey { key, write in offer(key, entry(of: write, version: version)) }
     }
 
     /// `offer(version:to:)` for a store that builds an entry only when it keeps it: `offer`
     /// gets each write's key, lent, and a way to build its entry.
     func offerLazily(version: Version, to offer: (borrowing StateKey, () -> Entry) -> Void) {
-        let hasOptions = self.hasOptions
+        forEachKey { key, write in offer(key) { entry(of: write, version: version) } }
+    }
+
+    /// Calls `body` with each write's key, lent where it lies, and the write's address, in order.
+    @inline(__always)
+    private func forEachKey(_ body: (borrowing StateKey, UnsafePointer<PendingWrite>) -> Void) {
         writes.withUnsafeBufferPointer { writes in
             guard let base = writes.baseAddress else { return }
             let first = UnsafeMutablePointer(mutating: base)
             for index in writes.indices {
-                PendingWrite.key(in: first + index).lendPointee {
-                    offer($0) { Self.entry(value: writes[index].value, options: writes[index].options, hasOptions: hasOptions, version: version) }
-                }
+                PendingWrite.key(in: first + index).lendPointee { body($0, base + index) }
             }
         }
+    }
+
+    /// The entry of the write at `write` committed under `version`.
+    @inline(__always)
+    private func entry(of write: UnsafePointer<PendingWrite>, version: Version) -> Entry {
+        Self.entry(value: write.pointee.value, options: write.pointee.options, hasOptions: hasOptions, version: version)
     }
 
     /// Hands the parts of write `index` to `visit` as its delta carries them under `version`
