@@ -56,4 +56,20 @@ import Testing
         replicator.stop()
         #expect(node.core.withLock { $0.localCommitSender } == nil)
     }
+
+    /// An engine stopped after a later one started on the same node leaves the later one's
+    /// handle hooked: the node's commits keep reaching the engine that runs.
+    @Test func stoppingAnEarlierEngineLeavesALaterOneHooked() throws {
+        let node = try Node(configuration: .init(id: "a"))
+        let earlier = engine("a", node: node, network: SimulatedNetwork(scheduler: SimulatedScheduler(seed: 11)))
+        let later = engine("a", node: node, network: SimulatedNetwork(scheduler: SimulatedScheduler(seed: 12)))
+        _ = try earlier.start(listeningOn: nil)
+        _ = try later.start(listeningOn: nil)
+        func current() -> (any LocalCommitSender)? { node.core.withLock { $0.localCommitSender } }
+        let laterHandle = try #require(current())
+        earlier.stop()
+        #expect(current() === laterHandle, "stopping the earlier engine unhooked the later one")
+        later.stop()
+        #expect(current() == nil)
+    }
 }

@@ -230,7 +230,8 @@ public final class Replicator: @unchecked Sendable {
     public func stop() {
         stopped.withLock { $0 = true }
         cancelTimer()
-        node.setLocalCommitSender(nil)
+        // Only this engine's handle: a later engine already started on this node keeps its own.
+        node.unhookLocalCommitSender(handle)
         // A refusal this engine set (its peers' clocks) ends with it: a later engine on the same
         // node judges afresh.
         if writeRefusal.withLock({ refusal -> Bool in defer { refusal = nil }; return refusal != nil }) {
