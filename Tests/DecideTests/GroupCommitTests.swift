@@ -28,9 +28,9 @@ import Testing
 
     /// Random commits over few keys or many (past the linear search, so the cells are built
     /// and rebuilt as they fill), with runs of one key (the path that compares one row) broken
-    /// by other keys and removals, some commits handed over as lent upserts
-    /// (`addUpserts`): from any starting store, the group ends where applying every change in
-    /// order does.
+    /// by other keys and removals, some commits handed over as lent upserts without re-reads
+    /// (`addTableUpserts`, `rereading: false`, as a queue without a node's exclusion hands them):
+    /// from any starting store, the group ends where applying every change in order does.
     @Test func coalescingEqualsApplyingInOrder() {
         for seed in UInt64(0)..<300 {
             var random = SplitMix64(seed: seed)
@@ -69,8 +69,8 @@ import Testing
                     if case let .upsert(key, entry) = change { return (key, entry) } else { return nil }
                 }
                 if upserts.count == changes.count && Bool.random(using: &random) {
-                    group.addUpserts(clock: clock) { offer in
-                        for (key, entry) in upserts { offer(key, entry) }
+                    group.addTableUpserts(clock: clock, rereading: false) { offer in
+                        for (key, entry) in upserts { offer(key) { entry } }
                     }
                 } else {
                     group.add(changeCount: changes.count, clock: clock) { changes[$0] }

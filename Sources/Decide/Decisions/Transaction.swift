@@ -145,7 +145,7 @@ final class Transaction: @unchecked Sendable {
         store(withCore { $0.key(for: key) }, encoded, decoded: decoded, options: options)
     }
 
-    /// Aborts the decision with a value's encoding failure.
+    /// Aborts the decision with an encoding failure (a value's or an element id's).
     @usableFromInline
     func fail(_ error: ValueCoding.Failure) {
         failure = failure ?? "\(error)"
@@ -160,7 +160,7 @@ final class Transaction: @unchecked Sendable {
             let options = WriteOptions(expiry: expiry(after: lifetime, of: "\(collection)"), owned: owned)
             store(key, consume encoded, decoded: consume decoded, options: options)
         } catch {
-            failure = failure ?? "\(error)"
+            fail(error)
         }
     }
 

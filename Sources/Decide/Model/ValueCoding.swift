@@ -53,16 +53,6 @@ package enum ValueCoding {
         return PackedBytes(try encode(value))
     }
 
-    /// `encodePacked`, its failure as a value: what `StorageWriter` hands the transaction.
-    @inlinable
-    package static func encodedPacked<Value: Encodable>(_ value: Value) -> Result<PackedBytes, Failure> {
-        do {
-            return .success(try encodePacked(value))
-        } catch {
-            return .failure(error)
-        }
-    }
-
     @usableFromInline static let trueText = PackedBytes(Array("true".utf8))
     @usableFromInline static let falseText = PackedBytes(Array("false".utf8))
 

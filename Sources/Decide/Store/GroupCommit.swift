@@ -61,18 +61,12 @@ struct GroupCommit {
         finish(clock: clock)
     }
 
-    /// Adds one commit of upserts, which `upserts(offer)` offers one by one: each key lent
-    /// (copied only when the key is new to the group), and its entry. Then the node's clock.
-    mutating func addUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) {
-        upserts { key, entry in self.upsert(key, entry) }
-        finish(clock: clock)
-    }
-
     /// Adds one commit of upserts whose entries the node's table holds now (a local decision's,
-    /// merged before it is appended), offered one by one: each key lent, and a way to build its
-    /// entry. A key the group already holds is marked to be re-read (`reread(from:)`) while
-    /// there is room for the mark and the group is `rereading` (its writer reads the node's
-    /// table), and its entry is not built; otherwise as `addUpserts`.
+    /// merged before it is appended), offered one by one: each key lent (copied only when the key
+    /// is new to the group), and a way to build its entry. Then the node's clock. A key the group
+    /// already holds is marked to be re-read (`reread(from:)`) while there is room for the mark
+    /// and the group is `rereading` (its writer reads the node's table), and its entry is not
+    /// built; otherwise the entry is merged into its row.
     mutating func addTableUpserts(clock: HLCTimestamp, rereading: Bool, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) {
         upserts { key, entry in
             guard let row = self.row(of: key) else {
@@ -103,11 +97,7 @@ struct GroupCommit {
     /// that removal: its upsert is dropped, as the removal would have dropped it.
     mutating func reread(from entry: (borrowing StateKey) -> Entry?) {
         for row in rereadRows {
-            let found = changes.withUnsafeBufferPointer { rows in
-                UnsafeMutableRawPointer(mutating: rows.baseAddress! + row).assumingMemoryBound(to: StateKey.self)
-                    .lendPointee { entry($0) }
-            }
-            if let found {
+            if let found = lendKey(at: row, entry) {
                 changes[row].change.upsert = found
             } else {
                 assert(changes[row].change.removeUpTo != nil, "a re-read key left the table without a removal in its group")
@@ -180,9 +170,14 @@ struct GroupCommit {
     /// the whole row out and destroyed it through generic tuple witnesses, about 370
     /// instructions, and a key copied on its own retains its name.
     private func hasKey(_ key: borrowing StateKey, at row: Int) -> Bool {
+        lendKey(at: row) { $0 == key }
+    }
+
+    /// Lends the key of row `row` to `body` where it lies (`hasKey` says why).
+    private func lendKey<Result>(at row: Int, _ body: (borrowing StateKey) -> Result) -> Result {
         changes.withUnsafeBufferPointer { rows in
             UnsafeMutableRawPointer(mutating: rows.baseAddress! + row).assumingMemoryBound(to: StateKey.self)
-                .lendPointee { $0 == key }
+                .lendPointee(body)
         }
     }
 

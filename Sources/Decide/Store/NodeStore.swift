@@ -64,9 +64,8 @@ package protocol NodeStore: AnyObject, Sendable {
     func close() throws(StorageError)
 }
 
-/// Runs its argument while holding the lock the node holds for every commit (`NodeStore.start`).
-/// Runs its body holding the node's lock, and hands it the node's stored entries to read
-/// while it holds it.
+/// Runs its argument while holding the lock the node holds for every commit (`NodeStore.start`),
+/// and hands it the node's stored entries to read while it holds it.
 package typealias StoreExclusion = @Sendable ((StoredEntries) -> Void) -> Void
 
 /// The entry the node's table holds for a key (nil: none), valid only inside the exclusion

@@ -155,11 +155,6 @@ final class StoreWriteQueue: @unchecked Sendable {
         append { $0.add(changeCount: changeCount, clock: clock, change: change) }
     }
 
-    /// `appendHoldingExclusion` for a commit of upserts, each key lent (`GroupCommit.addUpserts`).
-    func appendUpsertsHoldingExclusion(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, consuming Entry) -> Void) -> Void) -> UInt64 {
-        append { $0.addUpserts(clock: clock, offering: upserts) }
-    }
-
     /// `appendHoldingExclusion` for a commit of upserts already merged into the node's table,
     /// each key lent and its entry built only when needed (`GroupCommit.addTableUpserts`; without
     /// a node's exclusion, every entry is built).
