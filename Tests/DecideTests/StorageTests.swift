@@ -500,7 +500,9 @@ extension NodeStore {
     }
 }
 
-/// A lock of the test's own as a store's exclusion, where a node would give its lock.
+/// A lock of the test's own as a store's exclusion, where a node would give its lock. It has
+/// no table, so it hands over no stored entries: the tests that use it queue commits with
+/// `append`, which never leaves a row to be re-read (`appendUpserts` would).
 final class TestExclusion: Sendable {
     private let lock = Mutex(())
 
