@@ -158,6 +158,38 @@ import Testing
         try reopened.close()
     }
 
+    /// The re-read at a size a service reaches: 100,000 keys, each written twice in a row (so
+    /// each group's marks run out and later rows merge as they come) over three passes, a
+    /// counter written between them, with groups every 5 ms: what reopens is what the node held.
+    @Test func manyKeysWrittenTwiceInARowReopenAsTheNodeLeftThem() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5))
+        let keys = 100_000
+        for pass in 0..<3 {
+            for index in 0..<keys {
+                // A different order each pass, every key once: 7919 is prime to the key count.
+                let id = "k\((index &* 7919 &+ pass) % keys)"
+                node.decide(SetQuota(id: id, value: pass * 10))
+                node.decide(SetQuota(id: id, value: pass * 10 + 1))
+                if index % 1_000 == 0 { node.set(pass * keys + index, into: Fixture.Counter.self) }
+            }
+        }
+        let before = node.entries()
+        #expect(before.count == keys + 1)
+        try node.close()
+
+        let reopened = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5))
+        // Counted and the first named, not printed whole: a failure lists 100,001 entries otherwise.
+        let after = reopened.entries()
+        let differing = zip(before, after).filter { $0 != $1 }
+        #expect(after.count == before.count)
+        #expect(differing.isEmpty, "\(differing.count) entries differ after reopening, the first: \(String(describing: differing.first))")
+        #expect(reopened.read(Fixture.Quota.self, at: "k0") == 21)
+        #expect(reopened.read(Fixture.Counter.self) == 2 * keys + 99_000)
+        try reopened.close()
+    }
+
     @Test func strictLosesNothingAcknowledgedInACrash() async throws {
         let scratch = Scratch()
         defer { scratch.remove() }
