@@ -46,6 +46,38 @@ import Testing
         }
     }
 
+    /// A local commit merges its writes from their parts (`merge(version:value:...)`), a peer's
+    /// entries whole: both must leave the same table, outcome by outcome, whatever the parts
+    /// (a tombstone offered with an expiry or ownership, an instant outside the clock's range,
+    /// ties of timestamps between nodes and within one).
+    @Test func mergingPartsEqualsMergingTheEntryTheyMake() {
+        forEachSeed(0..<1_000) { seed, gen in
+            var whole = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+            var parts = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
+            let keys = (0..<gen.int(1...6)).map { _ in gen.key() }
+            for _ in 0..<gen.int(1...60) {
+                let key = keys[gen.int(0...keys.count - 1)]
+                let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: UInt64(gen.int(1...4)), logical: UInt16(gen.int(0...2))),
+                                      node: gen.node())
+                let value: [UInt8]? = gen.int(0...3) == 0 ? nil : gen.bytes(maxCount: 40)
+                let expiry: UInt64? = [nil, 0, 5, HLCTimestamp.maxPhysicalMilliseconds + 9][gen.int(0...3)]
+                let owned = gen.bool()
+                let entry = Entry(version: version, value: value, expiresAtMilliseconds: expiry, ownedByWriter: owned)
+                let expected = whole.merge(entry, for: key)
+                let outcome = parts.merge(version: version, value: value.map(PackedBytes.init), expiresAtMilliseconds: expiry,
+                                          ownedByWriter: owned, for: key)
+                #expect("\(outcome)" == "\(expected)", "seed \(seed)")
+            }
+            #expect(parts.sortedEntries().map { KeyedEntry(key: $0.key, entry: $0.entry) }
+                == whole.sortedEntries().map { KeyedEntry(key: $0.key, entry: $0.entry) }, "seed \(seed)")
+            #expect(parts.digest == whole.digest, "seed \(seed)")
+            #expect(parts.highestVersion == whole.highestVersion, "seed \(seed)")
+            #expect(parts.tombstoneCount == whole.tombstoneCount && parts.expiringCount == whole.expiringCount, "seed \(seed)")
+            #expect(parts.owners == whole.owners, "seed \(seed)")
+            #expect(parts.nextExpiryMilliseconds == whole.nextExpiryMilliseconds, "seed \(seed)")
+        }
+    }
+
     @Test func mergeReportsWhatChanged() {
         var table = EntryTable()
         let key = StateKey(name: "k")

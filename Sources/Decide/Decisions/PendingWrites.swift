@@ -11,8 +11,10 @@ struct PendingWrite {
     var decoded: (any Sendable)?
     var options: WriteOptions
 
-    private static let keyOffset = MemoryLayout<PendingWrite>.offset(of: \PendingWrite.key)!
-    private static let valueOffset = MemoryLayout<PendingWrite>.offset(of: \PendingWrite.value)!
+    /// Computed, not `static let`s: the optimiser folds each to a constant, where a stored one
+    /// was a `swift_once` call on every access.
+    private static var keyOffset: Int { MemoryLayout<PendingWrite>.offset(of: \PendingWrite.key)! }
+    private static var valueOffset: Int { MemoryLayout<PendingWrite>.offset(of: \PendingWrite.value)! }
 
     /// The address of the key of the write at `write`, to lend it in place (`PendingWrites`).
     static func key(in write: UnsafeMutablePointer<PendingWrite>) -> UnsafeMutablePointer<StateKey> {
@@ -143,8 +145,14 @@ struct PendingWrites {
     /// and a `var` captured by the commit's later closures (the store's) was read through a
     /// box, copying the array each time (docs/benchmarks.md, "Atomics off the decision path").
     func merge(into table: inout EntryTable, version: Version) {
-        offer(version: version) { key, entry in
-            let outcome = table.merge(entry, for: key)
+        // Each write's parts, not an entry: the version is lent to every merge, not copied
+        // into an entry and dropped with it.
+        forEachKey { key, write in
+            let (expiresAt, owned) = hasOptions
+                ? (write.pointee.options.expiry.instant(committedAt: version.timestamp), write.pointee.options.owned)
+                : (nil, false)
+            let outcome = table.merge(version: version, value: write.pointee.value, expiresAtMilliseconds: expiresAt,
+                                      ownedByWriter: owned, for: key)
             precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")
         }
     }

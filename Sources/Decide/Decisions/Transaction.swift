@@ -72,7 +72,8 @@ final class Transaction: @unchecked Sendable {
         isOpen = true
         self.now = now
         pending.removeAll()
-        failure = nil
+        // Only when set: assigning nil released the old value, a runtime call every decision.
+        if failure != nil { failure = nil }
         return generation
     }
 

@@ -8,7 +8,7 @@ public struct Entry: Hashable, Sendable {
     /// for it: code on a hot path reads `packedValue` instead.
     public var value: [UInt8]? { packedValue?.array }
     /// The encoded value as the entry holds it (nil: a tombstone).
-    package let packedValue: PackedBytes?
+    @usableFromInline package let packedValue: PackedBytes?
     /// The hybrid-clock instant (physical milliseconds since the Unix epoch, the scale of
     /// `HLCTimestamp.physicalMilliseconds`) from which the value reads as absent on every
     /// replica; nil for a value that never expires and for every tombstone
@@ -30,6 +30,7 @@ public struct Entry: Hashable, Sendable {
 
     /// `init(version:value:expiresAtMilliseconds:ownedByWriter:)` with the value as the table
     /// and the codec hold it (nil: a tombstone), normalised the same way.
+    @inlinable
     package init(version: Version, packedValue value: PackedBytes?, expiresAtMilliseconds: UInt64? = nil, ownedByWriter: Bool = false) {
         self.version = version
         self.packedValue = value
@@ -45,6 +46,7 @@ public struct Entry: Hashable, Sendable {
     /// An expiry instant as every entry and write keeps it: within
     /// `1...HLCTimestamp.maxPhysicalMilliseconds` (an instant outside means what the nearest one
     /// inside does).
+    @inlinable
     package static func normalized(expiry: UInt64?) -> UInt64? {
         expiry.map { Swift.min(Swift.max($0, 1), HLCTimestamp.maxPhysicalMilliseconds) }
     }
@@ -68,7 +70,9 @@ public struct Entry: Hashable, Sendable {
         }
     }
 
-    private static let packedValueOffset = MemoryLayout<Entry>.offset(of: \Entry.packedValue)!
+    /// Computed, not a `static let`: the optimiser folds it to a constant, where a stored one
+    /// was a `swift_once` call on every merge.
+    private static var packedValueOffset: Int { MemoryLayout<Entry>.offset(of: \Entry.packedValue)! }
 
     /// Whether the value has expired at hybrid-clock instant `now` (physical milliseconds):
     /// the key then reads as absent, exactly like a tombstone.

@@ -21,6 +21,7 @@ public struct Version: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     /// A version whose `nodeHash` is already known (the entry table keeps one per node id).
+    @inlinable
     package init(timestamp: HLCTimestamp, node: String, nodeHash: UInt64) {
         self.timestamp = timestamp
         self.node = node

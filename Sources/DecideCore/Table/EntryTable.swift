@@ -33,6 +33,7 @@ package struct EntryTable: Sendable {
         case replaced
         /// The stored entry won (or was equal); nothing changed.
         case kept
+        @inlinable
         public var changed: Bool {
             if case .kept = self { return false }
             return true
@@ -74,7 +75,11 @@ package struct EntryTable: Sendable {
     private static let sweptBit: UInt64 = 1 << 63
 
     private static func meta(of entry: Entry) -> UInt64 {
-        (entry.expiresAtMilliseconds ?? 0) | (entry.ownedByWriter ? ownedBit : 0)
+        meta(expiresAtMilliseconds: entry.expiresAtMilliseconds, ownedByWriter: entry.ownedByWriter)
+    }
+
+    private static func meta(expiresAtMilliseconds: UInt64?, ownedByWriter: Bool) -> UInt64 {
+        (expiresAtMilliseconds ?? 0) | (ownedByWriter ? ownedBit : 0)
     }
 
     /// Adds (`by: 1`) or takes out (`by: -1`) a record's part of `tombstoneCount`,
@@ -196,7 +201,14 @@ package struct EntryTable: Sendable {
         Set(ownedCounts.indices.lazy.filter { self.ownedCounts[$0] > 0 }.map { self.nodeIDs[$0].id })
     }
     /// The highest version ever merged into this table (nil for none); removals do not lower it.
-    public private(set) var highestVersion: Version?
+    public var highestVersion: Version? {
+        guard let highest else { return nil }
+        let node = nodeIDs[Int(highest.node)]
+        return Version(timestamp: highest.timestamp, node: node.id, nodeHash: node.hash)
+    }
+    /// `highestVersion` with its node id as the table numbers it: keeping it current is then
+    /// two stores, where a `Version` retained the new node id and released the old one.
+    private var highest: (timestamp: HLCTimestamp, node: UInt32)?
 
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
@@ -215,6 +227,25 @@ package struct EntryTable: Sendable {
     /// Offers `entry` for `key` under last-writer-wins.
     @discardableResult
     public mutating func merge(_ entry: consuming Entry, for key: StateKey) -> MergeOutcome {
+        // Moved out of the consumed entry: a copy was a retain, and dropping the entry a
+        // release (two atomics a write of a value too long to hold in place).
+        let value = Entry.takeValue(from: &entry)
+        return merge(version: entry.version, value: value, expiresAtMilliseconds: entry.expiresAtMilliseconds,
+                     ownedByWriter: entry.ownedByWriter, for: key)
+    }
+
+    /// `merge(_:for:)` of the entry `Entry(version:packedValue:expiresAtMilliseconds:ownedByWriter:)`
+    /// would make of these parts (normalised the same way), without making it: a local commit
+    /// merges its writes so, and the version it lends is neither copied nor dropped (its node
+    /// id's retain and release, and the entry's, were a sixth of a one-write decision's runtime
+    /// calls; docs/benchmarks.md, "A local write merged from its parts").
+    @discardableResult
+    package mutating func merge(version: borrowing Version, value: consuming PackedBytes?, expiresAtMilliseconds expiry: UInt64?,
+                                ownedByWriter owned: Bool, for key: StateKey) -> MergeOutcome {
+        let isTombstone = value == nil
+        let expiresAt = isTombstone ? nil : Entry.normalized(expiry: expiry)
+        let ownedByWriter = !isTombstone && owned
+        let timestamp = version.timestamp
         let cell = probe(key)
         let outcome: MergeOutcome
         let stored = index[cell]
@@ -222,41 +253,45 @@ package struct EntryTable: Sendable {
             let position = Self.record(inCell: stored)
             // Timestamps decide almost always; only a tie needs the whole versions and values.
             let storedTimestamp = records[position].timestamp
-            if entry.version.timestamp < storedTimestamp { return .kept }
-            if entry.version.timestamp == storedTimestamp, self.entry(of: records[position]).wins(over: entry) { return .kept }
+            if timestamp < storedTimestamp { return .kept }
+            if timestamp == storedTimestamp,
+               self.entry(of: records[position]).wins(over: Entry(version: copy version, packedValue: copy value,
+                                                                   expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)) {
+                return .kept
+            }
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
-            let isTombstone = entry.isTombstone
             tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
-            let contribution = StateDigest.contribution(of: key, entry)
-            let node = nodeNumber(of: entry.version)
+            let contribution = StateDigest.contribution(keyHash: key.stableHash, timestamp: timestamp, nodeHash: version.nodeHash,
+                                                        value: value, expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
+            let node = nodeNumber(of: version)
             let old = records[position].contribution
-            let meta = Self.meta(of: entry)
+            let meta = Self.meta(expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
             if (oldMeta | meta) & Self.ownedBit != 0, oldMeta & Self.ownedBit != meta & Self.ownedBit || oldNode != node {
                 trackOwned(meta: oldMeta, node: oldNode, position: position, adding: false)
                 trackOwned(meta: meta, node: node, position: position, adding: true)
             }
             let record = records.address(of: position)
-            record.pointee.timestamp = entry.version.timestamp
+            record.pointee.timestamp = timestamp
             // Bound first: assigning an optional value copies it through the generic `Optional`
-            // value witness (~120 instructions a write). Moved out of the consumed entry: a copy
-            // was a retain, and dropping the entry a release.
-            if let bytes = Entry.takeValue(from: &entry) { record.pointee.value = bytes } else { record.pointee.value = nil }
+            // value witness (~120 instructions a write).
+            if let bytes = consume value { record.pointee.value = bytes } else { record.pointee.value = nil }
             record.pointee.contribution = contribution
             record.pointee.node = node
             record.pointee.meta = meta
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             digest.toggle(contribution: old ^ contribution, of: key)
+            noteHighest(timestamp: timestamp, node: node, version: version)
             outcome = .replaced
         } else {
-            let contribution = StateDigest.contribution(of: key, entry)
+            let contribution = StateDigest.contribution(keyHash: key.stableHash, timestamp: timestamp, nodeHash: version.nodeHash,
+                                                        value: value, expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
             let number = UInt32(records.count)
             let atomic = key.elementCount == 0
             let keyBytes = atomic
                 ? PackedBytes(utf8: key.name)
                 : key.packedElement
-            let node = nodeNumber(of: entry.version)
-            let meta = Self.meta(of: entry)
-            let isTombstone = entry.isTombstone
+            let node = nodeNumber(of: version)
+            let meta = Self.meta(expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
             let name = atomic ? Self.inlineName : nameNumber(of: key.name)
             if atomic {
                 memberSlots.append(0)
@@ -264,8 +299,8 @@ package struct EntryTable: Sendable {
                 memberSlots.append(UInt32(names[Int(name)].members.count))
                 names[Int(name)].members.append(number)
             }
-            records.append(Record(keyHash: key.stableHash, timestamp: entry.version.timestamp, contribution: contribution,
-                                  meta: meta, value: Entry.takeValue(from: &entry), name: name, keyBytes: keyBytes, node: node))
+            records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
+                                  meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
             index[cell] = Self.cellValue(record: Int(number), hash: key.stableHash)
@@ -273,22 +308,29 @@ package struct EntryTable: Sendable {
             let bucket = digest.bucket(of: key)
             bucketNext.append(bucketHeads[bucket])
             bucketHeads[bucket] = number + 1
+            noteHighest(timestamp: timestamp, node: node, version: version)
             outcome = .inserted
             if records.count * 4 > index.count * 3 { rebuildIndex(minimumCells: records.count * 2) }
         }
-        if let expiresAt = entry.expiresAtMilliseconds { expirySchedule.add(key, atMilliseconds: expiresAt) }
-        if let highest = highestVersion {
-            // The writes of one decision share a version: compare node ids only on a tie of
-            // timestamps between different nodes.
-            if highest.timestamp < entry.version.timestamp
-                || (highest.timestamp == entry.version.timestamp && highest.node != entry.version.node && highest < entry.version) {
-                highestVersion = entry.version
-            }
-        } else {
-            highestVersion = entry.version
-        }
-        assert(invariantsHold(afterMerging: entry, for: key), "EntryTable: an invariant broke in a merge of \(key)")
+        if let expiresAt { expirySchedule.add(key, atMilliseconds: expiresAt) }
+        assert(invariantsHold(afterMerging: version, for: key), "EntryTable: an invariant broke in a merge of \(key)")
         return outcome
+    }
+
+    /// Raises `highest` to a merged version (`timestamp`, node number `node`) above it.
+    @inline(__always)
+    private mutating func noteHighest(timestamp: HLCTimestamp, node: UInt32, version: borrowing Version) {
+        guard let current = highest else {
+            highest = (timestamp, node)
+            return
+        }
+        // The writes of one decision share a version: compare node ids only on a tie of
+        // timestamps between different nodes.
+        if current.timestamp < timestamp
+            || (current.timestamp == timestamp && current.node != node
+                && nodeIDs[Int(current.node)].id.utf8.lexicographicallyPrecedes(version.node.utf8)) {
+            highest = (timestamp, node)
+        }
     }
 
     /// What must hold after a merge that changed the table, checked in debug builds (`assert`):
@@ -297,14 +339,14 @@ package struct EntryTable: Sendable {
     /// count; the digest's inner nodes on `key`'s path are the XOR of their children; the
     /// highest version is at least `entry`'s. Costs one probe, one contribution and the
     /// children along the path.
-    private func invariantsHold(afterMerging entry: Entry, for key: StateKey) -> Bool {
+    private func invariantsHold(afterMerging version: borrowing Version, for key: StateKey) -> Bool {
         guard let position = find(key) else { return false }
         let record = records[position]
-        guard record.keyHash == key.stableHash, record.timestamp >= entry.version.timestamp,
+        guard record.keyHash == key.stableHash, record.timestamp >= version.timestamp,
               record.contribution == StateDigest.contribution(of: key, self.entry(of: record)) else { return false }
         guard records.count * 4 <= index.count * 3, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
               tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
-        guard let highest = highestVersion, highest >= entry.version else { return false }
+        guard let highest = highestVersion, highest >= version else { return false }
         return digest.pathIsConsistent(toBucket: digest.bucket(of: key))
     }
 

@@ -44,6 +44,7 @@ package enum PackedBytes: Hashable, Sendable {
         self = text.utf8.withContiguousStorageIfAvailable { PackedBytes(UnsafeRawBufferPointer($0)) } ?? PackedBytes(Array(text.utf8))
     }
 
+    @inlinable
     package var count: Int {
         switch self {
         case .inline(_, _, let count): return Int(count)

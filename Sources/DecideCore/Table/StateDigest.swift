@@ -60,11 +60,17 @@ package struct StateDigest: Hashable, Sendable {
     /// (timestamp and node), and the value with its flags and expiry or the tombstone mark
     /// (`DigestHash`, protocol version 3).
     public static func contribution(of key: StateKey, _ entry: Entry) -> UInt64 {
+        contribution(keyHash: key.stableHash, timestamp: entry.version.timestamp, nodeHash: entry.version.nodeHash,
+                     value: entry.packedValue, expiresAtMilliseconds: entry.expiresAtMilliseconds, ownedByWriter: entry.ownedByWriter)
+    }
+
+    /// `contribution(of:_:)` of an entry given by its parts (normalised as `Entry` keeps them).
+    package static func contribution(keyHash: UInt64, timestamp: HLCTimestamp, nodeHash: UInt64, value: borrowing PackedBytes?,
+                                     expiresAtMilliseconds: UInt64?, ownedByWriter: Bool) -> UInt64 {
         // The value's flags as the wire has them: 1, plus 2 when it expires, 4 when owned.
-        let flags: UInt64 = 1 | (entry.expiresAtMilliseconds == nil ? 0 : 2) | (entry.ownedByWriter ? 4 : 0)
-        return DigestHash.entry(keyHash: key.stableHash, timestamp: entry.version.timestamp.rawValue,
-                                nodeHash: entry.version.nodeHash, value: entry.packedValue, flags: flags,
-                                expiresAt: entry.expiresAtMilliseconds)
+        let flags: UInt64 = 1 | (expiresAtMilliseconds == nil ? 0 : 2) | (ownedByWriter ? 4 : 0)
+        return DigestHash.entry(keyHash: keyHash, timestamp: timestamp.rawValue, nodeHash: nodeHash, value: value, flags: flags,
+                                expiresAt: expiresAtMilliseconds)
     }
 
     /// Replaces `old` (nil when the key was absent) by `new` for `key`.

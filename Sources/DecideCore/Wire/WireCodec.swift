@@ -28,11 +28,13 @@ package struct WireCodec: Sendable {
     /// The fixed part of the size a node bounds a decision by (`maxDecisionBytes`), for a
     /// decision of the node whose id has `nodeBytes` bytes; each write adds
     /// `maxEncodedEntryBytes` (its encoding as a catch-up entry, which carries the version).
+    @inlinable
     package static func decisionHeaderBytes(nodeBytes: Int) -> Int { 16 + nodeBytes }
 
     /// The most bytes one entry takes in an entry batch, from the sizes of its parts: the
     /// parts themselves, the timestamp, presence flag and expiry, and four lengths as 5-byte
     /// varints.
+    @inlinable
     public static func maxEncodedEntryBytes(nameBytes: Int, elementBytes: Int, nodeBytes: Int, valueBytes: Int) -> Int {
         nameBytes + elementBytes + nodeBytes + valueBytes + 8 + 1 + 8 + 4 * 5
     }
