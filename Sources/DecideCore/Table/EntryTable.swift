@@ -246,7 +246,7 @@ package struct EntryTable: Sendable {
         let expiresAt = isTombstone ? nil : Entry.normalized(expiry: expiry)
         let ownedByWriter = !isTombstone && owned
         let timestamp = version.timestamp
-        let cell = probe(key)
+        let cell = probeInPlace(key)
         let outcome: MergeOutcome
         let stored = index[cell]
         if stored != 0 {
@@ -812,6 +812,13 @@ package struct EntryTable: Sendable {
 
     /// The cell that holds `key`, or the empty cell where it would go.
     private func probe(_ key: StateKey) -> Int {
+        probe(hash: key.stableHash) { holds($0, key) }
+    }
+
+    /// `probe(_:)` for a merge. `mutating` only so that a `mutating` caller lends the table
+    /// where it lies: calling the non-mutating one, it made a bitwise copy of the whole table
+    /// (221 bytes, a `memcpy` a merge) to lend as its `self`.
+    private mutating func probeInPlace(_ key: StateKey) -> Int {
         probe(hash: key.stableHash) { holds($0, key) }
     }
 
