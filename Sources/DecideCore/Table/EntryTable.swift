@@ -17,6 +17,7 @@
 /// the hybrid-clock instant. An expired value stays stored (its digest contribution unchanged,
 /// so replicas whose clocks pass the instant at slightly different times still agree) until
 /// collected like a tombstone; `expire(dueAtMilliseconds:)` reports each one once.
+@usableFromInline
 package struct EntryTable: Sendable {
     /// One stored key as the table hands it out: its entry and its digest contribution.
     public struct Slot: Sendable {

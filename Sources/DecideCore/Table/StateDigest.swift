@@ -6,6 +6,7 @@
 /// children, so one write costs `depth + 1` XORs. Two tables with the same entries have equal
 /// digests at every node of the tree, whatever order the entries arrived in; a difference in
 /// one key shows in exactly one leaf and its ancestors.
+@usableFromInline
 package struct StateDigest: Hashable, Sendable {
     /// Children per inner node, as a power of two.
     public let fanoutBits: Int

@@ -13,6 +13,7 @@
 ///
 /// Guarantees: `decode(encode(x)) == x`; any other input, including every truncation of a
 /// valid encoding and any length over `WireLimits`, throws a `WireDecodeError`.
+@usableFromInline
 package struct WireCodec: Sendable {
     /// Upper bounds the decoder enforces before it allocates (`WireLimits`).
     package typealias Limits = WireLimits
@@ -23,7 +24,7 @@ package struct WireCodec: Sendable {
 
     public let limits: Limits
 
-    public init(limits: Limits = Limits()) { self.limits = limits }
+    public init(limits: WireLimits = WireLimits()) { self.limits = limits }
 
     /// The fixed part of the size a node bounds a decision by (`maxDecisionBytes`), for a
     /// decision of the node whose id has `nodeBytes` bytes; each write adds
