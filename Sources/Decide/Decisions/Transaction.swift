@@ -143,7 +143,9 @@ final class Transaction: @unchecked Sendable {
     func write<K: AtomicState>(encoded: consuming PackedBytes, decoded: consuming any Sendable, into key: K.Type,
                                expiringAfter lifetime: Duration?, owned: Bool) {
         let options = WriteOptions(expiry: expiry(after: lifetime, of: "\(key)"), owned: owned)
-        store(withCore { $0.key(for: key) }, encoded, decoded: decoded, options: options)
+        // Moved in (`consume`): passed as they are, the bytes were copied for the store and the
+        // original dropped after it, two outlined calls a write.
+        store(withCore { $0.key(for: key) }, consume encoded, decoded: consume decoded, options: options)
     }
 
     /// Aborts the decision with an encoding failure (a value's or an element id's).
