@@ -66,17 +66,14 @@ enum CoreBench {
     /// The best of 3 runs of each of two measurements, run in turns (first, second, first, ...),
     /// so a ratio of the two compares the same minutes of this machine. Best of 3 of one, then
     /// of the other, put a minute of drift (±6 % here) into the ratio (docs/benchmarks.md,
-    /// "Ratios measured in turns"). All turns run on one core (`SameCore`): on a machine whose
-    /// cores differ, turns on different cores made a ratio of the cores.
+    /// "Ratios measured in turns").
     static func bestAlternating(_ first: () -> Double, _ second: () -> Double) -> (first: Double, second: Double) {
-        SameCore.run {
-            var best = (first: 0.0, second: 0.0)
-            for _ in 0..<3 {
-                best.first = max(best.first, first())
-                best.second = max(best.second, second())
-            }
-            return best
+        var best = (first: 0.0, second: 0.0)
+        for _ in 0..<3 {
+            best.first = max(best.first, first())
+            best.second = max(best.second, second())
         }
+        return best
     }
 
     static func decideRate<D: Decision>(seconds: Double, make: (Int) -> D) -> Double {
