@@ -135,8 +135,15 @@ struct PendingWrites {
     /// The entry of a write with `value` and `options` (read only when the decision `hasOptions`).
     private static func entry(value: consuming PackedBytes?, options: WriteOptions, hasOptions: Bool, version: Version) -> Entry {
         guard hasOptions else { return Entry(version: version, packedValue: value) }
-        return Entry(version: version, packedValue: value, expiresAtMilliseconds: options.expiry.instant(committedAt: version.timestamp),
-                     ownedByWriter: options.owned)
+        let (expiresAt, owned) = lifetime(options, hasOptions: true, version: version)
+        return Entry(version: version, packedValue: value, expiresAtMilliseconds: expiresAt, ownedByWriter: owned)
+    }
+
+    /// The expiry instant and ownership a write with `options` is stored with under `version`
+    /// (none unless the decision `hasOptions`), before `Entry`'s normalisation.
+    @inline(__always)
+    private static func lifetime(_ options: WriteOptions, hasOptions: Bool, version: Version) -> (expiresAt: UInt64?, owned: Bool) {
+        hasOptions ? (options.expiry.instant(committedAt: version.timestamp), options.owned) : (nil, false)
     }
 
     /// Merges every write into `table` as committed under `version`. A local version is newer
@@ -148,9 +155,7 @@ struct PendingWrites {
         // Each write's parts, not an entry: the version is lent to every merge, not copied
         // into an entry and dropped with it.
         forEachKey { key, write in
-            let (expiresAt, owned) = hasOptions
-                ? (write.pointee.options.expiry.instant(committedAt: version.timestamp), write.pointee.options.owned)
-                : (nil, false)
+            let (expiresAt, owned) = Self.lifetime(write.pointee.options, hasOptions: hasOptions, version: version)
             let outcome = table.merge(version: version, value: write.pointee.value, expiresAtMilliseconds: expiresAt,
                                       ownedByWriter: owned, for: key)
             precondition(outcome.changed, "a local version lost to a stored one: the clock went backwards")

@@ -75,10 +75,6 @@ package struct EntryTable: Sendable {
     private static let ownedBit: UInt64 = 1 << 62
     private static let sweptBit: UInt64 = 1 << 63
 
-    private static func meta(of entry: Entry) -> UInt64 {
-        meta(expiresAtMilliseconds: entry.expiresAtMilliseconds, ownedByWriter: entry.ownedByWriter)
-    }
-
     private static func meta(expiresAtMilliseconds: UInt64?, ownedByWriter: Bool) -> UInt64 {
         (expiresAtMilliseconds ?? 0) | (ownedByWriter ? ownedBit : 0)
     }
@@ -239,7 +235,7 @@ package struct EntryTable: Sendable {
     /// would make of these parts (normalised the same way), without making it: a local commit
     /// merges its writes so, and the version it lends is neither copied nor dropped (its node
     /// id's retain and release, and the entry's, were a sixth of a one-write decision's runtime
-    /// calls; docs/benchmarks.md, "A local write merged from its parts").
+    /// calls; docs/benchmarks.md, "Runtime calls off the commit path").
     @discardableResult
     package mutating func merge(version: borrowing Version, value: consuming PackedBytes?, expiresAtMilliseconds expiry: UInt64?,
                                 ownedByWriter owned: Bool, for key: StateKey) -> MergeOutcome {
@@ -325,11 +321,10 @@ package struct EntryTable: Sendable {
             highest = (timestamp, node)
             return
         }
-        // The writes of one decision share a version: compare node ids only on a tie of
-        // timestamps between different nodes.
+        // The writes of one decision share a version: compare whole versions only on a tie of
+        // timestamps between different nodes (rare: only then is a `Version` built).
         if current.timestamp < timestamp
-            || (current.timestamp == timestamp && current.node != node
-                && nodeIDs[Int(current.node)].id.utf8.lexicographicallyPrecedes(version.node.utf8)) {
+            || (current.timestamp == timestamp && current.node != node && highestVersion! < version) {
             highest = (timestamp, node)
         }
     }
