@@ -48,7 +48,7 @@ enum CoreBench {
     static let onlyDecisions = ProcessInfo.processInfo.environment["BENCH_CORE_DECISIONS"]
 
     static func run(seconds: Double) {
-        print("== core: decisions per second on one node, in memory (best of 3 runs of \(seconds) s each, alternating with the baseline's)")
+        print("== core: decisions per second on one node, in memory (best of \(turns) runs of \(seconds) s each, alternating with the baseline's)")
         var rows: [[String]] = []
         for (label, writes) in [("one-write", 1), ("ten-write", 10)] where onlyDecisions == nil || label.hasPrefix(onlyDecisions!) {
             let (baseline, decide) = bestAlternating({ baselineRate(writesPerOperation: writes, seconds: seconds) }, {
@@ -59,17 +59,22 @@ enum CoreBench {
         BenchTable.print(rows: rows, header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide", "goal ≤ 4×"])
     }
 
+    /// `BENCH_TURNS=N`: how many turns `bestAlternating` runs of each measurement (3 by default).
+    static let turns = max(1, Int(ProcessInfo.processInfo.environment["BENCH_TURNS"] ?? "") ?? 3)
+
+    /// The best of `turns` runs of `measure` (a rate without a baseline beside it).
     static func best(_ measure: () -> Double) -> Double {
-        (0..<3).map { _ in measure() }.max() ?? 0
+        (0..<turns).map { _ in measure() }.max() ?? 0
     }
 
-    /// The best of 3 runs of each of two measurements, run in turns (first, second, first, ...),
+    /// The best of `turns` runs of each of two measurements, run in turns (first, second, first, ...),
     /// so a ratio of the two compares the same minutes of this machine. Best of 3 of one, then
     /// of the other, put a minute of drift (±6 % here) into the ratio (docs/benchmarks.md,
-    /// "Ratios measured in turns").
+    /// "Ratios measured in turns"). More turns do not escape a slow spell of the machine
+    /// longer than all of them ("The machine's two speeds").
     static func bestAlternating(_ first: () -> Double, _ second: () -> Double) -> (first: Double, second: Double) {
         var best = (first: 0.0, second: 0.0)
-        for _ in 0..<3 {
+        for _ in 0..<turns {
             best.first = max(best.first, first())
             best.second = max(best.second, second())
         }

@@ -50,7 +50,7 @@ enum DurabilityBench {
     static let onlyLevel = ProcessInfo.processInfo.environment["BENCH_DURABILITY_LEVEL"]
 
     static func run(seconds: Double) {
-        print("== durability: decisions per second by durability level (best of 3 runs of \(seconds) s, memory and batched in turns; strict one run; time includes the final flush)")
+        print("== durability: decisions per second by durability level (best of \(CoreBench.turns) runs of \(seconds) s, memory and batched in turns; strict one run; time includes the final flush)")
         let workloads = [
             Workload(name: "one key, 1 thread", threads: 1, hotKey: true),
             Workload(name: "new key each, 1 thread", threads: 1, hotKey: false),
