@@ -70,6 +70,17 @@ public struct RESPRequestParser: Sendable {
     /// so copy what must outlive the command (`Array(slice)`). Their indices are not 0-based:
     /// use `startIndex` / `first`.
     public mutating func next() throws(RESPProtocolError) -> [ArraySlice<UInt8>]? {
+        var arguments: [ArraySlice<UInt8>] = []
+        return try next(into: &arguments) ? arguments : nil
+    }
+
+    /// `next()` into `arguments`, whose storage is reused: replaced by the next whole
+    /// command's arguments (true), or emptied when more bytes are needed (false). A caller that
+    /// keeps one array for every command saves an allocation per command; it must empty the
+    /// array (`removeAllKeepingStorage()`) before the next `append`, which otherwise copies
+    /// the buffer its slices share.
+    public mutating func next(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
+        arguments.removeAllKeepingStorage()
         if let failure { throw failure }
         let limits = self.limits
         let outcome = buffer.withUnsafeBufferPointer { bytes in
@@ -80,15 +91,16 @@ public struct RESPRequestParser: Sendable {
             failure = error
             throw error
         case .success(.needMoreBytes):
-            return nil
-        case .success(.inline(let arguments)):
-            return arguments
+            return false
+        case .success(.inline(let inline)):
+            arguments = inline
+            return true
         case .success(.multibulk(let commandStart)):
-            let arguments = cursor.argumentRanges.map {
-                buffer[(commandStart + $0.lowerBound)..<(commandStart + $0.upperBound)]
+            for range in cursor.argumentRanges {
+                arguments.append(buffer[(commandStart + range.lowerBound)..<(commandStart + range.upperBound)])
             }
-            cursor.argumentRanges.removeAll(keepingCapacity: cursor.argumentRanges.capacity <= 4096)
-            return arguments
+            if cursor.argumentRanges.capacity <= 4096 { cursor.argumentRanges.removeAllKeepingStorage() } else { cursor.argumentRanges = [] }
+            return true
         }
     }
 
@@ -124,7 +136,7 @@ public struct RESPRequestParser: Sendable {
                 do { outcome = try ahead.advance(bytes, limits) } catch { return }
                 guard case .multibulk(let commandStart) = outcome else { return }
                 guard body(PeekedCommand(bytes: bytes, start: commandStart, ranges: ahead.argumentRanges)) else { return }
-                ahead.argumentRanges.removeAll(keepingCapacity: true)
+                ahead.argumentRanges.removeAllKeepingStorage()
             }
         }
     }
@@ -234,7 +246,7 @@ extension RESPRequestParser {
                     }
                     if next > limits.maxRequestBytes { throw .requestTooLarge(maxRequestBytes: limits.maxRequestBytes) }
                     argumentsLeft = Int(count)
-                    argumentRanges.removeAll(keepingCapacity: true)
+                    argumentRanges.removeAllKeepingStorage()
                     argumentRanges.reserveCapacity(min(argumentsLeft, 1024))
                     lineStart = next
                     scanFrom = next
@@ -303,5 +315,15 @@ extension RESPRequestParser {
             }
             return cr + 1 < bytes.count ? cr : nil
         }
+    }
+}
+
+extension Array {
+    /// Removes every element and keeps the storage, one `removeLast` at a time: what
+    /// `removeAllKeepingStorage()` does in DecideCore, which this module (built alone for its
+    /// fuzz target) does not import. `removeAll(keepingCapacity: true)` calls the unspecialised
+    /// `replaceSubrange`, for every command's arguments and their ranges.
+    fileprivate mutating func removeAllKeepingStorage() {
+        while !isEmpty { removeLast() }
     }
 }

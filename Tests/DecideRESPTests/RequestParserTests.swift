@@ -339,6 +339,42 @@ import Testing
         #expect(command.map { Array($0) } == [bytes("SET"), bytes("key"), bytes("value")])
     }
 
+    /// `next(into:)` with one array kept for every command (emptied before each append, as
+    /// syncnode's request loop does) gives exactly what `next()` gives, commands and fault,
+    /// over random streams in random cuts; and it keeps the array's storage: a second command
+    /// of no more arguments lands in the same buffer.
+    @Test func argumentsParsedIntoOneKeptArrayMatchNext() throws {
+        forEachSeed(0..<300) { seed, random in
+            let stream = randomStream(&random)
+            let cuts = (0..<3).map { _ in random.int(0...stream.count) }.sorted()
+            var parser = RESPRequestParser(limits: Self.smallLimits)
+            var arguments: [ArraySlice<UInt8>] = []
+            var outcome = RequestOutcome()
+            var from = 0
+            for cut in cuts + [stream.count] where cut >= from {
+                arguments.removeAll(keepingCapacity: true)
+                parser.append(contentsOf: stream[from..<cut])
+                from = cut
+                guard outcome.error == nil else { continue }
+                do throws(RESPProtocolError) {
+                    while try parser.next(into: &arguments) { outcome.commands.append(arguments.map { Array($0) }) }
+                    #expect(arguments.isEmpty, "seed \(seed): more bytes needed leaves the array empty")
+                } catch {
+                    outcome.error = error
+                }
+            }
+            #expect(outcome == parseRequests(stream, cuts: cuts, limits: Self.smallLimits), "seed \(seed)")
+        }
+        var parser = RESPRequestParser()
+        parser.append(contentsOf: multibulk("SET", "key", "value") + multibulk("GET", "key"))
+        var arguments: [ArraySlice<UInt8>] = []
+        #expect(try parser.next(into: &arguments))
+        let first = arguments.withUnsafeBufferPointer { $0.baseAddress }
+        #expect(try parser.next(into: &arguments))
+        #expect(arguments.map { Array($0) } == [bytes("GET"), bytes("key")])
+        #expect(arguments.withUnsafeBufferPointer { $0.baseAddress } == first)
+    }
+
     // MARK: - Looking ahead
 
     /// `peekCommands` hands over, in order, exactly the multibulk commands `next()` then

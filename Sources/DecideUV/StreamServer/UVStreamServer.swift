@@ -107,6 +107,10 @@ public final class UVStreamServer: @unchecked Sendable {
         @exclusivity(unchecked) fileprivate var drainAgain = false
         /// Waiting in `pendingFlush` for the end of the loop turn.
         @exclusivity(unchecked) fileprivate var flushQueued = false
+        /// In the server's `connections`: from its accept until its handle's close callback.
+        /// Read where each request looked the connection up in that dictionary (a hash, a
+        /// class-property access check and a retain, twice a request).
+        @exclusivity(unchecked) fileprivate var registered = false
         fileprivate unowned(unsafe) var server: UVStreamServer?
 
         fileprivate init(id: UInt64, peer: String, isPipe: Bool, loop: UnsafeMutablePointer<uv_loop_t>) {
@@ -277,7 +281,7 @@ public final class UVStreamServer: @unchecked Sendable {
     /// outside a delegate call (e.g. in an `execute` task).
     public func flush(_ connection: Connection) {
         guard !connection.output.isEmpty else { return }
-        guard !connection.isClosing || connection.closeOnceWritten, connections[connection.id] === connection else {
+        guard !connection.isClosing || connection.closeOnceWritten, connection.registered else {
             connection.output.removeAll()
             return
         }
@@ -485,6 +489,7 @@ public final class UVStreamServer: @unchecked Sendable {
         connection.server = self
         nextID += 1
         connections[connection.id] = connection
+        connection.registered = true
         guard uv_accept(listener.stream, connection.stream) == 0 else {
             closeHandle(connection)
             return
@@ -520,7 +525,7 @@ public final class UVStreamServer: @unchecked Sendable {
             connection.readsPausedForOutput = false
         }
         let wanted = !connection.isClosing && !connection.inputEnded && !connection.readsPausedByDelegate
-            && !connection.readsPausedForOutput && connections[connection.id] === connection
+            && !connection.readsPausedForOutput && connection.registered
         guard wanted != connection.reading else { return }
         connection.reading = wanted
         if !wanted {
@@ -582,14 +587,14 @@ public final class UVStreamServer: @unchecked Sendable {
     }
 
     private func closeHandle(_ connection: Connection) {
-        guard connections[connection.id] === connection else { return }
+        guard connection.registered else { return }
         connection.isClosing = true
         connection.closeOnceWritten = false
         finishClose(connection)
     }
 
     private func finishClose(_ connection: Connection) {
-        guard connections[connection.id] === connection, uv_is_closing(decide_uv_stream_as_handle(connection.stream)) == 0 else {
+        guard connection.registered, uv_is_closing(decide_uv_stream_as_handle(connection.stream)) == 0 else {
             return
         }
         connection.output = []
@@ -601,6 +606,7 @@ public final class UVStreamServer: @unchecked Sendable {
             let this = Unmanaged<UVStreamServer>.fromOpaque(uv_loop_get_data(handle!.pointee.loop)).takeUnretainedValue()
             let connection = Connection.from(handle!.pointee.data)
             this.connections[connection.id] = nil
+            connection.registered = false
             connection.server = nil
             this.delegate?.streamServer(this, didClose: connection)
             connection.context = nil

@@ -23,16 +23,18 @@ enum RESPCommand: Int, CaseIterable {
         var writes = false
     }
 
-    /// What COMMAND reports of this command, and the checks before it runs.
+    /// What COMMAND reports of this command, and the checks before it runs. The checks read
+    /// their field in place: a copy of the whole `Info` retained and released its name and
+    /// flags, several times a request.
     var info: Info { Self.infos[rawValue] }
-    var name: String { info.name }
-    var allowedBeforeAuth: Bool { info.beforeAuth }
-    var allowedWhileSubscribed: Bool { info.whileSubscribed }
-    var writes: Bool { info.writes }
+    var name: String { Self.infos[rawValue].name }
+    var allowedBeforeAuth: Bool { Self.infos[rawValue].beforeAuth }
+    var allowedWhileSubscribed: Bool { Self.infos[rawValue].whileSubscribed }
+    var writes: Bool { Self.infos[rawValue].writes }
 
     /// Whether `count` arguments (the name included) fit the arity.
     func accepts(argumentCount count: Int) -> Bool {
-        let arity = info.arity
+        let arity = Self.infos[rawValue].arity
         return arity >= 0 ? count == arity : count >= -arity
     }
 

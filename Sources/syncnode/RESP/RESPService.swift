@@ -65,7 +65,11 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     var notificationListener: UInt64?
     /// Counters for INFO (loop thread).
     var totalConnections: UInt64 = 0
-    var totalCommands: UInt64 = 0
+    /// Counted on every command. It and the turn's state below are used on the loop thread
+    /// only, by code that calls nothing back while it holds an access: they skip Swift's
+    /// dynamic exclusivity check (docs/benchmarks.md, "Exclusivity checks where one thread owns
+    /// the state").
+    @exclusivity(unchecked) var totalCommands: UInt64 = 0
     var rejectedConnections: UInt64 = 0
     var openSessions = 0
     /// The server this service answers for; set once by `attach`, before it listens.
@@ -74,11 +78,11 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// committed together at the end of the turn (`streamServerWillEndTurn`) or sooner when
     /// full or when one of those clients is read again (loop thread; docs/operations.md,
     /// "Pipelined SETs").
-    private var turnBatch = SetBatch()
+    @exclusivity(unchecked) private var turnBatch = SetBatch()
     /// Whose SETs `turnBatch` holds, in order, and how many in a row: who gets each `+OK`.
-    private var turnClients: [(session: RESPSession, writes: Int)] = []
+    @exclusivity(unchecked) private var turnClients: [(session: RESPSession, writes: Int)] = []
     /// The keys `prefetchGets` hands the node, kept to reuse its storage (loop thread).
-    private var prefetchHashes: [UInt64] = []
+    @exclusivity(unchecked) private var prefetchHashes: [UInt64] = []
 
     init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
         self.node = node
@@ -156,21 +160,27 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var batch = SetBatch()
         // Commands after the current one whose GET keys were prefetched (`prefetchGets`).
         var prefetchedAhead = 0
+        // The session's array, its storage reused for every command (`next(into:)`); emptied
+        // before it goes back, so no slice of the parser's buffer outlives this call.
+        var arguments: [ArraySlice<UInt8>] = []
+        swap(&arguments, &session.arguments)
+        defer {
+            arguments.removeAllKeepingStorage()
+            swap(&arguments, &session.arguments)
+        }
         while !session.busy && !session.finished {
             if session.writer.bytes.count + connection.bytesInFlight > server.configuration.pauseReadingAboveBytes { break }
-            let arguments: [ArraySlice<UInt8>]?
             do {
-                arguments = try session.parser.next()
+                guard try session.parser.next(into: &arguments) else {
+                    inputDone = true
+                    break
+                }
             } catch {
                 session.writer.error("ERR \(error)")
                 logger.info("client sent a malformed request; closing it", metadata: [
                     "client": "\(connection.id)", "peer": "\(connection.peer)", "error": "\(error)"])
                 session.finished = true
                 closeAfter = true
-                break
-            }
-            guard let arguments else {
-                inputDone = true
                 break
             }
             totalCommands += 1
@@ -296,18 +306,26 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// unanswered.
     private func commitTurn(_ server: UVStreamServer) {
         guard !turnBatch.isEmpty else { return }
-        let writes = turnBatch.writes
-        let clients = turnClients
-        turnBatch.removeAll()
-        turnClients.removeAll(keepingCapacity: true)
-        let together = commitTogether(writes)
+        // Moved out, not copied: emptying the turn's arrays while copies held them allocated
+        // new storage for both every turn. Their storage goes back for the next turn.
+        var batch = SetBatch()
+        var clients: [(session: RESPSession, writes: Int)] = []
+        swap(&batch, &turnBatch)
+        swap(&clients, &turnClients)
+        defer {
+            batch.removeAll()
+            clients.removeAll(keepingCapacity: true)
+            if turnBatch.isEmpty { swap(&batch, &turnBatch) }
+            if turnClients.isEmpty { swap(&clients, &turnClients) }
+        }
+        let together = commitTogether(batch.writes)
         var next = 0
         for (session, count) in clients {
             session.waitingSets -= count
             let connection = session.connection
             let answered = !connection.isClosing
             if answered { swap(&session.writer.bytes, &connection.output) }
-            for write in writes[next..<next + count] { answer(write, committedTogether: together, into: &session.writer) }
+            for index in next..<next + count { answer(batch.writes[index], committedTogether: together, into: &session.writer) }
             if answered {
                 swap(&session.writer.bytes, &connection.output)
                 server.writeAtEndOfTurn(connection)

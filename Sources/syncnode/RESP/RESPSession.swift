@@ -14,6 +14,9 @@ final class RESPSession {
     @exclusivity(unchecked) var parser: RESPRequestParser
     /// Replies of the commands handled now; swapped with `connection.output` around each batch.
     @exclusivity(unchecked) var writer = RESPWriter()
+    /// The array `RESPService.process` parses each command's arguments into, kept for its
+    /// storage (empty between calls).
+    @exclusivity(unchecked) var arguments: [ArraySlice<UInt8>] = []
     var authenticated: Bool
     var name: String?
     var libraryName: String?
