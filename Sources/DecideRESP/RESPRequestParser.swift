@@ -317,13 +317,3 @@ extension RESPRequestParser {
         }
     }
 }
-
-extension Array {
-    /// Removes every element and keeps the storage, one `removeLast` at a time: what
-    /// `removeAllKeepingStorage()` does in DecideCore, which this module (built alone for its
-    /// fuzz target) does not import. `removeAll(keepingCapacity: true)` calls the unspecialised
-    /// `replaceSubrange`, for every command's arguments and their ranges.
-    fileprivate mutating func removeAllKeepingStorage() {
-        while !isEmpty { removeLast() }
-    }
-}
