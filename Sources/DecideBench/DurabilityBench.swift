@@ -61,7 +61,7 @@ enum DurabilityBench {
         var rows: [[String]] = []
         let batched = Durability.batched(intervalMilliseconds: 5)
         for workload in workloads {
-            // Best of 3 where the CPU bounds the rate (this machine's noise is ±30 % per run),
+            // Best of `CoreBench.turns` (3) where the CPU bounds the rate (this machine's noise is ±30 % per run),
             // memory and batched in turns so their ratio compares the same minutes; strict is
             // bound by fsync, and one run says it.
             var rates: [Durability: Double] = [:]

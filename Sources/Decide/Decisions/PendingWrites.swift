@@ -204,9 +204,9 @@ struct PendingWrites {
         // from the buffer, each was a copy, retained and released (four atomics a write).
         writes.withUnsafeBufferPointer { writes in
             let write = UnsafeMutablePointer(mutating: writes.baseAddress! + index)
-            let (expiresAt, owned) = hasOptions && writes[index].value != nil
-                ? (Entry.normalized(expiry: writes[index].options.expiry.instant(committedAt: version.timestamp)), writes[index].options.owned)
-                : (nil, false)
+            // A delete carries neither (as `Entry` normalises it).
+            let (expiry, owned) = Self.lifetime(writes[index].options, hasOptions: hasOptions && writes[index].value != nil, version: version)
+            let expiresAt = Entry.normalized(expiry: expiry)
             PendingWrite.key(in: write).lendPointee { key in
                 PendingWrite.value(in: write).lendPointee { value in visit(key, value, expiresAt, owned) }
             }
