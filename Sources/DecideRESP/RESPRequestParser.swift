@@ -77,8 +77,8 @@ public struct RESPRequestParser: Sendable {
     /// `next()` into `arguments`, whose storage is reused: replaced by the next whole
     /// command's arguments (true), or emptied when more bytes are needed (false). A caller that
     /// keeps one array for every command saves an allocation per command; it must empty the
-    /// array (`removeAllKeepingStorage()`) before the next `append`, which otherwise copies
-    /// the buffer its slices share.
+    /// array (`removeAllKeepingStorage()`, which also releases the storage of a huge command)
+    /// before the next `append`, which otherwise copies the buffer its slices share.
     public mutating func next(into arguments: inout [ArraySlice<UInt8>]) throws(RESPProtocolError) -> Bool {
         arguments.removeAllKeepingStorage()
         if let failure { throw failure }
@@ -99,7 +99,7 @@ public struct RESPRequestParser: Sendable {
             for range in cursor.argumentRanges {
                 arguments.append(buffer[(commandStart + range.lowerBound)..<(commandStart + range.upperBound)])
             }
-            if cursor.argumentRanges.capacity <= 4096 { cursor.argumentRanges.removeAllKeepingStorage() } else { cursor.argumentRanges = [] }
+            cursor.argumentRanges.removeAllKeepingStorage()
             return true
         }
     }

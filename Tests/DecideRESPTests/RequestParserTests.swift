@@ -373,6 +373,19 @@ import Testing
         #expect(try parser.next(into: &arguments))
         #expect(arguments.map { Array($0) } == [bytes("GET"), bytes("key")])
         #expect(arguments.withUnsafeBufferPointer { $0.baseAddress } == first)
+        // One huge command's storage is released when the array is emptied, not kept for the
+        // session's life (5,000 slices of 32 bytes); a usual one's is kept.
+        let huge = 5_000
+        parser.append(contentsOf: multibulk((0..<huge).map { _ in bytes("x") }))
+        #expect(try parser.next(into: &arguments))
+        #expect(arguments.count == huge)
+        arguments.removeAllKeepingStorage()
+        #expect(arguments.isEmpty && arguments.capacity <= [ArraySlice<UInt8>].maxKeptCount)
+        parser.append(contentsOf: multibulk("GET", "key"))
+        #expect(try parser.next(into: &arguments))
+        let kept = arguments.capacity
+        arguments.removeAllKeepingStorage()
+        #expect(arguments.isEmpty && arguments.capacity == kept)
     }
 
     // MARK: - Looking ahead

@@ -161,7 +161,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         // Commands after the current one whose GET keys were prefetched (`prefetchGets`).
         var prefetchedAhead = 0
         // The session's array, its storage reused for every command (`next(into:)`); emptied
-        // before it goes back, so no slice of the parser's buffer outlives this call.
+        // before it goes back, so no slice of the parser's buffer outlives this call, and a
+        // huge command's storage is not kept (`removeAllKeepingStorage`).
         var arguments: [ArraySlice<UInt8>] = []
         swap(&arguments, &session.arguments)
         defer {
