@@ -44,10 +44,31 @@ public struct RESPWriter: Sendable {
     }
 
     /// `$count\r\n` + the bytes + `\r\n`: a binary-safe string.
+    ///
+    /// The contiguous forms below are what a GET reply takes: a caller in another module reaches
+    /// this generic one unspecialised, through its witness tables and the standard library's
+    /// unspecialised `append(contentsOf:)` (0.24 µs of each GET at pipeline 1 in syncnode's profile).
     public mutating func bulk(_ value: some Collection<UInt8>) {
         header(UInt8(ascii: "$"), value.count)
         bytes.append(contentsOf: value)
         appendCRLF()
+    }
+
+    /// `$count\r\n` + the bytes + `\r\n`, copied from contiguous memory.
+    public mutating func bulk(_ value: UnsafeRawBufferPointer) {
+        header(UInt8(ascii: "$"), value.count)
+        bytes.append(contentsOf: value)
+        appendCRLF()
+    }
+
+    /// `$count\r\n` + the bytes + `\r\n`.
+    public mutating func bulk(_ value: ArraySlice<UInt8>) {
+        value.withUnsafeBytes { bulk($0) }
+    }
+
+    /// `$count\r\n` + the bytes + `\r\n`.
+    public mutating func bulk(_ value: [UInt8]) {
+        value.withUnsafeBytes { bulk($0) }
     }
 
     /// The UTF-8 of `text` as a bulk string.

@@ -15,6 +15,27 @@ import Testing
         #expect(written(3, write) == resp3, sourceLocation: sourceLocation)
     }
 
+    /// The contiguous `bulk` forms write exactly what the generic one writes, after whatever the
+    /// writer already holds (a slice with a non-zero start, empty values, long ones).
+    @Test func contiguousBulkFormsMatchTheGenericOne() {
+        forEachSeed(0 ..< 50) { seed, random in
+            let prefix = random.bytes(maxCount: 20)
+            let value = random.bytes(maxCount: random.int(0 ... 3) == 0 ? 5_000 : 80)
+            let slice = value[random.int(0 ... value.count)...]
+            func writing(_ write: (inout RESPWriter) -> Void) -> [UInt8] {
+                var writer = RESPWriter()
+                writer.bytes = prefix
+                write(&writer)
+                return writer.bytes
+            }
+            let generic = writing { $0.bulk(AnyCollection(slice)) }
+            #expect(generic == prefix + Array("$\(slice.count)\r\n".utf8) + Array(slice) + [13, 10], "seed \(seed)")
+            #expect(writing { $0.bulk(slice) } == generic, "seed \(seed)")
+            #expect(writing { $0.bulk(Array(slice)) } == generic, "seed \(seed)")
+            #expect(writing { w in slice.withUnsafeBytes { w.bulk($0) } } == generic, "seed \(seed)")
+        }
+    }
+
     @Test func everyMethodInBothVersions() {
         expectBytes(resp2: "+OK\r\n", resp3: "+OK\r\n") { $0.simpleString("OK") }
         expectBytes(resp2: "+a  b\r\n", resp3: "+a  b\r\n") { $0.simpleString("a\r\nb") }
@@ -25,6 +46,8 @@ import Testing
         expectBytes(resp2: "$0\r\n\r\n", resp3: "$0\r\n\r\n") { $0.bulk([UInt8]()) }
         expectBytes(resp2: "$5\r\nnaïv\r\n", resp3: "$5\r\nnaïv\r\n") { $0.bulk("naïv") }
         expectBytes(resp2: "$2\r\nbc\r\n", resp3: "$2\r\nbc\r\n") { $0.bulk([97, 98, 99].dropFirst()) }
+        expectBytes(resp2: "$2\r\nbc\r\n", resp3: "$2\r\nbc\r\n") { w in [UInt8]([97, 98, 99]).withUnsafeBytes { w.bulk(UnsafeRawBufferPointer(rebasing: $0[1...])) } }
+        expectBytes(resp2: "$2\r\nbc\r\n", resp3: "$2\r\nbc\r\n") { $0.bulk(AnyCollection<UInt8>([98, 99])) }
         expectBytes(resp2: "$-1\r\n", resp3: "_\r\n") { $0.null() }
         expectBytes(resp2: "*-1\r\n", resp3: "_\r\n") { $0.nullArray() }
         expectBytes(resp2: "*3\r\n", resp3: "*3\r\n") { $0.arrayHeader(3) }
