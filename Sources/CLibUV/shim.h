@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 
 static inline uv_handle_t *decide_uv_tcp_as_handle(uv_tcp_t *tcp) { return (uv_handle_t *)tcp; }
 static inline uv_stream_t *decide_uv_tcp_as_stream(uv_tcp_t *tcp) { return (uv_stream_t *)tcp; }
@@ -19,6 +20,7 @@ static inline uv_handle_t *decide_uv_pipe_as_handle(uv_pipe_t *pipe) { return (u
 static inline uv_handle_t *decide_uv_timer_as_handle(uv_timer_t *timer) { return (uv_handle_t *)timer; }
 static inline uv_handle_t *decide_uv_check_as_handle(uv_check_t *check) { return (uv_handle_t *)check; }
 static inline uv_handle_t *decide_uv_async_as_handle(uv_async_t *async) { return (uv_handle_t *)async; }
+static inline uv_handle_t *decide_uv_poll_as_handle(uv_poll_t *poll) { return (uv_handle_t *)poll; }
 static inline const struct sockaddr *decide_sockaddr_storage_as_sockaddr(const struct sockaddr_storage *s) {
     return (const struct sockaddr *)s;
 }

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// One libuv loop on one thread of its own. Other threads hand it closures through a locked
-/// queue and `uv_async_send`; no Swift concurrency runs on the loop thread.
+/// queue and wake it through an eventfd; no Swift concurrency runs on the loop thread.
 ///
 /// Lifecycle: `start` spawns the thread; `stop(finalTask:)` queues a last task (which must
 /// close every handle it knows of) and refuses all later work; the loop then closes its wakeup
@@ -13,7 +13,14 @@ import Glibc
 ///
 /// The task queue holds what API calls hand over (listen, connect, close, over-limit notices,
 /// the last coalesced per link); frames never go through it, so it stays as long as the callers'
-/// own bursts of calls. Wakeups are coalesced: one `uv_async_send` per loop turn at most.
+/// own bursts of calls. Wakeups are coalesced: one eventfd write per loop turn at most, made
+/// after the lock is let go.
+///
+/// Why an eventfd of its own and not `uv_async_send`: libuv 1.44's async handle marks itself
+/// busy around the sender's eventfd write, and the woken loop thread spins until the sender's
+/// system call returns (it can wake first, on the other core). Under `redis-benchmark` SETs
+/// into a linked syncnode, that spin was a tenth of the transport thread's samples
+/// (docs/benchmarks.md, "A wakeup without libuv's spin").
 final class UVEventLoop: @unchecked Sendable {
     /// Bytes asked of the kernel per read by a reader on a loop, unless configured otherwise:
     /// one buffer per reader, shared by all its connections (the transport's reactor, and a
@@ -22,7 +29,11 @@ final class UVEventLoop: @unchecked Sendable {
 
     /// The loop. Touch it only on the loop thread (or before `start` / after `join`).
     let loop: UnsafeMutablePointer<uv_loop_t>
-    fileprivate let wakeup: UnsafeMutablePointer<uv_async_t>
+    /// Watches `wakeupDescriptor` on the loop.
+    fileprivate let wakeup: UnsafeMutablePointer<uv_poll_t>
+    /// A non-blocking eventfd: written to wake the loop, read empty by the loop before it takes
+    /// the queued tasks. Open for the object's life, so a waker never writes to a closed one.
+    fileprivate let wakeupDescriptor: Int32
     fileprivate var unstartedClosed = false
     fileprivate struct Pending {
         var tasks: [@Sendable () -> Void] = []
@@ -46,16 +57,28 @@ final class UVEventLoop: @unchecked Sendable {
             wakeup.deallocate()
             throw .system("uv_loop_init: \(UVError.text(status))")
         }
-        let asyncStatus = uv_async_init(loop, wakeup) { handle in
-            let this = Unmanaged<UVEventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
-            this.runPending()
+        wakeupDescriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeupDescriptor >= 0 else {
+            let error = errno
+            precondition(uv_loop_close(loop) == 0, "uv_loop_close of an empty loop failed")
+            loop.deallocate()
+            wakeup.deallocate()
+            throw .system("eventfd: \(String(cString: strerror(error)))")
         }
-        precondition(asyncStatus == 0, "uv_async_init failed: \(UVError.text(asyncStatus))")
-        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var pollStatus = uv_poll_init(loop, wakeup, wakeupDescriptor)
+        if pollStatus == 0 {
+            wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+            pollStatus = uv_poll_start(wakeup, Int32(UV_READABLE.rawValue)) { handle, status, _ in
+                let this = Unmanaged<UVEventLoop>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+                this.woken(status: status)
+            }
+        }
+        precondition(pollStatus == 0, "uv_poll on the wakeup eventfd failed: \(UVError.text(pollStatus))")
     }
 
     deinit {
         precondition(!threadStarted || joined, "UVEventLoop released without join")
+        close(wakeupDescriptor)
         wakeup.deallocate()
         loop.deallocate()
     }
@@ -88,33 +111,36 @@ final class UVEventLoop: @unchecked Sendable {
     /// Queues `task` for the loop thread. False (and the task dropped) once `stop` was called.
     @discardableResult
     func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
-        pending.withLock { state in
-            guard state.accepting else { return false }
+        let (accepted, mustWake) = pending.withLock { state in
+            guard state.accepting else { return (false, false) }
             state.tasks.append(task)
-            signal(&state)
-            return true
+            return (true, Self.claimWakeup(&state))
         }
+        if mustWake { writeWakeup() }
+        return accepted
     }
 
     /// Wakes the loop so that `afterTasks` runs soon. False once `stop` was called.
     @discardableResult
     func wake() -> Bool {
-        pending.withLock { state in
-            guard state.accepting else { return false }
-            signal(&state)
-            return true
+        let (accepted, mustWake) = pending.withLock { state in
+            guard state.accepting else { return (false, false) }
+            return (true, Self.claimWakeup(&state))
         }
+        if mustWake { writeWakeup() }
+        return accepted
     }
 
     /// Queues `finalTask` as the last task ever, then closes the wakeup handle after it.
     func stop(finalTask: @escaping @Sendable () -> Void) {
-        pending.withLock { state in
+        let mustWake = pending.withLock { state in
             precondition(state.accepting, "UVEventLoop.stop called twice")
             state.tasks.append(finalTask)
-            state.tasks.append { [self] in uv_close(decide_uv_async_as_handle(wakeup), nil) }
-            signal(&state)
+            state.tasks.append { [self] in uv_close(decide_uv_poll_as_handle(wakeup), nil) }
             state.accepting = false
+            return Self.claimWakeup(&state)
         }
+        if mustWake { writeWakeup() }
     }
 
     /// Waits for the loop thread to end (after `stop`).
@@ -124,13 +150,32 @@ final class UVEventLoop: @unchecked Sendable {
         joined = true
     }
 
-    private func signal(_ state: inout Pending) {
-        // Called under the lock: the wakeup handle cannot be closed concurrently.
-        if !state.wakeupSent {
-            state.wakeupSent = true
-            let status = uv_async_send(wakeup)
-            precondition(status == 0, "uv_async_send failed: \(UVError.text(status))")
+    /// Under the lock: whether this caller writes the wakeup (none is outstanding). The write
+    /// itself comes after the lock is let go, so the woken loop does not wait for the waker's
+    /// system call to return before it can take the tasks.
+    private static func claimWakeup(_ state: inout Pending) -> Bool {
+        guard !state.wakeupSent else { return false }
+        state.wakeupSent = true
+        return true
+    }
+
+    /// Makes the eventfd readable. A full counter (EAGAIN) is readable already.
+    private func writeWakeup() {
+        var one: UInt64 = 1
+        while true {
+            let written = Glibc.write(wakeupDescriptor, &one, 8)
+            if written == 8 || (written < 0 && errno == EAGAIN) { return }
+            precondition(written < 0 && errno == EINTR, "write to the wakeup eventfd failed: errno \(errno)")
         }
+    }
+
+    /// The eventfd is readable: empties it, then runs what was queued. Emptied first, so a wakeup
+    /// written after the tasks are taken is seen by the next turn, never swallowed.
+    private func woken(status: Int32) {
+        precondition(status == 0, "polling the wakeup eventfd failed: \(UVError.text(status))")
+        var counter: UInt64 = 0
+        while Glibc.read(wakeupDescriptor, &counter, 8) < 0 && errno == EINTR {}
+        runPending()
     }
 
     private func runPending() {
@@ -159,7 +204,7 @@ extension UVEventLoop {
         guard !unstartedClosed else { return }
         unstartedClosed = true
         pending.withLock { $0.accepting = false }
-        uv_close(decide_uv_async_as_handle(wakeup), nil)
+        uv_close(decide_uv_poll_as_handle(wakeup), nil)
         _ = uv_run(loop, UV_RUN_DEFAULT)
         let status = uv_loop_close(loop)
         precondition(status == 0, "uv_loop_close failed: \(UVError.text(status))")
