@@ -181,7 +181,7 @@ start_syncnode() { # start_syncnode ID [run flags...]: starts it, waits for read
 start_syncnode cmp1
 ADMIN1=$ADMIN_ADDR; LISTEN1=$LISTEN_ADDR; SYNCNODE1_PID=$SYNCNODE_PID
 start_syncnode cmp2 --peer "$LISTEN1"
-ADMIN2=$ADMIN_ADDR
+ADMIN2=$ADMIN_ADDR; SYNCNODE2_PID=$SYNCNODE_PID
 linked() { "$SYNCNODE" status --admin "$ADMIN2" --json | grep -q '"link":"connected"'; }
 wait_for 20 "syncnode cmp2 to link to cmp1" linked
 echo "== syncnode: cmp1 at $ADMIN1, cmp2 at $ADMIN2 (memory durability, no secret, loopback)"
@@ -192,41 +192,52 @@ info_field() { # info_field HOST:PORT SECTION FIELD
 redis_converged() { [ "$(info_field "127.0.0.1:$REPLICA_PORT" replication master_repl_offset)" = "$(info_field "127.0.0.1:$MASTER_PORT" replication master_repl_offset)" ]; }
 syncnode_converged() { [ "$(info_field "$ADMIN2" decide digest)" = "$(info_field "$ADMIN1" decide digest)" ]; }
 
-cpu_ticks() { # cpu_ticks PID: user + system clock ticks of all of PID's threads so far (/proc/PID/stat)
+cpu_ticks() { # cpu_ticks PID: "USER SYSTEM" clock ticks of all of PID's threads so far (/proc/PID/stat)
     local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "0 0"; return; }
     stat=${stat##*) }   # after the command name: field 3 (state) on
     set -- $stat
-    echo $(( ${12} + ${13} ))
+    echo "${12} ${13}"
+}
+per_request_us() { # per_request_us TICKS REQUESTS: microseconds of CPU a request
+    awk -v t="$1" -v hz="$TICKS_PER_SECOND" -v n="$2" 'BEGIN { printf "%.3f", t * 1e6 / hz / n }'
 }
 TICKS_PER_SECOND=$(getconf CLK_TCK)
 
-# run_benchmark NAME ADDRESS CONVERGED PID: redis-benchmark SET and GET at -P 1 and 16 against
-# ADDRESS; after each SET run, polls CONVERGED until the second server holds everything. Beside
-# each rate it records the server's CPU time per request (PID's threads, from /proc) and the
-# client's own CPU use: redis-benchmark is one thread, and when it is the busy side the rate
-# measures the client, whichever server it talks to.
+# run_benchmark NAME ADDRESS CONVERGED PID SECOND_PID: redis-benchmark SET and GET at -P 1 and 16
+# against ADDRESS; after each SET run, polls CONVERGED until the second server holds everything.
+# Beside each rate it records the server's CPU time per request (PID's threads, from /proc), and
+# of it the user-space part; the second server's (SECOND_PID, the replica or peer 2) per SET; and
+# the client's own CPU use: redis-benchmark is one thread, and when it is the busy side the rate
+# measures the client, whichever server it talks to. The three processes share the machine's
+# cores, so a second server that spends less per write leaves more to the other two.
 run_benchmark() {
-    local name=$1 address=$2 converged=$3 pid=$4 pipeline test csv rps start end requests ticks client finished
+    local name=$1 address=$2 converged=$3 pid=$4 second=$5 pipeline test csv rps start end requests client finished
+    local user0 system0 user1 system1 second_user0 second_system0 second_user1 second_system1
     local TIMEFORMAT='%U %S'
     for pipeline in 1 16; do
         requests=$(( KEYS * pipeline ))
         for test in set get; do
             start=$(date +%s%N)
-            ticks=$(cpu_ticks "$pid")
+            read -r user0 system0 <<< "$(cpu_ticks "$pid")"
+            read -r second_user0 second_system0 <<< "$(cpu_ticks "$second")"
             client=$( { time redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
                   -n "$requests" -r "$KEYS" --csv >"$WORK/benchmark.csv" 2>/dev/null; } 2>&1 )
             finished=$(date +%s%N)
-            ticks=$(( $(cpu_ticks "$pid") - ticks ))
+            read -r user1 system1 <<< "$(cpu_ticks "$pid")"
             csv=$(tr -d '\r' < "$WORK/benchmark.csv" | grep -i "^\"$test\"" || true)
             rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
             [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
             record "${name}_${test}_p${pipeline}_per_s" "$rps"
-            record "${name}_${test}_p${pipeline}_server_cpu_us" "$(awk -v t="$ticks" -v hz="$TICKS_PER_SECOND" -v n="$requests" 'BEGIN { printf "%.3f", t * 1e6 / hz / n }')"
+            record "${name}_${test}_p${pipeline}_server_cpu_us" "$(per_request_us $(( user1 + system1 - user0 - system0 )) "$requests")"
+            record "${name}_${test}_p${pipeline}_server_user_us" "$(per_request_us $(( user1 - user0 )) "$requests")"
             record "${name}_${test}_p${pipeline}_client_cpu_percent" "$(echo "$client" | awk -v ns=$((finished - start)) '{ printf "%.0f", ($1 + $2) * 1e11 / ns }')"
             if [ $test = set ]; then
                 wait_for 120 "$name's second server to hold every write" "$converged"
                 end=$(date +%s%N)
+                read -r second_user1 second_system1 <<< "$(cpu_ticks "$second")"
+                record "${name}_set_p${pipeline}_second_cpu_us" \
+                    "$(per_request_us $(( second_user1 + second_system1 - second_user0 - second_system0 )) "$requests")"
                 record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
                 echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
             else
@@ -239,8 +250,8 @@ run_benchmark() {
 # Alternating rounds again: each round runs both servers back to back, so its ratio is paired.
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round of $ROUNDS: redis-benchmark against Redis, then against syncnode"
-    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")"
-    run_benchmark syncnode "$ADMIN1" syncnode_converged "$SYNCNODE1_PID"
+    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")" "$(cat "$WORK/replica/pid")"
+    run_benchmark syncnode "$ADMIN1" syncnode_converged "$SYNCNODE1_PID" "$SYNCNODE2_PID"
 done
 
 # ---------------------------------------------------------------- the table
@@ -308,7 +319,9 @@ for pipeline in 1 16; do
     for test in SET GET; do
         lower=$(echo $test | tr 'A-Z' 'a-z')
         row "server CPU time per request, $test -P $pipeline (redis-benchmark itself busy $(client_cpu redis_${lower}_p${pipeline}) / $(client_cpu syncnode_${lower}_p${pipeline}) of a core)" us redis_${lower}_p${pipeline}_server_cpu_us syncnode_${lower}_p${pipeline}_server_cpu_us
+        row "of which user space, $test -P $pipeline" us redis_${lower}_p${pipeline}_server_user_us syncnode_${lower}_p${pipeline}_server_user_us
     done
+    row "second server's CPU time per SET -P $pipeline, until it holds all (Redis replica vs syncnode peer 2)" us redis_set_p${pipeline}_second_cpu_us syncnode_set_p${pipeline}_second_cpu_us
 done
 row "writes acknowledged, one writer: Redis stream (pipelined) vs library decide() on A" rate redis_stream_write_per_s library_w1_write_per_s
 row "replicated: writes / time until the second server holds all: Redis stream vs library, 1 thread" rate redis_stream_replicated_per_s library_w1_replicated_per_s 1.5
@@ -347,7 +360,8 @@ BLOCK="$WORK/block.md"
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
     echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
     echo "$ROUNDS alternating rounds (\`COMPARE_ROUNDS\`), each running both sides back to back: each figure is the median round; Decide ÷ Redis is the median of the rounds' own ratios, with their range, and the goal is judged on it."
-    echo "Server CPU rows: user and system time of all the server's threads per request (less is better), and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
+    echo "Server CPU rows: user and system time of all the server's threads per request (less is better), the user-space part of it, and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
+    echo "Second server rows: the replica's (peer 2's) user and system time per SET, from the run's start until it holds every write. Client, server and second server share the machine's $CORES cores, so what one spends the others do not get."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo
     echo "| workload | Redis | Decide | Decide ÷ Redis (speed, median of paired rounds; above 1× Decide is ahead) | goal |"
