@@ -174,8 +174,13 @@ public final class UVStreamServer: @unchecked Sendable {
     private var listeners: [Listener] = []
     private var nextID: UInt64 = 1
     private var stopping = false
-    /// Connections read from in this loop turn whose replies are written at its end.
-    private var pendingFlush: [Connection] = []
+    /// Connections read from in this loop turn whose replies are written at its end. Like
+    /// `Connection`'s own fields, touched only on the loop thread by code that calls nothing
+    /// back while it holds an access: no dynamic exclusivity check.
+    @exclusivity(unchecked) private var pendingFlush: [Connection] = []
+    /// The list `flushPending` writes from, swapped with `pendingFlush`: the two arrays trade
+    /// their storage every turn instead of a copy that makes emptying the other allocate.
+    @exclusivity(unchecked) private var flushing: [Connection] = []
     /// Runs after each loop turn's I/O callbacks: writes `pendingFlush`.
     private let endOfTurn = UnsafeMutablePointer<uv_check_t>.allocate(capacity: 1)
     private var endOfTurnStarted = false
@@ -280,20 +285,22 @@ public final class UVStreamServer: @unchecked Sendable {
     /// Writes what `connection.output` holds now. Call on the loop thread after appending
     /// outside a delegate call (e.g. in an `execute` task).
     public func flush(_ connection: Connection) {
+        flush(connection, delegate: delegate)
+    }
+
+    /// `flush`, with the delegate already loaded (`flushPending` loads it once a turn, not once
+    /// a connection: each load of the weak reference is a runtime call and a release).
+    private func flush(_ connection: Connection, delegate: (any Delegate)?) {
         guard !connection.output.isEmpty else { return }
         guard !connection.isClosing || connection.closeOnceWritten, connection.registered else {
             connection.output.removeAll()
             return
         }
-        var output = connection.output
-        connection.output = []
-        defer {
-            output.removeAll(keepingCapacity: true)
-            if connection.output.isEmpty { connection.output = output }  // keep the capacity for the next replies
-        }
+        // Written from where it lies; emptied in place when the socket took it all (its
+        // capacity kept for the next replies), handed to the write request otherwise.
         var offset = 0
         if connection.bytesInFlight == 0 {
-            let written = output.withUnsafeBytes { raw -> Int32 in
+            let written = connection.output.withUnsafeBytes { raw -> Int32 in
                 var buffer = uv_buf_init(UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)),
                                          UInt32(raw.count))
                 return uv_try_write(connection.stream, &buffer, 1)
@@ -305,18 +312,20 @@ public final class UVStreamServer: @unchecked Sendable {
                 return
             }
         }
-        if offset == output.count {
-            afterWrite(connection)
+        if offset == connection.output.count {
+            connection.output.removeAll(keepingCapacity: true)
+            afterWrite(connection, delegate: delegate)
             return
         }
-        let request = StreamWrite(bytes: output[offset...], connection: connection)
+        let request = StreamWrite(bytes: connection.output[offset...], connection: connection)
+        connection.output = []
         connection.bytesInFlight += request.byteCount
         let status = request.submit { [self] request, status in
             let connection = request.connection
             connection.bytesInFlight -= request.byteCount
             guard !connection.isClosing || connection.closeOnceWritten else { return }
             guard status == 0 else { return closeHandle(connection) }
-            afterWrite(connection)
+            afterWrite(connection, delegate: self.delegate)  // loaded again: not held while the write waits
         }
         if status != 0 {
             connection.bytesInFlight -= request.byteCount
@@ -405,7 +414,7 @@ public final class UVStreamServer: @unchecked Sendable {
         precondition(uv_check_init(eventLoop.loop, endOfTurn) == 0, "uv_check_init failed")
         endOfTurn.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         uv_check_start(endOfTurn) { handle in
-            Unmanaged<UVStreamServer>.fromOpaque(handle!.pointee.data).takeUnretainedValue().flushPending()
+            Unmanaged<UVStreamServer>.fromOpaque(handle!.pointee.data)._withUnsafeGuaranteedRef { $0.flushPending() }
         }
     }
 
@@ -425,15 +434,21 @@ public final class UVStreamServer: @unchecked Sendable {
 
     /// Writes every connection queued in this loop turn.
     private func flushPending() {
+        let delegate = self.delegate
         delegate?.streamServerWillEndTurn(self)
         guard !pendingFlush.isEmpty else { return }
-        let batch = pendingFlush
-        pendingFlush.removeAll(keepingCapacity: true)
-        for connection in batch {
+        // Connections queued while these are written (a drain answered with more output) wait
+        // in the emptied `pendingFlush` for the next turn, as before the swap.
+        swap(&flushing, &pendingFlush)
+        for index in flushing.indices {
+            let connection = flushing[index]
             connection.flushQueued = false
-            flush(connection)
+            flush(connection, delegate: delegate)
             updateReading(connection)
         }
+        // One `removeLast` each: `removeAll(keepingCapacity:)` goes through the standard
+        // library's unspecialised `replaceSubrange`.
+        while !flushing.isEmpty { flushing.removeLast() }
     }
 
     private static let onConnection: uv_connection_cb = { server, status in
@@ -536,8 +551,13 @@ public final class UVStreamServer: @unchecked Sendable {
             let this = Unmanaged<UVStreamServer>.fromOpaque(uv_loop_get_data(handle!.pointee.loop)).takeUnretainedValue()
             buffer!.pointee = uv_buf_init(this.readBuffer.assumingMemoryBound(to: CChar.self), UInt32(this.configuration.readBufferBytes))
         }, { stream, count, _ in
-            let this = Unmanaged<UVStreamServer>.fromOpaque(uv_loop_get_data(stream!.pointee.loop)).takeUnretainedValue()
-            this.onRead(Connection.from(stream!.pointee.data), count: count)
+            // Borrowed, not retained: the server outlives its loop's callbacks, and a connection
+            // its handle's (it is released in the close callback, after the last read).
+            Unmanaged<UVStreamServer>.fromOpaque(uv_loop_get_data(stream!.pointee.loop))._withUnsafeGuaranteedRef { this in
+                Unmanaged<Connection>.fromOpaque(stream!.pointee.data!)._withUnsafeGuaranteedRef { connection in
+                    this.onRead(connection, count: count)
+                }
+            }
         })
         if status != 0 { closeHandle(connection) }
     }
@@ -561,13 +581,13 @@ public final class UVStreamServer: @unchecked Sendable {
         updateReading(connection)
     }
 
-    private func afterWrite(_ connection: Connection) {
+    private func afterWrite(_ connection: Connection, delegate: (any Delegate)?) {
         guard connection.bytesInFlight == 0 else {
             updateReading(connection)
             return
         }
         if connection.closeOnceWritten {
-            if connection.output.isEmpty { finishClose(connection) } else { flush(connection) }
+            if connection.output.isEmpty { finishClose(connection) } else { flush(connection, delegate: delegate) }
             return
         }
         updateReading(connection)
@@ -581,7 +601,7 @@ public final class UVStreamServer: @unchecked Sendable {
         repeat {
             connection.drainAgain = false
             delegate?.streamServer(self, didDrain: connection)
-            flush(connection)
+            flush(connection, delegate: delegate)
         } while connection.drainAgain && !connection.isClosing
         connection.inDrainCall = false
     }
