@@ -60,6 +60,23 @@ import Testing
         }
     }
 
+    /// A read by name asks for the instant only when the stored value expires, and then judges
+    /// it exactly as the read at a given instant does.
+    @Test func aReadByNameAsksTheClockOnlyForAValueThatExpires() {
+        var table = EntryTable()
+        table.merge(Entry(version: version(10), value: [1], expiresAtMilliseconds: 300), for: StateKey(name: "expiring"))
+        table.merge(Entry(version: version(10), value: [2]), for: StateKey(name: "lasting"))
+        table.merge(Entry(version: version(10), value: nil), for: StateKey(name: "deleted"))
+        for (name, instant) in [("expiring", UInt64(299)), ("expiring", 300), ("lasting", 299), ("deleted", 299), ("absent", 299)] {
+            var asked = 0
+            let read = Array(name.utf8).withUnsafeBytes { raw in
+                table.value(ofAtomicNamed: raw, clock: { asked += 1; return instant })
+            }
+            #expect(read == Array(name.utf8).withUnsafeBytes { table.value(ofAtomicNamed: $0, atMilliseconds: instant) }, "\(name) at \(instant)")
+            #expect(asked == (name == "expiring" ? 1 : 0), "\(name): the clock asked \(asked) times")
+        }
+    }
+
     @Test func theTableReportsEachExpiryOnceEarliestFirstAndFollowsRenewals() {
         var table = EntryTable()
         let a = StateKey(name: "a"), b = StateKey(name: "b"), c = StateKey(name: "c")

@@ -47,7 +47,8 @@ extension Node {
     /// expired, or owned by a node that is not a live member here. For protocol front ends that
     /// hold a name as bytes: no `StateKey` is built.
     package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> PackedBytes?? {
-        core.withLock { core in core.value(ofAtomicNamed: name, atMilliseconds: hybridNow(core)) }
+        // The clock is read only for a value that expires (`EntryTable.value(ofAtomicNamed:clock:)`).
+        core.withLock { core in core.value(ofAtomicNamed: name) { hybridNow(core) } }
     }
 
     /// Has the processor fetch the table lines that reading the keys of these stable hashes

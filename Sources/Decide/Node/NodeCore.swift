@@ -225,9 +225,9 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlaceEntry(for: key) }
     }
 
-    /// `EntryTable.value(ofAtomicNamed:atMilliseconds:)`, read in place (`withTable`).
-    func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
-        withTable { $0.pointee.inPlaceValue(ofAtomicNamed: name, atMilliseconds: now) }
+    /// `EntryTable.value(ofAtomicNamed:clock:)`, read in place (`withTable`).
+    func value(ofAtomicNamed name: UnsafeRawBufferPointer, clock now: () -> UInt64) -> PackedBytes?? {
+        withTable { $0.pointee.inPlaceValue(ofAtomicNamed: name, clock: now) }
     }
 
     /// Records that `key` changed (after a merge that changed it).
@@ -345,8 +345,8 @@ private extension EntryTable {
         }
     }
 
-    mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
-        value(ofAtomicNamed: name, atMilliseconds: now)
+    mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, clock now: () -> UInt64) -> PackedBytes?? {
+        value(ofAtomicNamed: name, clock: now)
     }
 
     mutating func inPlaceElements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {

@@ -580,9 +580,15 @@ package struct EntryTable: Sendable {
     /// expired, and not of a hidden owner (`Entry.isExpired`, and the node's own visibility
     /// rule, on a record). Reads the fields in place, without copying the record.
     private func isReadable(at index: Int, _ now: UInt64) -> Bool {
+        isReadable(at: index, clock: { now })
+    }
+
+    /// `isReadable(at:_:)`, asking `now` for the instant only when the record expires.
+    @inline(__always)
+    private func isReadable(at index: Int, clock now: () -> UInt64) -> Bool {
         let meta = records[index].meta
         let expiry = meta & Self.instantMask
-        return records[index].value != nil && (expiry == 0 || now < expiry)
+        return records[index].value != nil && (expiry == 0 || now() < expiry)
             && (meta & Self.ownedBit == 0 || !ownerHidden[Int(records[index].node)])
     }
 
@@ -846,12 +852,19 @@ package struct EntryTable: Sendable {
     /// tombstone, an expired value, or an owned value of a hidden owner (`setPresentOwners`). No
     /// `StateKey` (and no `String`) is built; bytes that are not UTF-8 match no stored key.
     public func value(ofAtomicNamed name: UnsafeRawBufferPointer, atMilliseconds now: UInt64) -> PackedBytes?? {
+        value(ofAtomicNamed: name, clock: { now })
+    }
+
+    /// `value(ofAtomicNamed:atMilliseconds:)` with the instant asked of `now` only when the
+    /// stored value expires: most keys never do, and a reader that would read a clock for every
+    /// GET (syncnode's Redis-protocol endpoint) reads it for those that do.
+    package func value(ofAtomicNamed name: UnsafeRawBufferPointer, clock now: () -> UInt64) -> PackedBytes?? {
         let stored = index[probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
             record.pointee.name == Self.inlineName && record.pointee.keyBytes.equals(name)
         }]
         guard stored != 0 else { return .none }
         let record = Self.record(inCell: stored)
-        return .some(isReadable(at: record, now) ? records[record].value : nil)
+        return .some(isReadable(at: record, clock: now) ? records[record].value : nil)
     }
 
     /// The `StateKey.stableHash` of the atomic key whose name is the UTF-8 bytes `name`,
