@@ -1,4 +1,5 @@
 import Decide
+import DecideCore
 import DecideTesting
 import Testing
 
@@ -170,7 +171,12 @@ import Testing
         }
         let store = TestNode()
         store.decide(Hold()) { $0[Status.self] = "held" }
+        // The read by name (a Redis-protocol GET) asks the clock for the instant only for an
+        // expiring value, from inside the table's lookup: it must see the same instant.
+        let byName = { Array(Status.name.utf8).withUnsafeBytes { store.node.value(ofAtomicNamed: $0) } }
+        #expect(byName() == .some(PackedBytes(Array(#""held""#.utf8))))
         store.clock.advance(by: .seconds(10))
+        #expect(byName() == .some(nil))
         #expect(store.state[Status.self] == "idle")
         #expect(store.node.read(Status.self) == "idle")
     }

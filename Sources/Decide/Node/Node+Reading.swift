@@ -47,8 +47,16 @@ extension Node {
     /// expired, or owned by a node that is not a live member here. For protocol front ends that
     /// hold a name as bytes: no `StateKey` is built.
     package func value(ofAtomicNamed name: UnsafeRawBufferPointer) -> PackedBytes?? {
-        // The clock is read only for a value that expires (`EntryTable.value(ofAtomicNamed:clock:)`).
-        core.withLock { core in core.value(ofAtomicNamed: name) { hybridNow(core) } }
+        core.withLock { core in
+            // The physical clock is read only for a value that expires
+            // (`EntryTable.value(ofAtomicNamed:clock:)`); the hybrid clock's part before the
+            // lookup, which holds the table, so that asking for the instant does not reach
+            // back into the core meanwhile (an overlapping access).
+            let lastPhysical = core.clock.last.physicalMilliseconds
+            return core.value(ofAtomicNamed: name) {
+                Self.hybridNow(physical: configuration.clock.nowMilliseconds(), lastPhysical: lastPhysical)
+            }
+        }
     }
 
     /// Has the processor fetch the table lines that reading the keys of these stable hashes
@@ -71,8 +79,13 @@ extension Node {
 
     /// Call with the lock held.
     func hybridNow(_ core: NodeCore, physical: UInt64? = nil) -> UInt64 {
-        min(max(physical ?? configuration.clock.nowMilliseconds(), core.clock.last.physicalMilliseconds),
-            HLCTimestamp.maxPhysicalMilliseconds)
+        Self.hybridNow(physical: physical ?? configuration.clock.nowMilliseconds(), lastPhysical: core.clock.last.physicalMilliseconds)
+    }
+
+    /// The physical clock's `physical`, or the hybrid clock's last physical part when that is
+    /// ahead, capped at what a timestamp holds.
+    static func hybridNow(physical: UInt64, lastPhysical: UInt64) -> UInt64 {
+        min(max(physical, lastPhysical), HLCTimestamp.maxPhysicalMilliseconds)
     }
 
     /// Every stored entry, tombstones included, sorted by key: one snapshot, read under the
