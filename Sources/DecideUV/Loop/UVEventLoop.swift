@@ -111,20 +111,20 @@ final class UVEventLoop: @unchecked Sendable {
     /// Queues `task` for the loop thread. False (and the task dropped) once `stop` was called.
     @discardableResult
     func execute(_ task: @escaping @Sendable () -> Void) -> Bool {
-        let (accepted, mustWake) = pending.withLock { state in
-            guard state.accepting else { return (false, false) }
-            state.tasks.append(task)
-            return (true, Self.claimWakeup(&state))
-        }
-        if mustWake { writeWakeup() }
-        return accepted
+        queueAndWake(task)
     }
 
     /// Wakes the loop so that `afterTasks` runs soon. False once `stop` was called.
     @discardableResult
     func wake() -> Bool {
+        queueAndWake(nil)
+    }
+
+    /// Queues `task` (if any) and wakes the loop, unless `stop` was called (then false).
+    private func queueAndWake(_ task: (@Sendable () -> Void)?) -> Bool {
         let (accepted, mustWake) = pending.withLock { state in
             guard state.accepting else { return (false, false) }
+            if let task { state.tasks.append(task) }
             return (true, Self.claimWakeup(&state))
         }
         if mustWake { writeWakeup() }
