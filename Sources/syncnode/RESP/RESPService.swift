@@ -234,6 +234,9 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// looks (`RESPRequestParser.peekCommands`): nothing is consumed, and a fault ahead is met
     /// in its turn. Returns how many commands it looked at, which need no look of their own.
     private func prefetchGets(after key: ArraySlice<UInt8>, session: RESPSession) -> Int {
+        // Nothing received after this GET (every request of a client that waits for each
+        // reply): no lookahead, and no copy of the parser for `peekCommands`.
+        guard session.parser.bufferedBytes > 0 else { return 0 }
         prefetchHashes.removeAll(keepingCapacity: true)
         var looked = 0
         session.parser.peekCommands(maxCommands: Self.prefetchLookaheadCommands) { command in
