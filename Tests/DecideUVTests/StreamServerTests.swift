@@ -274,6 +274,40 @@ import Glibc
         #expect(second.readLine() == nil)
     }
 
+    @Test func theDelegateIsHeldUntilShutdownAndLetGoThen() throws {
+        // The server answers reads through a delegate nobody else holds, and lets it go only
+        // once `shutdown` returned, after its last call.
+        weak var released: EchoDelegate?
+        let server: UVStreamServer
+        let address: String
+        do {
+            let delegate = EchoDelegate()
+            released = delegate
+            server = try UVStreamServer(delegate: delegate)
+            address = try server.listen(on: "127.0.0.1:0")
+        }
+        let client = try Client(address)
+        client.write("kept\n")
+        #expect(client.readLine() == "KEPT")
+        #expect(released != nil)
+        server.shutdown()
+        #expect(released == nil)
+        #expect(client.readLine() == nil)
+    }
+
+    @Test func aServerNeverStartedLetsItsDelegateGoAtShutdown() throws {
+        weak var released: EchoDelegate?
+        let server: UVStreamServer
+        do {
+            let delegate = EchoDelegate()
+            released = delegate
+            server = try UVStreamServer(delegate: delegate)
+        }
+        #expect(released != nil)
+        server.shutdown()
+        #expect(released == nil)
+    }
+
     @Test func extraConnectionsPastTheLimitGetTheRefusalAndAreClosed() throws {
         let (server, delegate, address) = try makeServer {
             $0.maxConnections = 1

@@ -26,7 +26,10 @@ import Glibc
 /// - a client whose unwritten replies pass `pauseReadingAboveBytes` is not read from until
 ///   they fall below half of it: a client that pipelines without reading gets back-pressure,
 ///   not unbounded buffering;
-/// - `shutdown` is idempotent and returns after every handle closed and the thread ended.
+/// - `shutdown` is idempotent and returns after every handle closed and the thread ended;
+/// - the delegate is held strongly from `init` until `shutdown` returns, then let go (as
+///   `UVTransport` holds its own): a delegate that keeps its server is a cycle that `shutdown`
+///   breaks.
 ///
 /// Thread-safety: `execute` and `shutdown` from any thread (`shutdown` not from the loop's);
 /// everything on `Connection` only on the loop thread.
@@ -79,23 +82,41 @@ public final class UVStreamServer: @unchecked Sendable {
         public let id: UInt64
         /// The client's address, or `unix:PATH` for a Unix-socket client.
         public fileprivate(set) var peer: String
+        // Every field is touched on the loop thread only, and the server's code calls nothing
+        // back while it holds an access to one: no two accesses can overlap, so the dynamic
+        // exclusivity checks of class properties (a runtime call each, several per request)
+        // are left out, `output` and `context` included (docs/benchmarks.md, "The stream
+        // server's delegate held strongly"). A delegate must not overlap them either: no
+        // access to `output` from inside a closure given to one of `output`'s own methods.
+        //
+        // The public fields are inlinable accessors of `…Storage`: another module's access to a
+        // stored property is checked whatever its declaration says (Swift 6.3 does not carry
+        // `@exclusivity(unchecked)` across modules), an inlined accessor's is not.
+
+        @exclusivity(unchecked) @usableFromInline var contextStorage: AnyObject?
+        @exclusivity(unchecked) @usableFromInline var outputStorage: [UInt8] = []
+        @exclusivity(unchecked) @usableFromInline var bytesInFlightStorage = 0
+        @exclusivity(unchecked) @usableFromInline var isClosingStorage = false
+        @exclusivity(unchecked) @usableFromInline var inputEndedStorage = false
+
         /// The delegate's state for this connection.
-        public var context: AnyObject?
+        public var context: AnyObject? {
+            @inlinable get { contextStorage }
+            @inlinable set { contextStorage = newValue }
+        }
         /// Reply bytes not yet handed to the socket; append, and the server writes them after
         /// the current delegate call (or at `flush`).
-        public var output: [UInt8] = []
-        // The server's own state of the connection, changed only in this file, on the loop
-        // thread, by code that calls nothing back while it holds an access: no two accesses can
-        // overlap, so the dynamic exclusivity checks of class properties (several per request,
-        // `updateReading` among them) are left out. `output` and `context`, which delegates
-        // change, keep theirs.
-
+        public var output: [UInt8] {
+            @inlinable get { outputStorage }
+            @inlinable set { outputStorage = newValue }
+            @inlinable _modify { yield &outputStorage }
+        }
         /// Bytes handed to libuv and not yet written (excludes `output`).
-        @exclusivity(unchecked) public fileprivate(set) var bytesInFlight = 0
+        @inlinable public var bytesInFlight: Int { bytesInFlightStorage }
         /// Set once `close` or `closeWhenWritten` was asked or the socket failed.
-        @exclusivity(unchecked) public fileprivate(set) var isClosing = false
+        @inlinable public var isClosing: Bool { isClosingStorage }
         /// The client sent EOF.
-        @exclusivity(unchecked) public fileprivate(set) var inputEnded = false
+        @inlinable public var inputEnded: Bool { inputEndedStorage }
 
         fileprivate let handle: UnsafeMutableRawPointer
         fileprivate let isPipe: Bool
@@ -168,7 +189,11 @@ public final class UVStreamServer: @unchecked Sendable {
     /// The configuration the server was made with.
     public let configuration: Configuration
     private let eventLoop: UVEventLoop
-    private weak var delegate: (any Delegate)?
+    /// Strong, not weak: a weak reference gives its object a side table, and then each load of
+    /// it and each count of that object's references takes the runtime's slow path, for every
+    /// read of every client (docs/benchmarks.md, "The stream server's delegate held strongly").
+    /// Set in `init`, read on the loop thread, cleared by `shutdown` after the thread ended.
+    @exclusivity(unchecked) private var delegate: (any Delegate)?
     // Loop-thread state.
     private var connections: [UInt64: Connection] = [:]
     private var listeners: [Listener] = []
@@ -232,7 +257,8 @@ public final class UVStreamServer: @unchecked Sendable {
         }
     }
 
-    /// Makes a server; nothing runs until the first `listen`. `delegate` is held weakly.
+    /// Makes a server; nothing runs until the first `listen`. `delegate` is held until
+    /// `shutdown` returns.
     public init(configuration: Configuration = Configuration(), delegate: any Delegate) throws(UVTransportError) {
         guard configuration.maxConnections >= 1, configuration.pauseReadingAboveBytes >= 1,
               configuration.readBufferBytes >= 1024 else {
@@ -289,7 +315,7 @@ public final class UVStreamServer: @unchecked Sendable {
     }
 
     /// `flush`, with the delegate already loaded (`flushPending` loads it once a turn, not once
-    /// a connection: each load of the weak reference is a runtime call and a release).
+    /// a connection).
     private func flush(_ connection: Connection, delegate: (any Delegate)?) {
         guard !connection.output.isEmpty else { return }
         guard !connection.isClosing || connection.closeOnceWritten, connection.registered else {
@@ -319,16 +345,16 @@ public final class UVStreamServer: @unchecked Sendable {
         }
         let request = StreamWrite(bytes: connection.output[offset...], connection: connection)
         connection.output = []
-        connection.bytesInFlight += request.byteCount
+        connection.bytesInFlightStorage += request.byteCount
         let status = request.submit { [self] request, status in
             let connection = request.connection
-            connection.bytesInFlight -= request.byteCount
+            connection.bytesInFlightStorage -= request.byteCount
             guard !connection.isClosing || connection.closeOnceWritten else { return }
             guard status == 0 else { return closeHandle(connection) }
             afterWrite(connection, delegate: self.delegate)  // loaded again: not held while the write waits
         }
         if status != 0 {
-            connection.bytesInFlight -= request.byteCount
+            connection.bytesInFlightStorage -= request.byteCount
             closeHandle(connection)
             return
         }
@@ -345,7 +371,7 @@ public final class UVStreamServer: @unchecked Sendable {
     public func closeWhenWritten(_ connection: Connection) {
         guard !connection.isClosing else { return }
         connection.closeOnceWritten = true
-        connection.isClosing = true
+        connection.isClosingStorage = true
         updateReading(connection)
         flush(connection)
         if connection.bytesInFlight == 0 && connection.output.isEmpty { finishClose(connection) }
@@ -355,7 +381,7 @@ public final class UVStreamServer: @unchecked Sendable {
     public var openConnections: some Collection<Connection> { connections.values }
 
     /// Closes the listeners and every connection (each gets `didClose`), removes Unix socket
-    /// files, and joins the thread. Idempotent.
+    /// files, joins the thread, and lets the delegate go. Idempotent.
     public func shutdown() {
         let previous = lifecycle.withLock { state -> Lifecycle in
             defer { state = .stopped }
@@ -378,6 +404,8 @@ public final class UVStreamServer: @unchecked Sendable {
             }
             eventLoop.join()
         }
+        // After the last call (`didClose` runs in the loop's final turns, before `join`).
+        delegate = nil
     }
 
     // MARK: loop thread
@@ -567,7 +595,7 @@ public final class UVStreamServer: @unchecked Sendable {
         if count == 0 { return }
         if count < 0 {
             if Int32(count) == UV_EOF.rawValue {
-                connection.inputEnded = true
+                connection.inputEndedStorage = true
                 updateReading(connection)
                 delegate?.streamServer(self, inputEndedOn: connection)
                 flush(connection)
@@ -608,7 +636,7 @@ public final class UVStreamServer: @unchecked Sendable {
 
     private func closeHandle(_ connection: Connection) {
         guard connection.registered else { return }
-        connection.isClosing = true
+        connection.isClosingStorage = true
         connection.closeOnceWritten = false
         finishClose(connection)
     }

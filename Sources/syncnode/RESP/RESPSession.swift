@@ -17,14 +17,14 @@ final class RESPSession {
     /// The array `RESPService.process` parses each command's arguments into, kept for its
     /// storage (empty between calls).
     @exclusivity(unchecked) var arguments: [ArraySlice<UInt8>] = []
-    var authenticated: Bool
+    @exclusivity(unchecked) var authenticated: Bool
     var name: String?
     var libraryName: String?
     var libraryVersion: String?
     /// Exact channels and glob patterns this client subscribed to, in subscription order.
-    var channels: [[UInt8]] = []
+    @exclusivity(unchecked) var channels: [[UInt8]] = []
     var channelSet: Set<[UInt8]> = []
-    var patterns: [[UInt8]] = []
+    @exclusivity(unchecked) var patterns: [[UInt8]] = []
     /// A command answered off the loop, or a long reply written as the socket drains: later
     /// commands wait.
     @exclusivity(unchecked) var busy = false
