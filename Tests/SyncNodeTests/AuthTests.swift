@@ -122,6 +122,46 @@ extension SyncNodeTests {
             }
         }
 
+        /// A peer whose Unix socket cannot be made fails to start, and closes the TCP client
+        /// endpoint it had already opened (its server and the service form a cycle that only
+        /// `shutdown` breaks).
+        @Test func aPeerThatFailsToStartClosesItsClientEndpoint() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let notASocket = directory.file("plain-file")
+            try Data("x".utf8).write(to: URL(fileURLWithPath: notASocket))
+            let port = try Self.freeLoopbackPort()
+            do {
+                let peer = try TestPeer("half-started") {
+                    $0.admin = "127.0.0.1:\(port)"
+                    $0.adminSocket = notASocket
+                }
+                await peer.stop()
+                Issue.record("a peer started with a regular file where its Unix socket goes")
+            } catch {
+                #expect("\(error)".contains("not a socket"), "\(error)")
+            }
+            #expect(throws: TestFailure.self) { _ = try TestClient("127.0.0.1:\(port)") }
+        }
+
+        /// A loopback TCP port nothing listens on now, below the kernel's ephemeral range
+        /// (32768 and up here), so that no other test's `:0` listener is handed it meanwhile.
+        static func freeLoopbackPort() throws -> UInt16 {
+            for port in UInt16.random(in: 20_000 ..< 30_000) ..< 32_000 {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                defer { Glibc.close(fd) }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let status = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                if status == 0 { return port }
+            }
+            throw TestFailure("no free loopback port in 20000..<32000")
+        }
+
         @Test func aUnixSocketAnswersAndIsPrivate() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }

@@ -120,7 +120,13 @@ final class PeerProcess: Sendable {
         let admin: UVStreamServer
         do {
             admin = try UVStreamServer(configuration: serverConfiguration, delegate: service)
-            service.attach(admin)
+        } catch {
+            replicator.stop()
+            transport.shutdown()
+            throw error
+        }
+        service.attach(admin)
+        do {
             var bound: [String] = []
             if let address = settings.admin {
                 let result = Result { () throws(UVTransportError) -> String in try admin.listen(on: address) }
@@ -133,6 +139,8 @@ final class PeerProcess: Sendable {
             adminAddresses = bound
             service.identity.withLock { $0.admin = bound.joined(separator: ",") }
         } catch {
+            // The server holds the service, which holds the server, until shutdown.
+            admin.shutdown()
             replicator.stop()
             transport.shutdown()
             throw error
