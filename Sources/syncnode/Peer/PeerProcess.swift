@@ -22,8 +22,8 @@ final class PeerProcess: Sendable {
     let replicator: Replicator
     let admin: UVStreamServer
     let service: RESPService
-    /// The Prometheus endpoint (`--metrics`), its delegate (the server holds it weakly), and the
-    /// address it bound.
+    /// The Prometheus endpoint (`--metrics`), its delegate (which the server also holds, until
+    /// `shutdown`), and the address it bound.
     let metricsServer: UVStreamServer?
     let metricsEndpoint: MetricsEndpoint?
     let metricsAddress: String?
