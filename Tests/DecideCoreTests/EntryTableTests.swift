@@ -172,7 +172,9 @@ import Testing
         var tombstones = EntryTable()
         for key in keys.prefix(EntryTable.prefetchMinimumRecords) { tombstones.merge(Entry(version: first, value: nil), for: key) }
         let onTombstones = hints(tombstones, keys.prefix(1_000).map(\.stableHash))
-        #expect(onTombstones.writes == 0)
+        // A merge's hints for writing: each key's digest leaf (stored keys: no bucket head; no
+        // value here).
+        #expect(onTombstones.writes == 1_000)
         #expect(onTombstones.reads >= 1_000 + 1_000 * 3 / 4)
 
         var table = EntryTable()
@@ -194,15 +196,22 @@ import Testing
         #expect(onHeap.count > 20_000)
         let all = hints(table, stored.map(\.stableHash))
         #expect(all.reads >= stored.count * 2 - stored.count / 4 && all.reads <= stored.count * 2)
-        #expect(all.writes >= onHeap.count - onHeap.count / 4 && all.writes <= onHeap.count)
-        // A reader's hints add the line after each value's first.
+        let valueWrites = all.writes - stored.count  // less each key's digest leaf
+        #expect(valueWrites >= onHeap.count - onHeap.count / 4 && valueWrites <= onHeap.count)
+        // A reader's hints leave out the digest's lines and add the line after each value's first.
         let reading = hints(table, stored.map(\.stableHash), readingValues: true)
-        #expect(reading.writes == all.writes)
-        #expect(reading.reads == all.reads + all.writes)
-        // Absent keys: one cell each, and a record only where the cell is taken by another key.
+        #expect(reading.writes == valueWrites)
+        #expect(reading.reads == all.reads + valueWrites)
+        // Absent keys: one cell each, and a record only where the cell is taken by another key
+        // (whose value is then hinted too); for writing, each key's digest leaf, and the bucket
+        // head where the home cell is empty (an insert), which a reader's hints leave out.
         let absent = (0..<1_000).map { StateKey(name: "absent", element: Array("\($0)".utf8)).stableHash }
-        #expect(hints(table, absent).reads < 1_000 * 2)
-        #expect(hints(table, absent).reads >= 1_000)
+        let onAbsent = hints(table, absent)
+        #expect(onAbsent.reads < 1_000 * 2)
+        #expect(onAbsent.reads >= 1_000)
+        let emptyCells = 1_000 * 2 - onAbsent.reads
+        #expect(emptyCells > 0)
+        #expect(hints(table, absent, readingValues: true).writes == onAbsent.writes - 1_000 - emptyCells)
         #expect(hints(table, [0, .max, 1, 0xDEAD_BEEF]).reads >= 4)
         for size in [0, 1] { #expect(hints(table, Array(stored.prefix(size).map(\.stableHash))).reads == 0) }
         #expect(keys.map { table.entry(for: $0) } == before)
@@ -221,9 +230,10 @@ import Testing
         #expect(hinted.digest == plain.digest)
     }
 
-    /// `hintHomeCell` names one address for a key, the index cell `prefetch` names first for it
-    /// (its home cell), once the index has `2 × prefetchMinimumRecords` cells; below that,
-    /// nothing. It changes nothing.
+    /// `hintHomeCell` names, for a key, the index cell `prefetch` names first for it (its home
+    /// cell), the digest leaf a merge toggles, and the head of that leaf's record list an insert
+    /// writes, once the index has `2 × prefetchMinimumRecords` cells; below that, nothing. It
+    /// changes nothing.
     @Test func hintHomeCellNamesTheKeysFirstIndexCellOfALargeIndexOnly() {
         let version = Version(timestamp: HLCTimestamp(rawValue: 1), node: "a")
         let keys = (0..<(2 * EntryTable.prefetchMinimumRecords)).map { StateKey(name: "k", element: Array("\($0)".utf8)) }
@@ -244,15 +254,30 @@ import Testing
         for key in keys { table.merge(Entry(version: version, value: [1]), for: key) }
         let digest = table.digest
         for hash in keys.prefix(200).map(\.stableHash) + [0, .max, 0xDEAD_BEEF] {
-            // The index cell, then the digest leaf the merge will toggle.
+            // The index cell, the digest leaf the merge will toggle, the bucket head.
             let addresses = named(table, hash)
-            #expect(addresses.count == 2)
+            #expect(addresses.count == 3)
             #expect(addresses.first == firstOfPrefetch(table, hash))
             var leaf: UnsafeRawPointer?
             digest.hintLeaf(ofHash: hash) { leaf = $0 }
-            #expect(addresses.last == leaf)
+            #expect(addresses[1] == leaf)
         }
         #expect(table.digest == digest)
         #expect(keys.allSatisfy { table.entry(for: $0)?.packedValue == PackedBytes([1]) })
+
+        // The third is the slot an insert of the key writes: it then names the new record.
+        for number in 0..<50 {
+            let key = StateKey(name: "new", element: Array("\(number)".utf8))
+            func headNamed() -> UInt32 {
+                var head: UInt32 = 0
+                var seen = 0
+                table.hintHomeCell(of: key.stableHash) { seen += 1; if seen == 3 { head = $0.load(as: UInt32.self) } }
+                return head
+            }
+            let before = headNamed()
+            table.merge(Entry(version: version, value: [2]), for: key)
+            #expect(headNamed() == UInt32(table.count), "the slot names the newest record (its number + 1)")
+            #expect(headNamed() != before)
+        }
     }
 }

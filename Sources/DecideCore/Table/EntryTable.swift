@@ -352,8 +352,10 @@ package struct EntryTable: Sendable {
     package static let prefetchMinimumRecords = 4_096
 
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
-    /// `hash`) will read, pass by pass: each key's index cell (all of them first), then the
-    /// record a cell names, then the stored value a merge would replace (`forWriting`: its
+    /// `hash`) will read, pass by pass: each key's index cell (all of them first), then (for a
+    /// merge, not with `readingValues`) its digest leaf, then the record a cell names (or, for a
+    /// merge of a key whose home cell is empty, an insert, the head of the digest leaf's record
+    /// list), then the stored value a merge would replace (`forWriting`: its
     /// reference count is about to drop; with `readingValues`, for a reader about to retain and
     /// copy it, also the value's next line). The caller turns each address into a processor
     /// prefetch (DecideCore has no way to; `NodeCore.prefetch` in Decide does), so a batch of
@@ -371,9 +373,19 @@ package struct EntryTable: Sendable {
                 for item in 0..<count {
                     hint(UnsafeRawPointer(cellBase + Self.homeCell(of: hash(item), mask: mask)), false)
                 }
+                // A merge also toggles the key's digest leaf (a line a reader never touches).
+                if !readingValues {
+                    for item in 0..<count { digest.hintLeaf(ofHash: hash(item)) { hint($0, true) } }
+                }
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
-                    if stored != 0 { hint(UnsafeRawPointer(recordBase + Self.record(inCell: stored)), false) }
+                    if stored != 0 {
+                        hint(UnsafeRawPointer(recordBase + Self.record(inCell: stored)), false)
+                    } else if !readingValues {
+                        // An empty home cell: the key is absent, and its merge an insert, which
+                        // links the new record into its digest leaf's list.
+                        hintBucketHead(ofHash: hash(item)) { hint($0, true) }
+                    }
                 }
                 for item in 0..<count {
                     let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
@@ -402,8 +414,21 @@ package struct EntryTable: Sendable {
             guard let base = cells.baseAddress else { return }
             hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
         }
-        // The digest leaf the merge will toggle, too.
+        // The digest leaf the merge will toggle, too, and the head of that leaf's list of
+        // records, which an insert links its record into.
         digest.hintLeaf(ofHash: hash, hint: hint)
+        hintBucketHead(ofHash: hash, hint: hint)
+    }
+
+    /// Names to `hint` the slot of `bucketHeads` that inserting the key of stable hash `hash`
+    /// reads and writes: a random slot of 256 KiB (the default digest), which a table's
+    /// records streaming through the cache push out (docs/benchmarks.md, "The insert's lines
+    /// hinted").
+    private func hintBucketHead(ofHash hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
+        bucketHeads.withUnsafeBufferPointer { heads in
+            guard let base = heads.baseAddress else { return }
+            hint(UnsafeRawPointer(base + digest.bucket(ofHash: hash)))
+        }
     }
 
     /// Removes the tombstone of `key` if it is still the one at `version`; returns whether it

@@ -52,9 +52,15 @@ package struct StateDigest: Hashable, Sendable {
 
     /// The leaf bucket a key falls in.
     public func bucket(of key: StateKey) -> Int {
+        bucket(ofHash: key.stableHash)
+    }
+
+    /// `bucket(of:)` of the key whose `stableHash` is `hash`.
+    @inline(__always)
+    package func bucket(ofHash hash: UInt64) -> Int {
         // `&>>` by a shift below 64 (the shape is at most 24 bits): one instruction, where `>>`
         // by a computed amount also handles shifts of 64 and more with branches.
-        Int(truncatingIfNeeded: key.stableHash &>> UInt64(bucketShift)) & leafMask
+        Int(truncatingIfNeeded: hash &>> UInt64(bucketShift)) & leafMask
     }
 
     /// The hash one entry contributes to its bucket: of the key (its stable hash), the version
@@ -88,7 +94,7 @@ package struct StateDigest: Hashable, Sendable {
     package func hintLeaf(ofHash hash: UInt64, hint: (UnsafeRawPointer) -> Void) {
         nodes.withUnsafeBufferPointer { nodes in
             guard let base = nodes.baseAddress else { return }
-            hint(UnsafeRawPointer(base + leafOffset + (Int(truncatingIfNeeded: hash &>> UInt64(bucketShift)) & leafMask)))
+            hint(UnsafeRawPointer(base + leafOffset + bucket(ofHash: hash)))
         }
     }
 
