@@ -29,7 +29,10 @@ let package = Package(
     ],
     targets: [
         // Pure values: clock, versions, entries, merge, digest, codec. No I/O, no threads.
-        .target(name: "DecideCore"),
+        .target(name: "DecideCore", dependencies: ["CDecideMemory"]),
+        // Anonymous memory mappings for the entry table's growing arrays, in C: Swift cannot
+        // call `mremap` (variadic). No I/O, no state.
+        .target(name: "CDecideMemory"),
         // Processor hints Swift cannot spell (cache prefetch), as inline C; no I/O, no state.
         .target(name: "CDecideHints"),
         // The node's lock (futex slow paths, inline fast paths), in C: Swift cannot wait on a

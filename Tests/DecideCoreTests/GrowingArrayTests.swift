@@ -2,7 +2,8 @@
 import Synchronization
 import Testing
 
-@Suite struct GrowingArrayTests {
+/// Serialized: the tests count live elements in one shared counter.
+@Suite(.serialized) struct GrowingArrayTests {
     /// Counts the instances alive, so a test sees every element released exactly once.
     final class Tracked: Sendable {
         static let alive = Atomic<Int>(0)
@@ -18,6 +19,57 @@ import Testing
         var number: Int
         var tracked: Tracked
         var bytes: [UInt8]
+    }
+
+    /// Past `mappedMinimumBytes` the elements move from `malloc`'s memory into a mapping of the
+    /// array's own, which later growths move with `mremap`: every element keeps its value and
+    /// its references through each move, a copy taken from a mapped array is independent of it,
+    /// and every element is released exactly once when the arrays go.
+    @Test func largeArraysMoveIntoAMappingAndKeepTheirElements() {
+        let before = Tracked.alive.load(ordering: .relaxed)
+        do {
+            let perElement = MemoryLayout<Element>.stride
+            let count = GrowingArray<Element>.mappedMinimumBytes / perElement * 6
+            var growing = GrowingArray<Element>()
+            var copy: GrowingArray<Element>?
+            var wasMapped = false
+            for number in 0..<count {
+                growing.append(Element(number: number, tracked: Tracked(number), bytes: [UInt8(truncatingIfNeeded: number)]))
+                if growing.count * perElement < GrowingArray<Element>.mappedMinimumBytes / 2 { #expect(!growing.isMapped) }
+                if growing.isMapped, !wasMapped {
+                    wasMapped = true
+                    copy = growing
+                }
+            }
+            #expect(wasMapped && growing.isMapped)
+            guard var copy else { return }
+            let copied = copy.count
+            // Writing the copy copies it (a shared buffer is never written); the original stays.
+            copy[0].number = -1
+            for number in stride(from: 0, to: count, by: 997) {
+                #expect(growing[number].number == number && growing[number].tracked.value == number)
+                #expect(growing[number].bytes == [UInt8(truncatingIfNeeded: number)])
+            }
+            #expect(copy.count == copied && copy[0].number == -1 && copy[copied - 1].number == copied - 1)
+            while growing.count > count / 2 { growing.removeLast() }
+            #expect(growing.count == count / 2 && growing[count / 2 - 1].number == count / 2 - 1)
+        }
+        #expect(Tracked.alive.load(ordering: .relaxed) == before, "elements leaked or were released twice")
+    }
+
+    /// A zeroed array reads as zeros whatever its size: a mapping past `mappedMinimumBytes`,
+    /// `calloc` below; both can be written and grown like any other.
+    @Test func zeroedArraysReadAsZerosMappedOrNot() {
+        for count in [1, 16, 1_000, GrowingArray<UInt64>.mappedMinimumBytes / 8, GrowingArray<UInt64>.mappedMinimumBytes] {
+            var cells = GrowingArray<UInt64>(zeroedCount: count)
+            #expect(cells.count == count)
+            #expect(cells.isMapped == (count * 8 >= GrowingArray<UInt64>.mappedMinimumBytes))
+            #expect(cells.withUnsafeBufferPointer { $0.allSatisfy { $0 == 0 } })
+            cells[count - 1] = 7
+            cells.append(9)
+            #expect(cells[count - 1] == 7 && cells[count] == 9 && cells[0] == (count == 1 ? 7 : 0))
+        }
+        #expect(GrowingArray<UInt64>(zeroedCount: 0).isEmpty)
     }
 
     /// Appends, writes, removals and copies, checked against a Swift array after every step;

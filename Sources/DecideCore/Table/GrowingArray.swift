@@ -1,18 +1,25 @@
+import CDecideMemory
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// An array that grows with `realloc`, for the entry table's records: a table grows by
-/// appending, one record per new key, to millions.
+/// An array that grows without copying its elements once it is large, for the entry table's
+/// records and per-record lists and its index: a table grows by appending, one record per new
+/// key, to millions, and every growth happens inside a merge, under the node's lock.
 ///
 /// A Swift array grows by allocating a buffer twice the size and copying into it. For a large
 /// buffer each growth touches every page of the new one (page faults, then the copy) and hands
 /// the old one back to the system, so a table grown to N records had faulted in about 2N
 /// records' pages and copied N: on a cold heap, a fifth of the deciding thread's time
-/// (docs/benchmarks.md, "Records grown in place"). glibc's `realloc` of a block that large
-/// moves its pages with `mremap` instead: nothing copied, and only the new tail faults.
+/// (docs/benchmarks.md, "Records grown in place"). Below `mappedMinimumBytes` it grows with
+/// `realloc`; from there on its memory is a mapping of its own, which grows with `mremap`:
+/// the pages move, nothing is copied, only the new tail faults. (`realloc` does that for glibc's
+/// own mappings, but glibc maps only blocks above a threshold that rises to 32 MiB as blocks
+/// are freed, and jemalloc, syncnode's allocator, copies: a 2 M-key table's growth copied
+/// 8 MiB lists in the merge that filled them; docs/benchmarks.md, "The index grown a few
+/// cells at a time".)
 ///
 /// Guarantees: value semantics (a copy is made when a shared buffer is written); elements are
 /// moved bitwise, which every Swift type without weak references allows (the records hold
@@ -27,8 +34,18 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
         @exclusivity(unchecked) var base: UnsafeMutablePointer<Element>?
         @exclusivity(unchecked) var count = 0
         @exclusivity(unchecked) var capacity = 0
+        /// The bytes of the mapping that holds the elements (`decide_memory_map`), or 0 when
+        /// `malloc` holds them.
+        @exclusivity(unchecked) var mappedBytes = 0
 
         init() {}
+
+        /// `minimumBytes` rounded up to whole pages, or nil past the address space.
+        static func pageRounded(_ minimumBytes: Int) -> Int? {
+            let page = Int(decide_memory_page_bytes())
+            let (padded, overflow) = minimumBytes.addingReportingOverflow(page - 1)
+            return overflow ? nil : padded / page * page
+        }
 
         /// A copy holding the same elements, with room for exactly them.
         func copy() -> Storage {
@@ -48,6 +65,30 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
             let (bytes, overflow) = MemoryLayout<Element>.stride.multipliedReportingOverflow(by: newCapacity)
             precondition(!overflow && newCapacity >= minimum, "GrowingArray: \(minimum) elements do not fit the address space")
             precondition(MemoryLayout<Element>.alignment <= 16, "GrowingArray: malloc aligns to 16 bytes")
+            if bytes >= GrowingArray.mappedMinimumBytes, decide_memory_maps() != 0 {
+                guard let pages = Self.pageRounded(bytes) else { fatalError("GrowingArray: \(bytes) bytes do not fit the address space") }
+                let raw: UnsafeMutableRawPointer
+                if mappedBytes > 0 {
+                    guard let moved = decide_memory_remap(base, mappedBytes, pages) else {
+                        fatalError("GrowingArray: out of memory growing a mapping to \(pages) bytes")
+                    }
+                    raw = moved
+                } else {
+                    // Leaving `malloc`'s memory: one last copy, of less than `mappedMinimumBytes`.
+                    guard let mapped = decide_memory_map(pages) else {
+                        fatalError("GrowingArray: out of memory mapping \(pages) bytes")
+                    }
+                    if let base {
+                        mapped.bindMemory(to: Element.self, capacity: newCapacity).moveInitialize(from: base, count: count)
+                        free(base)
+                    }
+                    raw = mapped
+                }
+                mappedBytes = pages
+                base = raw.bindMemory(to: Element.self, capacity: newCapacity)
+                capacity = newCapacity
+                return
+            }
             guard let raw = realloc(base.map(UnsafeMutableRawPointer.init), bytes) else {
                 fatalError("GrowingArray: out of memory growing to \(bytes) bytes")
             }
@@ -58,13 +99,75 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
         deinit {
             guard let base else { return }
             base.deinitialize(count: count)
-            free(base)
+            if mappedBytes > 0 {
+                decide_memory_unmap(base, mappedBytes)
+            } else {
+                free(base)
+            }
         }
     }
 
     private var storage = Storage()
 
     package init() {}
+
+    /// From this many bytes on, the elements live in a mapping of their own, grown by `mremap`.
+    /// Below it `realloc`'s copy is at most this large (about a tenth of a millisecond).
+    package static var mappedMinimumBytes: Int { 1 << 20 }
+
+    /// `count` elements whose memory is all zero bits: a large array is a fresh mapping (and a
+    /// smaller one comes from `calloc`), pages nobody touched yet, so making it costs no pass
+    /// over its memory (each page faults in when it is first written, spread over the writes).
+    /// Only for element types whose zero bits are a value (integers).
+    package init(zeroedCount count: Int) where Element: FixedWidthInteger {
+        precondition(count >= 0, "GrowingArray: a negative count")
+        guard count > 0 else { return }
+        precondition(MemoryLayout<Element>.alignment <= 16, "GrowingArray: calloc aligns to 16 bytes")
+        let (bytes, overflow) = MemoryLayout<Element>.stride.multipliedReportingOverflow(by: count)
+        precondition(!overflow, "GrowingArray: \(count) elements do not fit the address space")
+        let raw: UnsafeMutableRawPointer
+        if bytes >= Self.mappedMinimumBytes, decide_memory_maps() != 0 {
+            guard let pages = Storage.pageRounded(bytes), let mapped = decide_memory_map(pages) else {
+                fatalError("GrowingArray: out of memory mapping \(count) zeroed elements")
+            }
+            raw = mapped
+            storage.mappedBytes = pages
+        } else {
+            guard let allocated = calloc(count, MemoryLayout<Element>.stride) else {
+                fatalError("GrowingArray: out of memory making \(count) zeroed elements")
+            }
+            raw = allocated
+        }
+        storage.base = raw.bindMemory(to: Element.self, capacity: count)
+        storage.capacity = count
+        storage.count = count
+    }
+
+    /// Whether the elements live in a mapping of their own (`mappedMinimumBytes`).
+    package var isMapped: Bool { storage.mappedBytes > 0 }
+
+    /// Elements to a page of memory (elements of a mapped array start on a page boundary).
+    package static var elementsPerPage: Int { Swift.max(1, Int(decide_memory_page_bytes()) / MemoryLayout<Element>.stride) }
+
+    /// Hands the memory of the whole pages within elements `range`, which must all be zero,
+    /// back to the system (they still read as zero); does nothing for an array not mapped or a
+    /// range without a whole page. Returns the bytes released. A large array emptied bit by
+    /// bit (the entry table's old index, as it drains) is then cheap to free at once: unmapping
+    /// its populated pages cost 1.6 ms at 16 MiB, under the node's lock.
+    @discardableResult
+    package mutating func releaseZeroedPages(in range: Range<Int>) -> Int where Element: FixedWidthInteger {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "GrowingArray: range \(range) out of 0..<\(count)")
+        makeUnique()
+        guard storage.mappedBytes > 0, let base = storage.base else { return 0 }
+        let page = Int(decide_memory_page_bytes())
+        let start = UnsafeMutableRawPointer(base + range.lowerBound)
+        let end = UnsafeMutableRawPointer(base + range.upperBound)
+        let firstPage = (Int(bitPattern: start) + page - 1) / page * page
+        let lastPage = Int(bitPattern: end) / page * page
+        guard lastPage > firstPage else { return 0 }
+        decide_memory_release(UnsafeMutableRawPointer(bitPattern: firstPage), lastPage - firstPage)
+        return lastPage - firstPage
+    }
 
     package var startIndex: Int { 0 }
     package var endIndex: Int { storage.count }
