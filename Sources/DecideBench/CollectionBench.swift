@@ -10,8 +10,11 @@ import Synchronization
 /// `tombstoneCollectionIntervalMilliseconds`) and a member's link dropping
 /// (`Node.setPresentOwners`: that member's owned values read as absent); and the read behind
 /// `syncnode dump` (`Node.entriesReadInSlices`); and 100,000 keys expiring at one instant
-/// (`Node.expireDue`, on every engine tick). Every
-/// decision, every peer's batch and every read waits while the lock is held.
+/// (`Node.expireDue`, on every engine tick); and, last, the table growing from
+/// `BENCH_COLLECTION_KEYS` to twice as many keys, one insert a decision, which takes its
+/// index past at least one growth (the index was rebuilt whole in the insert that filled it:
+/// docs/benchmarks.md, "The index grown a few cells at a time"). Every decision, every peer's
+/// batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
 /// in half a second without the chore. The goal is the delta-propagation p99.9
@@ -135,6 +138,12 @@ enum CollectionBench {
         Thread.sleep(forTimeInterval: 1.2)
         let expiry = whileWriting(node, keys: keys, stride: stride) { "\(node.expireDue()) expired" }
         rows.append(row("100,000 keys expire at once", expiry))
+        // Last: it doubles the table. One key a decision, as a service adding keys does.
+        let growth = whileWriting(node, keys: keys, stride: stride) {
+            for index in keys..<(2 * keys) { node.decide(Fill(range: index..<(index + 1))) }
+            return "\(keys) inserted"
+        }
+        rows.append(row("the table doubles, one insert a decision", growth))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])

@@ -9,7 +9,8 @@
 /// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
 /// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes in place
 /// up to 16, digest contribution, expiry: 80 bytes), an open-addressing index of 64-bit cells
-/// (a record number and the high half of its key's hash) probed by the key's `stableHash`, per digest leaf the record numbers of
+/// (a record number and the high half of its key's hash) probed by the key's `stableHash` and
+/// doubled a few cells per insert (`draining`), per digest leaf the record numbers of
 /// its keys, and per collection name the record numbers of its elements (each record knows its
 /// slot there: 4 bytes more per record, so listing one collection never scans the table). Decoded values are not kept here; the node layer caches the ones it reads.
 ///
@@ -118,8 +119,39 @@ package struct EntryTable: Sendable {
     /// another key without reading its record, a cache miss at a large size; 0 for an empty
     /// cell. Its size is a power of two, at most three quarters full (the tags keep a long probe
     /// within the index's lines: at 8 bytes a cell, a limit of one half cost 16–32 bytes an
-    /// entry, over `make bench`'s 150 at some sizes), rebuilt to at least twice the record count.
-    private var index: [UInt64]
+    /// entry, over `make bench`'s 150 at some sizes). Past that it grows to at least twice the
+    /// record count, a few cells at a time (`draining`).
+    private var index: GrowingArray<UInt64>
+    /// After a growth, the index it replaced, moved into `index` a few cells per insert
+    /// (`drain`); empty otherwise. Rehashing the whole index in the insert that filled it held
+    /// the node's lock 68 ms at 1.6 M keys and 145 ms at 3.1 M, twice as long at every
+    /// doubling (docs/benchmarks.md, "The index grown a few cells at a time"). A key whose home
+    /// cell here was not moved yet is looked up here first, then in `index`; new keys always
+    /// go to `index`. A cell of this index is named `~cell` (negative) where a probe returns
+    /// one (`stored(at:)`).
+    private var draining = GrowingArray<UInt64>()
+    /// `draining.count`, kept beside it: the probe of every merge tests it.
+    private var drainingCells = 0
+    /// A cell of `draining` that was empty when the growth began: no probe sequence crosses it,
+    /// so cells are moved in order from it.
+    private var drainStart = 0
+    /// How many cells of `draining`, counted on from `drainStart`, were moved. It only ever
+    /// stops before an empty cell, so a key whose home cell is among them was moved: its probe
+    /// sequence would have had to cross that empty cell.
+    private var drained = 0
+    /// Cells of `draining` (counted on from `drainStart`) whose memory was handed back to the
+    /// system as they drained (`releaseDrainedPages`), so freeing the rest at the end is cheap.
+    private var drainReleased = 0
+    /// Drained cells are handed back in runs of at least this many (128 KiB).
+    private static let releaseCells = 16_384
+
+    /// The cells of `draining` each insert moves, at least (and on to the end of a run of full
+    /// cells). A growth at three quarters full doubles the index, which then takes a quarter of
+    /// the old size in inserts and more to reach its own limit; at 32 cells an insert the old
+    /// index is empty after a 32nd of its size in inserts. While it drains, a lookup of a key
+    /// not moved yet reads both indexes, so a short drain keeps that rare; 32 moves cost an
+    /// insert about a microsecond.
+    package static let drainCellsPerInsert = 32
 
     /// The index cell naming record `number` of key hash `hash`.
     @inline(__always)
@@ -146,10 +178,10 @@ package struct EntryTable: Sendable {
     /// elements (so a collection is listed without a scan); records name them by position. A
     /// name no record uses any more is forgotten and its number reused, so names that come and
     /// go (deleted, collected) do not accumulate.
-    private var names: [(name: String, members: [UInt32])] = []
+    private var names: [(name: String, members: GrowingArray<UInt32>)] = []
     /// By record number: where a collection record sits in its name's `members` (0 for an
     /// atomic record), so removing one is O(1) however large its collection.
-    private var memberSlots: ContiguousArray<UInt32> = []
+    private var memberSlots = GrowingArray<UInt32>()
     private var nameNumbers: [String: UInt32] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
@@ -164,7 +196,7 @@ package struct EntryTable: Sendable {
     /// Four bytes a record and four a leaf, and an insert allocates nothing (an array per leaf
     /// cost a reallocation on most of a fresh key's inserts and ~12 bytes a key).
     private var bucketHeads: [UInt32]
-    private var bucketNext: ContiguousArray<UInt32> = []
+    private var bucketNext = GrowingArray<UInt32>()
     public private(set) var digest: StateDigest
     /// Number of stored keys whose entry is a tombstone.
     public private(set) var tombstoneCount = 0
@@ -210,11 +242,16 @@ package struct EntryTable: Sendable {
     public init(digest: StateDigest = StateDigest()) {
         self.digest = digest
         self.bucketHeads = [UInt32](repeating: 0, count: digest.width(ofLevel: digest.depth))
-        self.index = [UInt64](repeating: 0, count: 16)
+        self.index = GrowingArray(zeroedCount: 16)
     }
 
     /// Stored keys, tombstones included.
     public var count: Int { records.count }
+
+    /// Cells of the index a growth replaced that inserts have yet to move into the new one
+    /// (`draining`): 0 when no growth is under way. Each insert moves at least
+    /// `drainCellsPerInsert` of them.
+    package var indexCellsToMove: Int { drainingCells - drained }
 
     public func entry(for key: StateKey) -> Entry? {
         guard let position = find(key) else { return nil }
@@ -245,7 +282,7 @@ package struct EntryTable: Sendable {
         let timestamp = version.timestamp
         let cell = probeInPlace(key)
         let outcome: MergeOutcome
-        let stored = index[cell]
+        let stored = stored(at: cell)
         if stored != 0 {
             let position = Self.record(inCell: stored)
             // Timestamps decide almost always; only a tie needs the whole versions and values.
@@ -300,6 +337,8 @@ package struct EntryTable: Sendable {
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
+            // An absent key's probe ends at an empty cell of `index`, never of `draining`.
+            assert(cell >= 0, "EntryTable: an insert into the index being drained")
             index[cell] = Self.cellValue(record: Int(number), hash: key.stableHash)
             digest.toggle(contribution: contribution, of: key)
             let bucket = digest.bucket(of: key)
@@ -307,7 +346,8 @@ package struct EntryTable: Sendable {
             bucketHeads[bucket] = number + 1
             noteHighest(timestamp: timestamp, node: node, version: version)
             outcome = .inserted
-            if records.count * 4 > index.count * 3 { rebuildIndex(minimumCells: records.count * 2) }
+            if drainingCells != 0 { drain(cells: Self.drainCellsPerInsert) }
+            if records.count * 4 > index.count * 3 { grow(minimumCells: records.count * 2) }
         }
         if let expiresAt { expirySchedule.add(key, atMilliseconds: expiresAt) }
         assert(invariantsHold(afterMerging: version, for: key), "EntryTable: an invariant broke in a merge of \(key)")
@@ -353,42 +393,70 @@ package struct EntryTable: Sendable {
 
     /// Names to `hint` the memory that merging `count` keys (the stable hash of each, from
     /// `hash`) will read, pass by pass: each key's index cell (all of them first), then (for a
-    /// merge, not with `readingValues`) its digest leaf, then the record a cell names (or, for a
-    /// merge of a key whose home cell is empty, an insert, the head of the digest leaf's record
-    /// list), then the stored value a merge would replace (`forWriting`: its
+    /// merge, not with `readingValues`) its digest leaf, then the record the probe compares
+    /// first, named by the first cell of the key's probe sequence whose hash tag is the key's
+    /// (or, for a merge of a key whose sequence ends before one, an insert, the head of the
+    /// digest leaf's record list), then the stored value a merge would replace (`forWriting`: its
     /// reference count is about to drop; with `readingValues`, for a reader about to retain and
     /// copy it, also the value's next line). The caller turns each address into a processor
     /// prefetch (DecideCore has no way to; `NodeCore.prefetch` in Decide does), so a batch of
     /// merges of keys spread over a large table waits for its cache misses together instead of
-    /// one after another. Reads only the index and the records, changes nothing, and a key that
-    /// is absent or not in its first cell costs a wasted hint, never a wrong merge. Names
+    /// one after another. Reads only the index and the records, changes nothing, and a wrong
+    /// guess (a key sharing another's tag, a sequence that leaves the home line) costs a wasted
+    /// hint or a wait, never a wrong merge. Names
     /// nothing for fewer than two keys or a table below `prefetchMinimumRecords`.
     package func prefetch(count: Int, readingValues: Bool = false, hash: (Int) -> UInt64,
                           hint: (_ address: UnsafeRawPointer, _ forWriting: Bool) -> Void) {
         guard count > 1, records.count >= Self.prefetchMinimumRecords else { return }
         let mask = index.count - 1
         index.withUnsafeBufferPointer { cells in
+          draining.withUnsafeBufferPointer { drainingCells in
             records.withUnsafeBufferPointer { records in
                 guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
+                // The first cell a probe reads: in the index being drained while the key's home
+                // cell there was not moved yet.
+                func home(_ hash: UInt64) -> UnsafePointer<UInt64> {
+                    if let old = drainingHome(of: hash) { return drainingCells.baseAddress! + old }
+                    return cellBase + Self.homeCell(of: hash, mask: mask)
+                }
+                // The first cell of the probe sequence whose tag is the hash's (a record the
+                // probe compares), or 0 where the sequence ends without one: a neighbour's
+                // record, which the probe passes by its tag, is not worth a hint.
+                func candidate(_ hash: UInt64) -> UInt64 {
+                    func walk(_ cells: UnsafeBufferPointer<UInt64>, from home: Int) -> UInt64 {
+                        let mask = cells.count - 1
+                        var cell = home
+                        while true {
+                            let stored = cells[cell]
+                            if stored == 0 || Self.cell(stored, mayHold: hash) { return stored }
+                            cell = (cell + 1) & mask
+                        }
+                    }
+                    if let old = drainingHome(of: hash) {
+                        let found = walk(drainingCells, from: old)
+                        if found != 0 { return found }
+                    }
+                    return walk(cells, from: Self.homeCell(of: hash, mask: mask))
+                }
                 for item in 0..<count {
-                    hint(UnsafeRawPointer(cellBase + Self.homeCell(of: hash(item), mask: mask)), false)
+                    hint(UnsafeRawPointer(home(hash(item))), false)
                 }
                 // A merge also toggles the key's digest leaf (a line a reader never touches).
                 if !readingValues {
                     for item in 0..<count { digest.hintLeaf(ofHash: hash(item)) { hint($0, true) } }
                 }
                 for item in 0..<count {
-                    let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
+                    let stored = candidate(hash(item))
                     if stored != 0 {
                         hint(UnsafeRawPointer(recordBase + Self.record(inCell: stored)), false)
                     } else if !readingValues {
-                        // An empty home cell: the key is absent, and its merge an insert, which
-                        // links the new record into its digest leaf's list.
+                        // No record to compare: the key is absent, and its merge an insert,
+                        // which links the new record into its digest leaf's list.
                         hintBucketHead(ofHash: hash(item)) { hint($0, true) }
                     }
                 }
                 for item in 0..<count {
-                    let stored = cellBase[Self.homeCell(of: hash(item), mask: mask)]
+                    let stored = candidate(hash(item))
                     guard stored != 0 else { continue }
                     // The value's storage object, if it has one (a tombstone and a value held in
                     // place have none), read as the bare pointer it is: no retain, which would
@@ -400,6 +468,7 @@ package struct EntryTable: Sendable {
                     if readingValues { hint(address + 64, false) }
                 }
             }
+          }
         }
     }
 
@@ -410,9 +479,13 @@ package struct EntryTable: Sendable {
     /// `2 × prefetchMinimumRecords` cells.
     package func hintHomeCell(of hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
         guard index.count >= 2 * Self.prefetchMinimumRecords else { return }
-        index.withUnsafeBufferPointer { cells in
-            guard let base = cells.baseAddress else { return }
-            hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
+        if let old = drainingHome(of: hash), draining[old] != 0 {
+            draining.withUnsafeBufferPointer { cells in hint(UnsafeRawPointer(cells.baseAddress! + old)) }
+        } else {
+            index.withUnsafeBufferPointer { cells in
+                guard let base = cells.baseAddress else { return }
+                hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
+            }
         }
         // The digest leaf the merge will toggle, too, and the head of that leaf's list of
         // records, which an insert links its record into.
@@ -446,8 +519,8 @@ package struct EntryTable: Sendable {
     @discardableResult
     package mutating func collect(_ key: StateKey, version: Version, isRemovedOwner: (String) -> Bool = { _ in false }) -> Bool {
         let cell = probe(key)
-        guard index[cell] != 0 else { return false }
-        let position = Self.record(inCell: index[cell])
+        guard stored(at: cell) != 0 else { return false }
+        let position = Self.record(inCell: stored(at: cell))
         guard self.version(of: records[position]) == version,
               isCollectable(position, ownerRemoved: { isRemovedOwner(nodeIDs[Int($0)].id) }) else { return false }
         remove(at: position, cell: cell)
@@ -538,10 +611,20 @@ package struct EntryTable: Sendable {
     }
 
     /// The index cell that holds record `position` (it is in the index).
+    /// A cell of `draining` is `~cell` (`stored(at:)`).
     private func cell(ofRecord position: Int) -> Int {
+        let hash = records[position].keyHash
+        let target = Self.cellValue(record: position, hash: hash)
+        if let home = drainingHome(of: hash) {
+            let mask = drainingCells - 1
+            var cell = home
+            while draining[cell] != 0 {
+                if draining[cell] == target { return ~cell }
+                cell = (cell + 1) & mask
+            }
+        }
         let mask = index.count - 1
-        let target = Self.cellValue(record: position, hash: records[position].keyHash)
-        var cell = Self.homeCell(of: records[position].keyHash, mask: mask)
+        var cell = Self.homeCell(of: hash, mask: mask)
         while index[cell] != target { cell = (cell + 1) & mask }
         return cell
     }
@@ -725,15 +808,18 @@ package struct EntryTable: Sendable {
     /// for `hash` is walked to its first empty cell.
     package func keys(withStableHash hash: UInt64) -> [StateKey] {
         var found: [StateKey] = []
-        guard !index.isEmpty else { return found }
-        let mask = index.count - 1
-        var cell = Self.homeCell(of: hash, mask: mask)
-        while index[cell] != 0 {
-            // The hash read in place: only a matching record is copied (a copy retains its bytes).
-            let position = Self.record(inCell: index[cell])
-            if Self.cell(index[cell], mayHold: hash), records[position].keyHash == hash { found.append(key(of: records[position])) }
-            cell = (cell + 1) & mask
+        func walk(_ cells: GrowingArray<UInt64>, from home: Int) {
+            let mask = cells.count - 1
+            var cell = home
+            while cells[cell] != 0 {
+                // The hash read in place: only a matching record is copied (a copy retains its bytes).
+                let position = Self.record(inCell: cells[cell])
+                if Self.cell(cells[cell], mayHold: hash), records[position].keyHash == hash { found.append(key(of: records[position])) }
+                cell = (cell + 1) & mask
+            }
         }
+        if let home = drainingHome(of: hash) { walk(draining, from: home) }
+        walk(index, from: Self.homeCell(of: hash, mask: index.count - 1))
         return found
     }
 
@@ -755,11 +841,11 @@ package struct EntryTable: Sendable {
             number = known
         } else if let free = freeNames.popLast() {
             number = free
-            names[Int(free)] = (name, [])
+            names[Int(free)] = (name, GrowingArray())
             nameNumbers[name] = free
         } else {
             number = UInt32(names.count)
-            names.append((name, []))
+            names.append((name, GrowingArray()))
             nameNumbers[name] = number
         }
         latestName = number
@@ -833,7 +919,7 @@ package struct EntryTable: Sendable {
 
     /// The record of `key`, if stored.
     private func find(_ key: StateKey) -> Int? {
-        let stored = index[probe(key)]
+        let stored = stored(at: probe(key))
         return stored == 0 ? nil : Self.record(inCell: stored)
     }
 
@@ -853,22 +939,39 @@ package struct EntryTable: Sendable {
     /// where such a record would go. `matches` reads the record where it lies: handed a copy,
     /// each hit copied the whole record and destroyed it after, through its outlined value
     /// witnesses (docs/benchmarks.md, "Records compared where they lie").
+    /// A cell of `draining` is `~cell` (`stored(at:)`); an empty cell is always `index`'s.
     @inline(__always)
     private func probe(hash: UInt64, matches: (UnsafePointer<Record>) -> Bool) -> Int {
-        let mask = index.count - 1
-        return index.withUnsafeBufferPointer { cells in
-            records.withUnsafeBufferPointer { records in
-                var cell = Self.homeCell(of: hash, mask: mask)
-                while true {
-                    let stored = cells[cell]
-                    if stored == 0 { return cell }
-                    if Self.cell(stored, mayHold: hash) {
-                        let record = Self.record(inCell: stored)
-                        if records[record].keyHash == hash, matches(records.baseAddress! + record) { return cell }
-                    }
-                    cell = (cell + 1) & mask
+        records.withUnsafeBufferPointer { records in
+            // Static searches over the buffers: a method of the table handed `matches` (which
+            // captures the table) made the mutating merge copy the whole table to lend it.
+            if drainingCells != 0, let home = drainingHome(of: hash) {
+                let found = draining.withUnsafeBufferPointer { cells in
+                    Self.search(cells, records, from: home, hash: hash, matches: matches)
                 }
+                if found.matched { return ~found.cell }
             }
+            return index.withUnsafeBufferPointer { cells in
+                Self.search(cells, records, from: Self.homeCell(of: hash, mask: cells.count - 1), hash: hash, matches: matches).cell
+            }
+        }
+    }
+
+    /// The cell of `cells` from `home` on whose record has stable hash `hash` and satisfies
+    /// `matches` (`matched`), or else the empty cell that ends the probe sequence.
+    @inline(__always)
+    private static func search(_ cells: UnsafeBufferPointer<UInt64>, _ records: UnsafeBufferPointer<Record>, from home: Int,
+                               hash: UInt64, matches: (UnsafePointer<Record>) -> Bool) -> (cell: Int, matched: Bool) {
+        let mask = cells.count - 1
+        var cell = home
+        while true {
+            let stored = cells[cell]
+            if stored == 0 { return (cell, false) }
+            if Self.cell(stored, mayHold: hash) {
+                let record = Self.record(inCell: stored)
+                if records[record].keyHash == hash, matches(records.baseAddress! + record) { return (cell, true) }
+            }
+            cell = (cell + 1) & mask
         }
     }
 
@@ -884,9 +987,9 @@ package struct EntryTable: Sendable {
     /// stored value expires: most keys never do, and a reader that would read a clock for every
     /// GET (syncnode's Redis-protocol endpoint) reads it for those that do.
     package func value(ofAtomicNamed name: UnsafeRawBufferPointer, clock now: () -> UInt64) -> PackedBytes?? {
-        let stored = index[probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
+        let stored = stored(at: probe(hash: Self.stableHash(ofAtomicNamed: name)) { record in
             record.pointee.name == Self.inlineName && record.pointee.keyBytes.equals(name)
-        }]
+        })
         guard stored != 0 else { return .none }
         let record = Self.record(inCell: stored)
         return .some(isReadable(at: record, clock: now) ? records[record].value : nil)
@@ -902,30 +1005,116 @@ package struct EntryTable: Sendable {
     }
 
     /// The first cell a key of stable hash `hash` is probed at, in an index of `mask + 1` cells.
+    /// Of the hash's high half only, which its cell holds (`cellValue`): a cell's home is known
+    /// from the cell itself, so moving cells (`drain`) and closing a gap (`closeGap`) read no
+    /// record, a cache miss each at a large size.
     @inline(__always)
     private static func homeCell(of hash: UInt64, mask: Int) -> Int {
-        Int(truncatingIfNeeded: spread(hash)) & mask
+        Int(truncatingIfNeeded: spread(hash >> 32)) & mask
     }
 
-    /// Mixes the stable hash's bits into its low ones, which pick the cell (the digest uses the
-    /// high ones for buckets, so keys of one leaf would otherwise crowd together).
-    private static func spread(_ hash: UInt64) -> UInt64 {
-        var mixed = hash ^ (hash >> 31)
-        mixed &*= 0x7FB5_D329_728E_A185
+    /// Mixes the bits of `high` (a stable hash's high half) into its low ones, which pick the
+    /// cell (the digest uses the hash's top bits for buckets, so keys of one leaf would
+    /// otherwise crowd together).
+    private static func spread(_ high: UInt64) -> UInt64 {
+        let mixed = high &* 0x7FB5_D329_728E_A185
         return mixed ^ (mixed >> 27)
     }
 
-    private mutating func rebuildIndex(minimumCells: Int) {
+    /// The content of cell `cell`: of `index`, or of `draining` for `~cell`.
+    @inline(__always)
+    private func stored(at cell: Int) -> UInt64 {
+        cell >= 0 ? index[cell] : draining[~cell]
+    }
+
+    /// The home cell in `draining` of a key of stable hash `hash`, when its key may still be
+    /// there: nil when nothing drains or that cell was moved (and the key with it).
+    @inline(__always)
+    private func drainingHome(of hash: UInt64) -> Int? {
+        guard drainingCells != 0 else { return nil }
+        let mask = drainingCells - 1
+        let home = Self.homeCell(of: hash, mask: mask)
+        return (home &- drainStart) & mask >= drained ? home : nil
+    }
+
+    /// Hands back to the system the whole pages of `draining`'s cells drained since the last
+    /// call (all zero, and never read again: a probe reads only cells not moved yet). Freeing
+    /// a 16 MiB index whose pages were all in use held the lock 1.6 ms in the insert that
+    /// finished draining it; handed back bit by bit, little is left to free then.
+    private mutating func releaseDrainedPages() {
+        let perPage = GrowingArray<UInt64>.elementsPerPage
+        // On the line of cells unrolled past the end (a drained run may wrap round to cell 0):
+        // the size is a whole number of pages, so page boundaries agree on both turns.
+        let from = drainStart + drainReleased
+        let end = (drainStart + drained) / perPage * perPage
+        guard end > from else { return }
+        let cells = drainingCells
+        if end <= cells {
+            draining.releaseZeroedPages(in: from..<end)
+        } else if from >= cells {
+            draining.releaseZeroedPages(in: (from - cells)..<(end - cells))
+        } else {
+            draining.releaseZeroedPages(in: from..<cells)
+            draining.releaseZeroedPages(in: 0..<(end - cells))
+        }
+        drainReleased = end - drainStart
+    }
+
+    /// Replaces the index with an empty one of at least `minimumCells` cells (a power of two)
+    /// and starts moving the old one's cells into it (`drain`). The memory comes zeroed from
+    /// the system (`GrowingArray(zeroedCount:)`): no pass over it here.
+    private mutating func grow(minimumCells: Int) {
+        // The budget empties one growth's index long before the next growth: finishing it here
+        // is for safety, not a path a table takes.
+        if drainingCells != 0 { drain(cells: .max) }
         var cells = 16
         while cells < minimumCells { cells <<= 1 }
-        index = [UInt64](repeating: 0, count: cells)
-        let mask = cells - 1
-        index.withUnsafeMutableBufferPointer { index in
-            for (number, record) in records.enumerated() {
-                var cell = Self.homeCell(of: record.keyHash, mask: mask)
-                while index[cell] != 0 { cell = (cell + 1) & mask }
-                index[cell] = Self.cellValue(record: number, hash: record.keyHash)
+        draining = GrowingArray(zeroedCount: cells)
+        swap(&draining, &index)
+        drainingCells = draining.count
+        drained = 0
+        drainReleased = 0
+        // At most three quarters full: an empty cell is near.
+        drainStart = draining.withUnsafeBufferPointer { cells in cells.firstIndex(of: 0)! }
+    }
+
+    /// Moves at least `budget` cells of `draining` (on from `drainStart` + `drained`) into
+    /// `index`, and on to the next empty cell: it stops only before an empty cell, so a key whose
+    /// home cell was passed is in `index`. Frees `draining` once every cell is moved.
+    private mutating func drain(cells budget: Int) {
+        let (cells, start, mask, indexMask) = (drainingCells, drainStart, drainingCells - 1, index.count - 1)
+        var drained = self.drained
+        var moved = 0
+        do {
+            draining.withUnsafeMutableBufferPointer { old in
+                index.withUnsafeMutableBufferPointer { new in
+                    while drained < cells {
+                        let from = (start + drained) & mask
+                        let stored = old[from]
+                        if stored == 0 {
+                            if moved >= budget { break }
+                        } else {
+                            // The home is the cell's own (its hash's high half): no record is read.
+                            var cell = Self.homeCell(of: stored, mask: indexMask)
+                            while new[cell] != 0 { cell = (cell + 1) & indexMask }
+                            new[cell] = stored
+                            old[from] = 0
+                        }
+                        moved += 1
+                        drained += 1
+                    }
+                }
             }
+        }
+        self.drained = drained
+        if drained == drainingCells {
+            draining = GrowingArray()
+            drainingCells = 0
+            self.drained = 0
+            drainStart = 0
+            drainReleased = 0
+        } else if drained - drainReleased >= Self.releaseCells, draining.isMapped {
+            releaseDrainedPages()
         }
     }
 
@@ -941,22 +1130,13 @@ package struct EntryTable: Sendable {
         if record.name != Self.inlineName { releaseName(record.name, of: position) }
         unlink(position, fromBucket: bucket)
 
-        // Close the gap in the index.
-        let mask = index.count - 1
-        var hole = cell
-        var next = (hole + 1) & mask
-        while index[next] != 0 {
-            let home = Self.homeCell(of: records[Self.record(inCell: index[next])].keyHash, mask: mask)
-            // Move it back when its home is not cyclically within (hole, next].
-            let distanceToNext = (next - home) & mask
-            let distanceToHole = (hole - home) & mask
-            if distanceToHole < distanceToNext {
-                index[hole] = index[next]
-                hole = next
-            }
-            next = (next + 1) & mask
+        // Close the gap in the index the cell is in (`draining`'s for `~cell`): the sequence
+        // after it stays in that index, as a key's whole probe sequence is in one.
+        if cell >= 0 {
+            Self.closeGap(at: cell, in: &index)
+        } else {
+            Self.closeGap(at: ~cell, in: &draining)
         }
-        index[hole] = 0
 
         // Move the last record into the freed position.
         let last = records.count - 1
@@ -964,7 +1144,8 @@ package struct EntryTable: Sendable {
             let moved = records[last]
             let movedKey = key(of: moved)
             let movedCell = probe(movedKey)
-            index[movedCell] = Self.cellValue(record: position, hash: moved.keyHash)
+            let renamed = Self.cellValue(record: position, hash: moved.keyHash)
+            if movedCell >= 0 { index[movedCell] = renamed } else { draining[~movedCell] = renamed }
             renumber(last, to: position, inBucket: digest.bucket(of: movedKey))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
@@ -977,5 +1158,24 @@ package struct EntryTable: Sendable {
         records.removeLast()
         memberSlots.removeLast()
         bucketNext.removeLast()
+    }
+
+    /// Empties cell `hole` of `cells` and closes up the probe sequence after it (backward shift).
+    private static func closeGap(at hole: Int, in cells: inout GrowingArray<UInt64>) {
+        let mask = cells.count - 1
+        var hole = hole
+        var next = (hole + 1) & mask
+        while cells[next] != 0 {
+            let home = Self.homeCell(of: cells[next], mask: mask)
+            // Move it back when its home is not cyclically within (hole, next].
+            let distanceToNext = (next - home) & mask
+            let distanceToHole = (hole - home) & mask
+            if distanceToHole < distanceToNext {
+                cells[hole] = cells[next]
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        cells[hole] = 0
     }
 }

@@ -1,5 +1,6 @@
 /// Whether two buffers of the same length hold the same bytes, compared eight at a time (the
 /// byte-by-byte `elementsEqual` costs several times more on keys and node ids).
+@inline(__always)
 func sameBytes(_ left: UnsafeRawBufferPointer, _ right: UnsafeRawBufferPointer) -> Bool {
     precondition(left.count == right.count, "sameBytes: buffers of different lengths")
     var offset = 0
