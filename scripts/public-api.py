@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = ["DecideCore", "Decide", "DecideUV", "DecideSimulation", "DecideTesting"]
 GOLDEN = os.path.join(ROOT, "docs", "api", "public-api.txt")
 # The C modules the Swift modules import, found by their module maps.
-C_MODULE_DIRS = ["Sources/CSQLite", "Sources/CDecideHints/include", "Sources/CDecideLock/include", "Sources/CDecideClock/include", "Sources/CLibUV", "Sources/CJemalloc"]
+C_MODULE_DIRS = ["Sources/CSQLite", "Sources/CDecideHints/include", "Sources/CDecideLock/include", "Sources/CDecideClock/include", "Sources/CDecideMemory/include", "Sources/CLibUV", "Sources/CJemalloc"]
 
 
 def extractor():
