@@ -29,11 +29,15 @@ swift_sources = $(shell find $(1) -name '*.docc' -prune -o -name '*.swift' -prin
 # The replication layer's decoders (DecideCore: ReplicationCodec, WireCodec) get their own target.
 FUZZ_REPLICATION_BIN := $(FUZZ_BUILD)/fuzz-replication
 FUZZ_REPLICATION_SOURCES := Fuzz/FuzzReplication.swift $(call swift_sources,Sources/DecideCore)
+# DecideCore's growing arrays map memory through CDecideMemory: its header by its module map,
+# its C source compiled and linked in (the rule is with the engine's C objects, below).
+FUZZ_CORE_HEADERS := Sources/CDecideMemory/include/CDecideMemory.h Sources/CDecideMemory/include/module.modulemap
+FUZZ_CORE_C_OBJECT := $(FUZZ_BUILD)/engine-memory.o
 
-$(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES)
+$(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES) $(FUZZ_CORE_HEADERS) $(FUZZ_CORE_C_OBJECT)
 	mkdir -p $(FUZZ_BUILD)
 	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
-		$(FUZZ_REPLICATION_SOURCES) -o $(FUZZ_REPLICATION_BIN)
+		-I Sources/CDecideMemory/include $(FUZZ_REPLICATION_SOURCES) $(FUZZ_CORE_C_OBJECT) -o $(FUZZ_REPLICATION_BIN)
 
 # The Redis protocol codec (DecideRESP: request and reply parsers, writer, globs) is pure Swift.
 FUZZ_RESP_BIN := $(FUZZ_BUILD)/fuzz-resp
@@ -53,11 +57,11 @@ FUZZ_ENGINE_BIN := $(FUZZ_BUILD)/fuzz-engine
 FUZZ_ENGINE_MODULES := $(FUZZ_BUILD)/engine-modules
 FUZZ_ENGINE_SOURCES := Fuzz/FuzzEngine.swift $(call swift_sources,Sources/DecideCore) $(call swift_sources,Sources/Decide)
 # Decide's prefetch hints: a header-only C module, found by its module map. The node's lock
-# (CDecideLock) and the millisecond clock (CDecideClock): their headers by their module maps,
-# their C sources compiled here and linked in.
-FUZZ_ENGINE_C_MODULES := CDecideHints CDecideLock CDecideClock
+# (CDecideLock), the millisecond clock (CDecideClock) and DecideCore's memory mappings
+# (CDecideMemory): their headers by their module maps, their C sources compiled here and linked in.
+FUZZ_ENGINE_C_MODULES := CDecideHints CDecideLock CDecideClock CDecideMemory
 FUZZ_ENGINE_HEADERS := $(foreach module,$(FUZZ_ENGINE_C_MODULES),Sources/$(module)/include/$(module).h Sources/$(module)/include/module.modulemap)
-FUZZ_ENGINE_C_OBJECTS := $(FUZZ_BUILD)/engine-lock.o $(FUZZ_BUILD)/engine-clock.o
+FUZZ_ENGINE_C_OBJECTS := $(FUZZ_BUILD)/engine-lock.o $(FUZZ_BUILD)/engine-clock.o $(FUZZ_CORE_C_OBJECT)
 DEBUG_LOGGING_MODULE := .build/debug/Modules/Logging.swiftmodule
 # Decide also imports swift-metrics' CoreMetrics (ReplicationMetrics, the store's sync timer).
 DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
@@ -73,6 +77,7 @@ $(FUZZ_BUILD)/engine-$(1).o: Sources/$(2)/$(1).c $(FUZZ_ENGINE_HEADERS) | deps
 endef
 $(eval $(call fuzz_engine_c_object,lock,CDecideLock))
 $(eval $(call fuzz_engine_c_object,clock,CDecideClock))
+$(eval $(call fuzz_engine_c_object,memory,CDecideMemory))
 
 $(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(FUZZ_ENGINE_C_OBJECTS) $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) | deps
 	mkdir -p $(FUZZ_ENGINE_MODULES)
