@@ -413,11 +413,9 @@ package struct EntryTable: Sendable {
           draining.withUnsafeBufferPointer { drainingCells in
             records.withUnsafeBufferPointer { records in
                 guard let cellBase = cells.baseAddress, let recordBase = records.baseAddress else { return }
-                // The first cell a probe reads: in the index being drained while the key's home
-                // cell there was not moved yet.
                 func home(_ hash: UInt64) -> UnsafePointer<UInt64> {
-                    if let old = drainingHome(of: hash) { return drainingCells.baseAddress! + old }
-                    return cellBase + Self.homeCell(of: hash, mask: mask)
+                    let cell = firstCell(ofHash: hash)
+                    return cell >= 0 ? cellBase + cell : drainingCells.baseAddress! + ~cell
                 }
                 // The first cell of the probe sequence whose tag is the hash's (a record the
                 // probe compares), or 0 where the sequence ends without one: a neighbour's
@@ -479,13 +477,11 @@ package struct EntryTable: Sendable {
     /// `2 × prefetchMinimumRecords` cells.
     package func hintHomeCell(of hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
         guard index.count >= 2 * Self.prefetchMinimumRecords else { return }
-        if let old = drainingHome(of: hash), draining[old] != 0 {
-            draining.withUnsafeBufferPointer { cells in hint(UnsafeRawPointer(cells.baseAddress! + old)) }
+        let cell = firstCell(ofHash: hash)
+        if cell >= 0 {
+            index.withUnsafeBufferPointer { cells in hint(UnsafeRawPointer(cells.baseAddress! + cell)) }
         } else {
-            index.withUnsafeBufferPointer { cells in
-                guard let base = cells.baseAddress else { return }
-                hint(UnsafeRawPointer(base + Self.homeCell(of: hash, mask: cells.count - 1)))
-            }
+            draining.withUnsafeBufferPointer { cells in hint(UnsafeRawPointer(cells.baseAddress! + ~cell)) }
         }
         // The digest leaf the merge will toggle, too, and the head of that leaf's list of
         // records, which an insert links its record into.
@@ -610,22 +606,12 @@ package struct EntryTable: Sendable {
         }
     }
 
-    /// The index cell that holds record `position` (it is in the index).
-    /// A cell of `draining` is `~cell` (`stored(at:)`).
+    /// The index cell that holds record `position` (it is in the index): the probe of its hash
+    /// that stops at that record. A cell of `draining` is `~cell` (`stored(at:)`).
     private func cell(ofRecord position: Int) -> Int {
-        let hash = records[position].keyHash
-        let target = Self.cellValue(record: position, hash: hash)
-        if let home = drainingHome(of: hash) {
-            let mask = drainingCells - 1
-            var cell = home
-            while draining[cell] != 0 {
-                if draining[cell] == target { return ~cell }
-                cell = (cell + 1) & mask
-            }
-        }
-        let mask = index.count - 1
-        var cell = Self.homeCell(of: hash, mask: mask)
-        while index[cell] != target { cell = (cell + 1) & mask }
+        let target = records.withUnsafeBufferPointer { UnsafePointer($0.baseAddress! + position) }
+        let cell = probe(hash: records[position].keyHash) { $0 == target }
+        assert(stored(at: cell) == Self.cellValue(record: position, hash: records[position].keyHash), "EntryTable: record \(position) is not in the index")
         return cell
     }
 
@@ -945,7 +931,7 @@ package struct EntryTable: Sendable {
         records.withUnsafeBufferPointer { records in
             // Static searches over the buffers: a method of the table handed `matches` (which
             // captures the table) made the mutating merge copy the whole table to lend it.
-            if drainingCells != 0, let home = drainingHome(of: hash) {
+            if let home = drainingHome(of: hash) {
                 let found = draining.withUnsafeBufferPointer { cells in
                     Self.search(cells, records, from: home, hash: hash, matches: matches)
                 }
@@ -1027,6 +1013,19 @@ package struct EntryTable: Sendable {
         cell >= 0 ? index[cell] : draining[~cell]
     }
 
+    /// Writes `value` into cell `cell` (`stored(at:)`'s naming).
+    private mutating func store(_ value: UInt64, at cell: Int) {
+        if cell >= 0 { index[cell] = value } else { draining[~cell] = value }
+    }
+
+    /// The first cell a probe of stable hash `hash` reads (`stored(at:)`'s naming): its home
+    /// cell in `draining` while that was not moved yet, else its home cell in `index`.
+    @inline(__always)
+    private func firstCell(ofHash hash: UInt64) -> Int {
+        if let old = drainingHome(of: hash) { return ~old }
+        return Self.homeCell(of: hash, mask: index.count - 1)
+    }
+
     /// The home cell in `draining` of a key of stable hash `hash`, when its key may still be
     /// there: nil when nothing drains or that cell was moved (and the key with it).
     @inline(__always)
@@ -1069,8 +1068,8 @@ package struct EntryTable: Sendable {
         if drainingCells != 0 { drain(cells: .max) }
         var cells = 16
         while cells < minimumCells { cells <<= 1 }
-        draining = GrowingArray(zeroedCount: cells)
-        swap(&draining, &index)
+        draining = index
+        index = GrowingArray(zeroedCount: cells)
         drainingCells = draining.count
         drained = 0
         drainReleased = 0
@@ -1085,24 +1084,22 @@ package struct EntryTable: Sendable {
         let (cells, start, mask, indexMask) = (drainingCells, drainStart, drainingCells - 1, index.count - 1)
         var drained = self.drained
         var moved = 0
-        do {
-            draining.withUnsafeMutableBufferPointer { old in
-                index.withUnsafeMutableBufferPointer { new in
-                    while drained < cells {
-                        let from = (start + drained) & mask
-                        let stored = old[from]
-                        if stored == 0 {
-                            if moved >= budget { break }
-                        } else {
-                            // The home is the cell's own (its hash's high half): no record is read.
-                            var cell = Self.homeCell(of: stored, mask: indexMask)
-                            while new[cell] != 0 { cell = (cell + 1) & indexMask }
-                            new[cell] = stored
-                            old[from] = 0
-                        }
-                        moved += 1
-                        drained += 1
+        draining.withUnsafeMutableBufferPointer { old in
+            index.withUnsafeMutableBufferPointer { new in
+                while drained < cells {
+                    let from = (start + drained) & mask
+                    let stored = old[from]
+                    if stored == 0 {
+                        if moved >= budget { break }
+                    } else {
+                        // The home is the cell's own (its hash's high half): no record is read.
+                        var cell = Self.homeCell(of: stored, mask: indexMask)
+                        while new[cell] != 0 { cell = (cell + 1) & indexMask }
+                        new[cell] = stored
+                        old[from] = 0
                     }
+                    moved += 1
+                    drained += 1
                 }
             }
         }
@@ -1144,8 +1141,7 @@ package struct EntryTable: Sendable {
             let moved = records[last]
             let movedKey = key(of: moved)
             let movedCell = probe(movedKey)
-            let renamed = Self.cellValue(record: position, hash: moved.keyHash)
-            if movedCell >= 0 { index[movedCell] = renamed } else { draining[~movedCell] = renamed }
+            store(Self.cellValue(record: position, hash: moved.keyHash), at: movedCell)
             renumber(last, to: position, inBucket: digest.bucket(of: movedKey))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)

@@ -40,11 +40,19 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
 
         init() {}
 
-        /// `minimumBytes` rounded up to whole pages, or nil past the address space.
-        static func pageRounded(_ minimumBytes: Int) -> Int? {
+        /// `bytes` rounded up to whole pages.
+        static func pageRounded(_ bytes: Int) -> Int {
             let page = Int(decide_memory_page_bytes())
-            let (padded, overflow) = minimumBytes.addingReportingOverflow(page - 1)
-            return overflow ? nil : padded / page * page
+            let (padded, overflow) = bytes.addingReportingOverflow(page - 1)
+            guard !overflow else { fatalError("GrowingArray: \(bytes) bytes do not fit the address space") }
+            return padded / page * page
+        }
+
+        /// A fresh mapping of zeroed memory for at least `bytes`, and its size (whole pages).
+        static func mapZeroed(_ bytes: Int) -> (memory: UnsafeMutableRawPointer, bytes: Int) {
+            let pages = pageRounded(bytes)
+            guard let mapped = decide_memory_map(pages) else { fatalError("GrowingArray: out of memory mapping \(pages) bytes") }
+            return (mapped, pages)
         }
 
         /// A copy holding the same elements, with room for exactly them.
@@ -66,25 +74,22 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
             precondition(!overflow && newCapacity >= minimum, "GrowingArray: \(minimum) elements do not fit the address space")
             precondition(MemoryLayout<Element>.alignment <= 16, "GrowingArray: malloc aligns to 16 bytes")
             if bytes >= GrowingArray.mappedMinimumBytes, decide_memory_maps() != 0 {
-                guard let pages = Self.pageRounded(bytes) else { fatalError("GrowingArray: \(bytes) bytes do not fit the address space") }
                 let raw: UnsafeMutableRawPointer
                 if mappedBytes > 0 {
+                    let pages = Self.pageRounded(bytes)
                     guard let moved = decide_memory_remap(base, mappedBytes, pages) else {
                         fatalError("GrowingArray: out of memory growing a mapping to \(pages) bytes")
                     }
-                    raw = moved
+                    (raw, mappedBytes) = (moved, pages)
                 } else {
                     // Leaving `malloc`'s memory: one last copy, of less than `mappedMinimumBytes`.
-                    guard let mapped = decide_memory_map(pages) else {
-                        fatalError("GrowingArray: out of memory mapping \(pages) bytes")
-                    }
+                    let mapped = Self.mapZeroed(bytes)
                     if let base {
-                        mapped.bindMemory(to: Element.self, capacity: newCapacity).moveInitialize(from: base, count: count)
+                        mapped.memory.bindMemory(to: Element.self, capacity: newCapacity).moveInitialize(from: base, count: count)
                         free(base)
                     }
-                    raw = mapped
+                    (raw, mappedBytes) = mapped
                 }
-                mappedBytes = pages
                 base = raw.bindMemory(to: Element.self, capacity: newCapacity)
                 capacity = newCapacity
                 return
@@ -127,11 +132,7 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
         precondition(!overflow, "GrowingArray: \(count) elements do not fit the address space")
         let raw: UnsafeMutableRawPointer
         if bytes >= Self.mappedMinimumBytes, decide_memory_maps() != 0 {
-            guard let pages = Storage.pageRounded(bytes), let mapped = decide_memory_map(pages) else {
-                fatalError("GrowingArray: out of memory mapping \(count) zeroed elements")
-            }
-            raw = mapped
-            storage.mappedBytes = pages
+            (raw, storage.mappedBytes) = Storage.mapZeroed(bytes)
         } else {
             guard let allocated = calloc(count, MemoryLayout<Element>.stride) else {
                 fatalError("GrowingArray: out of memory making \(count) zeroed elements")
@@ -151,22 +152,20 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
 
     /// Hands the memory of the whole pages within elements `range`, which must all be zero,
     /// back to the system (they still read as zero); does nothing for an array not mapped or a
-    /// range without a whole page. Returns the bytes released. A large array emptied bit by
-    /// bit (the entry table's old index, as it drains) is then cheap to free at once: unmapping
-    /// its populated pages cost 1.6 ms at 16 MiB, under the node's lock.
-    @discardableResult
-    package mutating func releaseZeroedPages(in range: Range<Int>) -> Int where Element: FixedWidthInteger {
+    /// range without a whole page. A large array emptied bit by bit (the entry table's old
+    /// index, as it drains) is then cheap to free at once: unmapping its populated pages cost
+    /// 1.6 ms at 16 MiB, under the node's lock. Zeros read as zeros after it, so a buffer shared
+    /// with a copy is released in place, not copied first.
+    package func releaseZeroedPages(in range: Range<Int>) where Element: FixedWidthInteger {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "GrowingArray: range \(range) out of 0..<\(count)")
-        makeUnique()
-        guard storage.mappedBytes > 0, let base = storage.base else { return 0 }
+        guard storage.mappedBytes > 0, let base = storage.base else { return }
         let page = Int(decide_memory_page_bytes())
         let start = UnsafeMutableRawPointer(base + range.lowerBound)
         let end = UnsafeMutableRawPointer(base + range.upperBound)
         let firstPage = (Int(bitPattern: start) + page - 1) / page * page
         let lastPage = Int(bitPattern: end) / page * page
-        guard lastPage > firstPage else { return 0 }
+        guard lastPage > firstPage else { return }
         decide_memory_release(UnsafeMutableRawPointer(bitPattern: firstPage), lastPage - firstPage)
-        return lastPage - firstPage
     }
 
     package var startIndex: Int { 0 }
