@@ -134,6 +134,38 @@ import Testing
         }
     }
 
+    /// An index of a mebibyte or more is a mapping, and hands the pages of its drained cells back
+    /// to the system as it drains (`releaseDrainedPages`, every 16,384 cells): the cells not
+    /// moved yet keep their keys. Grown past 131,072 cells, with every key found mid-drain.
+    @Test func aMappedIndexHandsBackItsDrainedPagesAndKeepsTheRest() {
+        let version = Version(timestamp: HLCTimestamp(rawValue: 1), node: "a")
+        var table = EntryTable()
+        var keys: [StateKey] = []
+        func insert() {
+            let key = StateKey(name: "k", element: Array("\(keys.count)".utf8))
+            table.merge(Entry(version: version, value: [UInt8(truncatingIfNeeded: keys.count)]), for: key)
+            keys.append(key)
+        }
+        // 131,072 cells (1 MiB) fill to three quarters at 98,304 keys; the next growth drains them.
+        while !(keys.count > 98_304 && table.indexCellsToMove > 0) { insert() }
+        let toMove = table.indexCellsToMove
+        #expect(toMove >= 131_072 - EntryTable.drainCellsPerInsert * 2)
+        var checks = 0
+        while table.indexCellsToMove > 0 {
+            insert()
+            if keys.count % 256 == 0 {
+                checks += 1
+                for key in stride(from: keys.count % 7, to: keys.count, by: 7).map({ keys[$0] }) {
+                    #expect(table.entry(for: key) != nil, "\(key) lost with \(table.indexCellsToMove) cells to move")
+                }
+            }
+        }
+        #expect(checks >= 10)
+        for (number, key) in keys.enumerated() {
+            #expect(table.entry(for: key)?.value == [UInt8(truncatingIfNeeded: number)], "\(key)")
+        }
+    }
+
     /// `Entry.takeValue`, which merges use to move a consumed entry's value into the table: it
     /// hands over the value, in place or on the heap, and leaves the entry a tombstone of the
     /// same version, expiry and ownership fields.

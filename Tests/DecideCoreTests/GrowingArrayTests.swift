@@ -72,6 +72,29 @@ import Testing
         #expect(GrowingArray<UInt64>(zeroedCount: 0).isEmpty)
     }
 
+    /// Handing back the pages of a zeroed range keeps every element's value, in the array and in
+    /// a copy sharing its buffer, and the released pages can be written again.
+    @Test func releasedPagesStillReadAsZerosAndTheRestIsKept() {
+        let count = GrowingArray<UInt64>.mappedMinimumBytes / 8 * 2
+        var cells = GrowingArray<UInt64>(zeroedCount: count)
+        #expect(cells.isMapped)
+        for index in stride(from: 0, to: count, by: 97) { cells[index] = UInt64(index) + 1 }
+        let copy = cells
+        // Zero a middle range (as a drain does), then hand it back, page boundaries unaligned.
+        let range = 1_000..<(count - 1_000)
+        for index in range where cells[index] != 0 { cells[index] = 0 }
+        let shared = cells
+        cells.releaseZeroedPages(in: range)
+        for index in stride(from: 0, to: count, by: 97) {
+            #expect(cells[index] == (range.contains(index) ? 0 : UInt64(index) + 1))
+            #expect(shared[index] == cells[index])
+            #expect(copy[index] == UInt64(index) + 1)
+        }
+        #expect(cells.withUnsafeBufferPointer { $0[range].allSatisfy { $0 == 0 } })
+        cells[range.lowerBound + 4_096] = 5
+        #expect(cells[range.lowerBound + 4_096] == 5 && shared[range.lowerBound + 4_096] == 0)
+    }
+
     /// Appends, writes, removals and copies, checked against a Swift array after every step;
     /// a copy taken midway keeps its elements while the original changes (value semantics).
     @Test func behavesAsAnArrayThroughGrowthWritesRemovalsAndCopies() {
