@@ -149,6 +149,80 @@ import Testing
         #expect(other.digest != same.digest)
     }
 
+    @Test func aRenewedValueIsReportedAtItsNewInstantAmongTheOthersDue() {
+        // `a` was scheduled at 100 and renewed to 300; `b` is due at 200. Swept at 400, both are
+        // due: `b` comes first, as its instant does.
+        var table = EntryTable()
+        let a = StateKey(name: "a"), b = StateKey(name: "b")
+        table.merge(Entry(version: version(10), value: [1], expiresAtMilliseconds: 100), for: a)
+        table.merge(Entry(version: version(10), value: [2], expiresAtMilliseconds: 200), for: b)
+        table.merge(Entry(version: version(11), value: [1], expiresAtMilliseconds: 300), for: a)
+        #expect(table.nextExpiryMilliseconds == 100, "a renewal moves nothing until the old instant comes")
+        #expect(table.expire(dueAtMilliseconds: 400).map(\.key) == [b, a])
+        #expect(table.expiryScheduleCount == 0)
+    }
+
+    @Test func theScheduleFollowsARandomHistoryOfWritesDeletesSweepsAndCollections() {
+        // Against a model: every value due is reported once, earliest first, whatever was
+        // written, deleted, renewed, shortened or collected before; the schedule never holds
+        // more items than the table has records (collections renumber records under it).
+        struct Model {
+            var version: Version
+            var live: Bool
+            var expiry: UInt64?
+            var reported: Bool
+        }
+        for seed in UInt64(1)...6 {
+            var random = SplitMix64(seed: seed)
+            var table = EntryTable()
+            var model: [Int: Model] = [:]
+            var now: UInt64 = 1_000
+            var clock: UInt64 = 10
+            var sweeps = 0
+            for _ in 0..<40_000 {
+                let number = Int(random.next() % 1_500)
+                let key = StateKey(name: "k\(number)")
+                let choice = random.next() % 16
+                switch choice {
+                case 0..<10:
+                    // A write: expiring (due from now to 5 s on: earlier or later than the
+                    // key's last), lasting, or a delete.
+                    clock += 1
+                    let stamp = version(clock)
+                    let expiry: UInt64? = choice < 7 ? now + random.next() % 5_000 : nil
+                    let value: [UInt8]? = choice == 9 ? nil : [UInt8(number & 0xFF)]
+                    table.merge(Entry(version: stamp, value: value, expiresAtMilliseconds: expiry), for: key)
+                    model[number] = Model(version: stamp, live: value != nil, expiry: value == nil ? nil : expiry, reported: false)
+                case 10, 11:
+                    guard let stored = model[number] else { continue }
+                    let collected = table.collect(key, version: stored.version)
+                    #expect(collected == (!stored.live || stored.reported), "seed \(seed): collect k\(number)")
+                    if collected { model[number] = nil }
+                default:
+                    now += random.next() % 400
+                    sweeps += 1
+                    let limit = random.next() % 2 == 0 ? Int(1 + random.next() % 40) : .max
+                    let reported = table.expire(dueAtMilliseconds: now, limit: limit) + table.expire(dueAtMilliseconds: now)
+                    let due = model.filter { $0.value.live && !$0.value.reported && ($0.value.expiry ?? .max) <= now }
+                    #expect(Set(reported.map(\.key)) == Set(due.keys.map { StateKey(name: "k\($0)") }) && reported.count == due.count,
+                            "seed \(seed), sweep \(sweeps): reported \(reported.count), due \(due.count)")
+                    let instants = reported.map { $0.entry.expiresAtMilliseconds ?? 0 }
+                    #expect(instants == instants.sorted(), "seed \(seed), sweep \(sweeps): out of order")
+                    for number in due.keys { model[number]?.reported = true }
+                }
+                if table.expiryScheduleCount > table.count {
+                    Issue.record("seed \(seed): \(table.expiryScheduleCount) items for \(table.count) records")
+                    break
+                }
+            }
+            #expect(table.expiringCount == model.values.filter { $0.live && !$0.reported && $0.expiry != nil }.count, "seed \(seed)")
+            let rest = table.expire(dueAtMilliseconds: now + 10_000).map(\.key)
+            #expect(Set(rest) == Set(model.filter { $0.value.live && !$0.value.reported && $0.value.expiry != nil }
+                .keys.map { StateKey(name: "k\($0)") }) && rest.count == Set(rest).count, "seed \(seed)")
+            #expect(table.nextExpiryMilliseconds == nil && table.expiryScheduleCount == 0, "seed \(seed)")
+        }
+    }
+
     @Test func renewingOneKeyAMillionTimesSchedulesItOnce() {
         // Presence renews its key every few seconds for weeks: the schedule must not keep an
         // item per renewal. Instants that only move later never add an item; ones that move

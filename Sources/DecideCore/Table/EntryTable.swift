@@ -12,7 +12,9 @@
 /// (a record number and the high half of its key's hash) probed by the key's `stableHash` and
 /// doubled a few cells per insert (`draining`), per digest leaf the record numbers of
 /// its keys, and per collection name the record numbers of its elements (each record knows its
-/// slot there: 4 bytes more per record, so listing one collection never scans the table). Decoded values are not kept here; the node layer caches the ones it reads.
+/// slot there: 4 bytes more per record, so listing one collection never scans the table), and,
+/// once a value with a lifetime was stored, per record the slot of its item in the expiry
+/// schedule (4 bytes) and per expiring value an item there (12 bytes). Decoded values are not kept here; the node layer caches the ones it reads.
 ///
 /// Expiring values (docs/consistency.md, "Expiring keys"): the table has no clock; callers pass
 /// the hybrid-clock instant. An expired value stays stored (its digest contribution unchanged,
@@ -208,6 +210,11 @@ package struct EntryTable: Sendable {
     public private(set) var expiringCount = 0
     /// The expiring values not yet reported expired, by instant.
     private var expirySchedule = ExpirySchedule()
+    /// Per record, the slot + 1 of its item in `expirySchedule` (0: it has none); empty until
+    /// the first value with a lifetime is stored, one per record from then on. Not a record
+    /// field: the record's 80 bytes are full, and a field would cost every table 8 bytes a key
+    /// (alignment), where this costs 4 and only tables that ever held an expiring value.
+    private var expirySlots = GrowingArray<UInt32>()
     /// The node ids whose owned values read as present (`setPresentOwners`); nil: all of them.
     private var presentOwners: Set<String>?
     /// By node number: whether that node's owned values are hidden now.
@@ -313,6 +320,7 @@ package struct EntryTable: Sendable {
             record.pointee.node = node
             record.pointee.meta = meta
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
+            if let expiresAt { schedule(position, atMilliseconds: expiresAt) }
             digest.toggle(contribution: old ^ contribution, of: key)
             noteHighest(timestamp: timestamp, node: node, version: version)
             outcome = .replaced
@@ -337,6 +345,8 @@ package struct EntryTable: Sendable {
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
+            if !expirySlots.isEmpty { expirySlots.append(0) }
+            if let expiresAt { schedule(Int(number), atMilliseconds: expiresAt) }
             // An absent key's probe ends at an empty cell of `index`, never of `draining`.
             assert(cell >= 0, "EntryTable: an insert into the index being drained")
             index[cell] = Self.cellValue(record: Int(number), hash: key.stableHash)
@@ -349,7 +359,6 @@ package struct EntryTable: Sendable {
             if drainingCells != 0 { drain(cells: Self.drainCellsPerInsert) }
             if records.count * 4 > index.count * 3 { grow(minimumCells: records.count * 2) }
         }
-        if let expiresAt { expirySchedule.add(key, atMilliseconds: expiresAt) }
         assert(invariantsHold(afterMerging: version, for: key), "EntryTable: an invariant broke in a merge of \(key)")
         return outcome
     }
@@ -373,7 +382,8 @@ package struct EntryTable: Sendable {
     /// the stored entry of `key` is `entry` or newer, and its digest contribution is its own;
     /// the index is at most three quarters full and names the record; the counts are within the record
     /// count; the digest's inner nodes on `key`'s path are the XOR of their children; the
-    /// highest version is at least `entry`'s. Costs one probe, one contribution and the
+    /// highest version is at least `entry`'s; the record's schedule item, if any, names it, and an
+    /// unreported expiring value has one due by its instant. Costs one probe, one contribution and the
     /// children along the path.
     private func invariantsHold(afterMerging version: borrowing Version, for key: StateKey) -> Bool {
         guard let position = find(key) else { return false }
@@ -383,6 +393,14 @@ package struct EntryTable: Sendable {
         guard records.count * 4 <= index.count * 3, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
               tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
         guard let highest = highestVersion, highest >= version else { return false }
+        guard expirySlots.isEmpty || expirySlots.count == records.count else { return false }
+        let scheduled = expirySlots.isEmpty ? 0 : Int(expirySlots[position])
+        if scheduled != 0 {
+            guard Int(expirySchedule[scheduled - 1].record) == position else { return false }
+        }
+        if record.value != nil, record.expiry != 0, !record.swept {
+            guard scheduled != 0, expirySchedule[scheduled - 1].instant <= record.expiry else { return false }
+        }
         return digest.pathIsConsistent(toBucket: digest.bucket(of: key))
     }
 
@@ -622,29 +640,69 @@ package struct EntryTable: Sendable {
     /// caller that lets go of its lock between calls bounds each hold; `nextExpiryMilliseconds`
     /// then says whether more are due.
     public mutating func expire(dueAtMilliseconds now: UInt64, limit: Int = .max) -> [(key: StateKey, entry: Entry)] {
-        guard let next = expirySchedule.nextInstant, next <= now else { return [] }
         var expired: [(key: StateKey, entry: Entry)] = []
-        for key in expirySchedule.popDue(atMilliseconds: now, limit: limit) {
-            guard let position = find(key) else { continue }
-            let expiry = records[position].expiry
-            guard expiry != 0, !records[position].swept else { continue }
-            guard expiry <= now else {
-                // Renewed after it was scheduled: due later.
-                expirySchedule.add(key, atMilliseconds: expiry)
+        var looked = 0
+        while looked < limit, let first = expirySchedule.first, first.instant <= now {
+            looked += 1
+            let position = Int(first.record)
+            let (meta, node) = (records[position].meta, records[position].node)
+            let expiry = meta & Self.instantMask
+            if records[position].value != nil, expiry != 0, meta & Self.sweptBit == 0, expiry > first.instant {
+                // Renewed after it was scheduled: due later (perhaps still by `now`, after
+                // others that are earlier).
+                changeSchedule { $0.reschedule(slot: 0, atMilliseconds: expiry, placed: $1) }
                 continue
             }
-            let (meta, node) = (records[position].meta, records[position].node)
+            unschedule(position)
+            // A tombstone, a value without expiry or one reported already: nothing is due.
+            guard records[position].value != nil, expiry != 0, meta & Self.sweptBit == 0 else { continue }
             tally(isTombstone: false, meta: meta, node: node, by: -1)
             records[position].meta = meta | Self.sweptBit
             tally(isTombstone: false, meta: meta | Self.sweptBit, node: node, by: 1)
-            expired.append((key, entry(of: records[position])))
+            expired.append((key(of: records[position]), entry(of: records[position])))
         }
         return expired
     }
 
+    /// Makes sure record `position`, which expires at `instant`, has an item due by then: a new
+    /// one, or its item moved earlier. An item due earlier stays: when it comes up, `expire`
+    /// moves it to the record's instant then (a renewal, which only moves an instant later,
+    /// costs nothing here).
+    @inline(__always)
+    private mutating func schedule(_ position: Int, atMilliseconds instant: UInt64) {
+        if expirySlots.isEmpty { expirySlots = GrowingArray(zeroedCount: records.count) }
+        let scheduled = Int(expirySlots[position])
+        if scheduled == 0 {
+            changeSchedule { $0.insert(record: UInt32(position), atMilliseconds: instant, placed: $1) }
+        } else if expirySchedule[scheduled - 1].instant > instant {
+            changeSchedule { $0.reschedule(slot: scheduled - 1, atMilliseconds: instant, placed: $1) }
+        }
+    }
+
+    /// Takes record `position`'s item, if it has one, off the schedule.
+    @inline(__always)
+    private mutating func unschedule(_ position: Int) {
+        guard !expirySlots.isEmpty else { return }
+        let scheduled = Int(expirySlots[position])
+        guard scheduled != 0 else { return }
+        expirySlots[position] = 0
+        changeSchedule { $0.remove(slot: scheduled - 1, placed: $1) }
+    }
+
+    /// Runs `body` on the schedule with the `placed` it takes: one that writes each moved item's
+    /// slot into `expirySlots` (not empty: only records have items).
+    @inline(__always)
+    private mutating func changeSchedule(_ body: (inout ExpirySchedule, (UInt32, Int) -> Void) -> Void) {
+        let first = expirySlots.address(of: 0)
+        body(&expirySchedule) { record, slot in first[Int(record)] = UInt32(slot + 1) }
+    }
+
     /// The earliest expiry instant scheduled (possibly of a value since replaced), for a
     /// caller that waits for it; nil when nothing expires.
-    public var nextExpiryMilliseconds: UInt64? { expirySchedule.nextInstant }
+    public var nextExpiryMilliseconds: UInt64? { expirySchedule.first?.instant }
+
+    /// Items in the expiry schedule: at most one a record, 12 bytes each.
+    package var expiryScheduleCount: Int { expirySchedule.count }
 
     /// The nodes whose owned values read as present from now on (nil: every node's); an owned
     /// value of any other writer reads as absent in `value(ofAtomicNamed:atMilliseconds:)` and
@@ -1118,6 +1176,7 @@ package struct EntryTable: Sendable {
     /// Removes the record at `position`, whose index cell is `cell`: the last record moves into
     /// its place, and the probe sequence after the emptied cell is closed up (backward shift).
     private mutating func remove(at position: Int, cell: Int) {
+        unschedule(position)
         let record = records[position]
         tally(isTombstone: record.value == nil, meta: record.meta, node: record.node, by: -1)
         trackOwned(meta: record.meta, node: record.node, position: position, adding: false)
@@ -1150,8 +1209,14 @@ package struct EntryTable: Sendable {
             trackOwned(meta: moved.meta, node: moved.node, position: last, adding: false)
             trackOwned(meta: moved.meta, node: moved.node, position: position, adding: true)
             records[position] = moved
+            if !expirySlots.isEmpty {
+                let scheduled = expirySlots[last]
+                expirySlots[position] = scheduled
+                if scheduled != 0 { expirySchedule.renumber(slot: Int(scheduled) - 1, to: UInt32(position)) }
+            }
         }
         records.removeLast()
+        if !expirySlots.isEmpty { expirySlots.removeLast() }
         memberSlots.removeLast()
         bucketNext.removeLast()
     }
