@@ -13,8 +13,10 @@ import Synchronization
 /// (`Node.expireDue`, on every engine tick); and, last, the table growing from
 /// `BENCH_COLLECTION_KEYS` to twice as many keys, one insert a decision, which takes its
 /// index past at least one growth (the index was rebuilt whole in the insert that filled it:
-/// docs/benchmarks.md, "The index grown a few cells at a time"). Every decision, every peer's
-/// batch and every read waits while the lock is held.
+/// docs/benchmarks.md, "The index grown a few cells at a time"); and then as many keys given a
+/// lifetime, one a decision, which grows the expiry schedule to that many items (its key map
+/// was rehashed whole in one decision: docs/benchmarks.md, "The expiry schedule grown in
+/// place"). Every decision, every peer's batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
 /// in half a second without the chore. The goal is the issue's delta-propagation p99.9
@@ -46,6 +48,15 @@ enum CollectionBench {
         let range: Range<Int>
         func execute(read: StorageReader, write: StorageWriter) -> Effect {
             for index in range { write("open", into: Session.self, at: index, expiringAfter: .seconds(1)) }
+            return .none
+        }
+    }
+
+    /// Item `index` rewritten to live an hour: it joins the expiry schedule.
+    struct Lease: Decision {
+        let index: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write("leased-\(index)", into: Item.self, at: index, expiringAfter: .seconds(3_600))
             return .none
         }
     }
@@ -144,6 +155,13 @@ enum CollectionBench {
             return "\(keys) inserted"
         }
         rows.append(row("the table doubles, one insert a decision", growth))
+        // Then its first `keys` keys are given a lifetime, one a decision: the expiry schedule
+        // grows from nothing to a million items.
+        let leases = whileWriting(node, keys: keys, stride: stride) {
+            for index in 0..<keys { node.decide(Lease(index: index)) }
+            return "\(keys) expiring"
+        }
+        rows.append(row("as many keys given a lifetime, one a decision", leases))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])

@@ -9,7 +9,9 @@ import Foundation
 /// node; the baseline is the keys' and values' own bytes.
 ///
 /// Two cases: the node's own typed writes (the value is also kept decoded, for reads), and the
-/// same entries arriving from a peer (bytes only, as replication and catch-up store them).
+/// same entries arriving from a peer (bytes only, as replication and catch-up store them); and,
+/// at the first value size, the peer's entries each with a lifetime (an hour), which the node
+/// also schedules to expire (presence, leases, sessions).
 enum MemoryBench {
     /// The goal: at most this many bytes per entry beyond its key and value.
     static let goalBytesPerEntry = 150.0
@@ -43,8 +45,9 @@ enum MemoryBench {
         print("== memory: bytes per entry beyond its key and value, \(keys) keys of \(sizes.map(String.init).joined(separator: " and "))-byte values, one node in memory (RSS of a child process)")
         var rows: [[String]] = []
         for size in sizes {
-            for mode in ["local", "remote"] {
-                let label = (mode == "local" ? "own typed writes" : "entries from a peer") + ", \(size)-byte values"
+            for mode in size == sizes[0] ? ["local", "remote", "expiring"] : ["local", "remote"] {
+                let label = ["local": "own typed writes", "remote": "entries from a peer",
+                             "expiring": "entries from a peer, each expiring"][mode]! + ", \(size)-byte values"
                 guard let result = measure(mode: mode, keys: keys, valueBytes: size) else {
                     rows.append([label, "failed", "", "", ""])
                     continue
@@ -69,7 +72,7 @@ enum MemoryBench {
     /// The child: fills one node and prints `beforeKB= afterKB= payloadBytes=`.
     static func child(_ arguments: [String]) -> Never {
         guard arguments.count == 3, let keys = Int(arguments[1]), let valueBytes = Int(arguments[2]) else {
-            print("usage: memory-child local|remote KEYS VALUE_BYTES")
+            print("usage: memory-child local|remote|expiring KEYS VALUE_BYTES")
             exit(2)
         }
         let node = try! Node(configuration: .init(id: "memory"))
@@ -78,6 +81,8 @@ enum MemoryBench {
         let before = ProcessMemory.kilobytes("VmRSS")
         var payload = 0
         var start = 0
+        // An hour from now, for the `expiring` case: nothing expires while the child runs.
+        let expiry = UInt64(Date().timeIntervalSince1970 * 1_000) + 3_600_000
         while start < keys {
             let end = min(keys, start + 1_000)
             if arguments[0] == "local" {
@@ -87,7 +92,8 @@ enum MemoryBench {
                     KeyedEntry(key: StateKey(name: Item.name, element: Array(String(index).utf8)),
                                entry: Entry(version: Version(timestamp: HLCTimestamp(physicalMilliseconds: 1_000 + UInt64(index), logical: 0),
                                                              node: "peer-\(index % 3)"),
-                                            value: Array("\"\(text(index, valueBytes))\"".utf8)))
+                                            value: Array("\"\(text(index, valueBytes))\"".utf8),
+                                            expiresAtMilliseconds: arguments[0] == "expiring" ? expiry : nil))
                 }
                 _ = try! node.apply(entries: batch)
             }
