@@ -101,14 +101,21 @@ package struct EntryTable: Sendable {
     }
 
     /// Adds or takes out the record at `position` in its node's `ownedPositions`, when `meta`
-    /// carries the owned bit.
+    /// carries the owned bit: an append, or the list's last position moved into its slot.
     @inline(__always)
     private mutating func trackOwned(meta: UInt64, node: UInt32, position: Int, adding: Bool) {
         guard meta & Self.ownedBit != 0 else { return }
         if adding {
-            ownedPositions[Int(node)].insert(UInt32(position))
+            if ownedSlots.isEmpty { ownedSlots = GrowingArray(zeroedCount: records.count) }
+            ownedSlots[position] = UInt32(ownedPositions[Int(node)].count + 1)
+            ownedPositions[Int(node)].append(UInt32(position))
         } else {
-            ownedPositions[Int(node)].remove(UInt32(position))
+            let slot = Int(ownedSlots[position]) - 1
+            ownedSlots[position] = 0
+            let last = ownedPositions[Int(node)].removeLast()
+            guard slot < ownedPositions[Int(node)].count else { return }
+            ownedPositions[Int(node)][slot] = last
+            ownedSlots[Int(last)] = UInt32(slot + 1)
         }
     }
 
@@ -222,9 +229,14 @@ package struct EntryTable: Sendable {
     /// By node number: its owned values stored and not reported expired.
     private var ownedCounts: [Int] = []
     /// By node number: the positions of its records that carry the owned bit (reported expired
-    /// or not), so the keys a member owns are found without a scan of the table
-    /// (`ownedEntries`). About 10 bytes per owned record; nothing for the others.
-    private var ownedPositions: [Set<UInt32>] = []
+    /// or not), in no order, so the keys a member owns are found without a scan of the table
+    /// (`ownedEntries`). 4 bytes per owned record, in a `GrowingArray`: a `Set` was rehashed
+    /// whole in the merge that filled it (106 ms at 3.1 M owned keys; docs/benchmarks.md,
+    /// "Owned keys listed without a set").
+    private var ownedPositions: [GrowingArray<UInt32>] = []
+    /// Per record, its slot + 1 in its node's `ownedPositions` (0: not owned); empty until the
+    /// first owned value is stored, one per record from then on (4 bytes a record).
+    private var ownedSlots = GrowingArray<UInt32>()
 
     /// Stored owned values (not reported expired) whose owner is hidden now: they read as
     /// absent. O(node ids).
@@ -344,6 +356,7 @@ package struct EntryTable: Sendable {
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
+            if !ownedSlots.isEmpty { ownedSlots.append(0) }
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
             if !expirySlots.isEmpty { expirySlots.append(0) }
             if let expiresAt { schedule(Int(number), atMilliseconds: expiresAt) }
@@ -382,7 +395,8 @@ package struct EntryTable: Sendable {
     /// the stored entry of `key` is `entry` or newer, and its digest contribution is its own;
     /// the index is at most three quarters full and names the record; the counts are within the record
     /// count; the digest's inner nodes on `key`'s path are the XOR of their children; the
-    /// highest version is at least `entry`'s; the record's schedule item, if any, names it, and an
+    /// highest version is at least `entry`'s; an owned record is in its node's list at its slot;
+    /// the record's schedule item, if any, names it, and an
     /// unreported expiring value has one due by its instant. Costs one probe, one contribution and the
     /// children along the path.
     private func invariantsHold(afterMerging version: borrowing Version, for key: StateKey) -> Bool {
@@ -393,6 +407,13 @@ package struct EntryTable: Sendable {
         guard records.count * 4 <= index.count * 3, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
               tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
         guard let highest = highestVersion, highest >= version else { return false }
+        guard ownedSlots.isEmpty || ownedSlots.count == records.count else { return false }
+        if record.owned {
+            let slot = Int(ownedSlots[position])
+            guard slot != 0, ownedPositions[Int(record.node)][slot - 1] == position else { return false }
+        } else if !ownedSlots.isEmpty, ownedSlots[position] != 0 {
+            return false
+        }
         guard expirySlots.isEmpty || expirySlots.count == records.count else { return false }
         let scheduled = expirySlots.isEmpty ? 0 : Int(expirySlots[position])
         if scheduled != 0 {
@@ -955,7 +976,7 @@ package struct EntryTable: Sendable {
         nodeIDs.append((version.node, version.nodeHash))
         ownerHidden.append(presentOwners.map { !$0.contains(version.node) } ?? false)
         ownedCounts.append(0)
-        ownedPositions.append([])
+        ownedPositions.append(GrowingArray())
         nodeNumbers[version.node] = number
         latestNode = number
         return number
@@ -1206,8 +1227,11 @@ package struct EntryTable: Sendable {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
             }
             memberSlots[position] = memberSlots[last]
-            trackOwned(meta: moved.meta, node: moved.node, position: last, adding: false)
-            trackOwned(meta: moved.meta, node: moved.node, position: position, adding: true)
+            if !ownedSlots.isEmpty {
+                let slot = ownedSlots[last]
+                ownedSlots[position] = slot
+                if slot != 0 { ownedPositions[Int(moved.node)][Int(slot) - 1] = UInt32(position) }
+            }
             records[position] = moved
             if !expirySlots.isEmpty {
                 let scheduled = expirySlots[last]
@@ -1216,6 +1240,7 @@ package struct EntryTable: Sendable {
             }
         }
         records.removeLast()
+        if !ownedSlots.isEmpty { ownedSlots.removeLast() }
         if !expirySlots.isEmpty { expirySlots.removeLast() }
         memberSlots.removeLast()
         bucketNext.removeLast()
