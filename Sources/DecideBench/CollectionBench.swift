@@ -16,7 +16,8 @@ import Synchronization
 /// docs/benchmarks.md, "The index grown a few cells at a time"); and then as many keys given a
 /// lifetime, one a decision, which grows the expiry schedule to that many items (its key map
 /// was rehashed whole in one decision: docs/benchmarks.md, "The expiry schedule grown in
-/// place"). Every decision, every peer's batch and every read waits while the lock is held.
+/// place"); and as many owned by the node, which grows its list of owned keys (a set, once,
+/// rehashed whole: "Owned keys listed without a set"). Every decision, every peer's batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
 /// in half a second without the chore. The goal is the issue's delta-propagation p99.9
@@ -57,6 +58,16 @@ enum CollectionBench {
         let index: Int
         func execute(read: StorageReader, write: StorageWriter) -> Effect {
             write("leased-\(index)", into: Item.self, at: index, expiringAfter: .seconds(3_600))
+            return .none
+        }
+    }
+
+    /// Item `index` rewritten as owned by this node (it reads as absent on a peer whose link to
+    /// this node is down): it joins the node's list of owned keys.
+    struct Own: Decision {
+        let index: Int
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write("owned-\(index)", into: Item.self, at: index, ownedByThisNode: true)
             return .none
         }
     }
@@ -162,6 +173,12 @@ enum CollectionBench {
             return "\(keys) expiring"
         }
         rows.append(row("as many keys given a lifetime, one a decision", leases))
+        // And owned by this node, one a decision: its list of owned keys grows to a million.
+        let owned = whileWriting(node, keys: keys, stride: stride) {
+            for index in 0..<keys { node.decide(Own(index: index)) }
+            return "\(keys) owned"
+        }
+        rows.append(row("as many keys owned by the node, one a decision", owned))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])
