@@ -51,8 +51,9 @@ extension Node {
         /// changes happen is restarted.
         public var recentChangeCapacity = 65_536
         /// How many decoded values the node keeps for typed reads and observers (each beside
-        /// the entry's bytes, so reading a key again does not decode it again). When full the
-        /// cache starts over; 0 decodes on every read. The entries themselves are always kept.
+        /// the entry's bytes, so reading a key again does not decode it again), rounded down to
+        /// a power of two. A new value takes the place of one read less lately; 0 decodes on
+        /// every read. The entries themselves are always kept.
         public var maxCachedDecodedValues = 65_536
         /// How long a thread may wait for the node's lock before the lock is handed to it in
         /// arrival order (docs/architecture.md, "The node's lock"). Below the bound, a running
