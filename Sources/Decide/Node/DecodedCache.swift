@@ -133,9 +133,10 @@ struct DecodedCache {
     /// A new value written to `key` at `version`: replaces the kept one if the key has one (a
     /// key read before is likely read again); a key never read costs nothing more.
     mutating func written(_ value: any Sendable, of key: StateKey, at version: Version) {
-        guard let current = storage, current.count > 0, current.slot(of: key) != nil else { return }
+        // No reference to the storage held past this line: `uniqueStorage` would see it shared
+        // and copy every slot on every write.
+        guard let slot = storage?.slot(of: key) else { return }
         let storage = uniqueStorage()
-        guard let slot = storage.slot(of: key) else { return }
         storage.slots[slot].version = version
         storage.slots[slot].value = value
     }
