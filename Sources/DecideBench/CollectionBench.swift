@@ -17,7 +17,9 @@ import Synchronization
 /// lifetime, one a decision, which grows the expiry schedule to that many items (its key map
 /// was rehashed whole in one decision: docs/benchmarks.md, "The expiry schedule grown in
 /// place"); and as many owned by the node, which grows its list of owned keys (a set, once,
-/// rehashed whole: "Owned keys listed without a set"). Every decision, every peer's batch and every read waits while the lock is held.
+/// rehashed whole: "Owned keys listed without a set"); and as many typed reads of distinct
+/// keys, which fill and turn over the node's cache of decoded values (a dictionary, once,
+/// rehashed and emptied whole: "Decoded values cached without a stall"). Every decision, every peer's batch and every read waits while the lock is held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
 /// in half a second without the chore. The goal is the issue's delta-propagation p99.9
@@ -179,6 +181,13 @@ enum CollectionBench {
             return "\(keys) owned"
         }
         rows.append(row("as many keys owned by the node, one a decision", owned))
+        // And read, typed, one key at a time: the decoded-value cache fills and turns over.
+        let reads = whileWriting(node, keys: keys, stride: stride) {
+            var bytes = 0
+            for index in 0..<keys { bytes &+= node.read(Item.self, at: index).utf8.count }
+            return "\(keys) read (\(bytes / 1_000_000) MB)"
+        }
+        rows.append(row("as many typed reads, one key each", reads))
         BenchTable.print(rows: rows, header: [
             "operation", "result", "took", "longest write, 0.5 s without", "longest write during", "ratio", "goal",
         ])
