@@ -363,4 +363,67 @@ import Testing
         #expect(table.count == 0 && table.expiredCount == 0)
         #expect(table.digest == EntryTable().digest)
     }
+
+    @Test func slotsMadeLateForATableOfHundredsOfThousandsFollowEveryRecordMove() {
+        // The per-record slot arrays of the expiry schedule and the owned lists are made when
+        // the first value with a lifetime, or the first owned one, arrives: here in a table of
+        // 300,000 records (past a mebibyte of slots, so they are mappings of their own), then
+        // grown by inserts and renumbered by collections.
+        let plain = 300_000
+        var table = EntryTable()
+        let writer = Version(timestamp: HLCTimestamp(physicalMilliseconds: 1, logical: 0), node: "a")
+        for index in 0..<plain { table.merge(Entry(version: writer, value: [1]), for: StateKey(name: "k\(index)")) }
+        var random = SplitMix64(seed: 11)
+        var expiring: [Int: UInt64] = [:]
+        var owned = Set<Int>()
+        var clock: UInt64 = 2
+        // Lifetimes and ownership given to existing keys and to new ones, some keys deleted.
+        for step in 0..<120_000 {
+            clock += 1
+            let index = step % 3 == 0 ? plain + step : Int(random.next() % UInt64(plain + step))
+            let version = Version(timestamp: HLCTimestamp(physicalMilliseconds: clock, logical: 0), node: step % 2 == 0 ? "a" : "b")
+            switch random.next() % 4 {
+            case 0:
+                table.merge(Entry(version: version, value: nil), for: StateKey(name: "k\(index)"))
+                expiring[index] = nil
+                owned.remove(index)
+            case 1:
+                table.merge(Entry(version: version, value: [2], ownedByWriter: true), for: StateKey(name: "k\(index)"))
+                expiring[index] = nil
+                owned.insert(index)
+            default:
+                let instant = 1_000_000 + random.next() % 1_000_000
+                table.merge(Entry(version: version, value: [3], expiresAtMilliseconds: instant), for: StateKey(name: "k\(index)"))
+                expiring[index] = instant
+                owned.remove(index)
+            }
+        }
+        #expect(table.expiringCount == expiring.count)
+        #expect(table.expiryScheduleCount <= table.count)
+        // Collect every tombstone: records move into the freed places, with their slots.
+        var cursor = EntryTable.SweepCursor.start
+        var collected = 0
+        while !cursor.isFinished {
+            collected += table.collectAbsent(below: HLCTimestamp(physicalMilliseconds: clock + 1, logical: 0),
+                                             isRemovedOwner: { _ in false }, from: &cursor, budget: 10_000).count
+        }
+        #expect(collected > 20_000 && table.tombstoneCount == 0)
+        let listed = Set(table.ownedEntries(of: ["a", "b"]).map(\.key))
+        #expect(listed == Set(owned.map { StateKey(name: "k\($0)") }))
+        // Half the lifetimes come due, then the rest: each once, in order.
+        var last: UInt64 = 0
+        var reported = 0
+        var inOrder = true
+        for now in [UInt64(1_500_000), 2_000_000] {
+            for item in table.expire(dueAtMilliseconds: now) {
+                let instant = item.entry.expiresAtMilliseconds ?? 0
+                let number = Int(item.key.name.dropFirst()) ?? -1
+                if instant < last || instant > now || expiring[number] != instant { inOrder = false }
+                last = instant
+                reported += 1
+            }
+        }
+        #expect(reported == expiring.count && inOrder)
+        #expect(table.expiryScheduleCount == 0 && table.expiringCount == 0)
+    }
 }
