@@ -55,4 +55,40 @@ import Testing
         #expect(b.status.members.allSatisfy { $0.link != .connected }, "b closed its links")
         await a.shutdown()
     }
+
+    /// Made in a function of their own so no strong reference outlives it.
+    static func linkedPairShutDown() async throws -> (a: Node?, b: Node?, replicatorA: Replicator?, transportA: UVTransport?) {
+        final class Weak: @unchecked Sendable {
+            weak var a: Node?
+            weak var b: Node?
+            weak var replicatorA: Replicator?
+            weak var transportA: UVTransport?
+        }
+        let weak = Weak()
+        do {
+            let a = try node("a")
+            let b = try node("b", peers: [a.listenAddress])
+            weak.a = a.node
+            weak.b = b.node
+            weak.replicatorA = a.replicator
+            weak.transportA = a.transport
+            #expect(await eventually { link(of: "b", on: a) == .connected })
+            await b.shutdown()
+            await a.shutdown()
+        }
+        // Whatever thread lets go of them last frees them: give it until a deadline.
+        _ = await eventually(10) { weak.a == nil && weak.b == nil && weak.replicatorA == nil && weak.transportA == nil }
+        return (weak.a, weak.b, weak.replicatorA, weak.transportA)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aShutDownNodeIsFreedWithItsStateAndItsEngine() async throws {
+        // A service that starts and stops nodes (a test suite, a tool, a restart in-process)
+        // gets their memory back: a node of a gigabyte stayed allocated after `shutdown`.
+        let left = try await Self.linkedPairShutDown()
+        #expect(left.a == nil, "node a is still held after shutdown")
+        #expect(left.b == nil, "node b is still held after shutdown")
+        #expect(left.replicatorA == nil, "a's replication engine is still held after shutdown")
+        #expect(left.transportA == nil, "a's transport is still held after shutdown")
+    }
 }

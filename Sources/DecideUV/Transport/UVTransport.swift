@@ -19,8 +19,8 @@ import Synchronization
 /// - without it, `listen` accepts loopback addresses only unless `insecure` is set;
 /// - a peer sending bad bytes loses its own link only (one log line says why);
 /// - a link never buffers more than `maxOutboundBytes` outbound or `maxFrameBytes` (+4) inbound;
-/// - `shutdown` is idempotent, returns after every handle closed and the thread ended, and
-///   is also run by `deinit` if it was not called;
+/// - `shutdown` is idempotent, returns after every handle closed and the thread ended (and the
+///   delegate let go of), and is also run by `deinit` if it was not called;
 /// - a peer that disappears mid-write costs only its link: SIGPIPE is ignored process-wide
 ///   from the first transport on.
 ///
@@ -195,6 +195,10 @@ public final class UVTransport: Transport, @unchecked Sendable {
             let reactor = self.reactor
             reactor.eventLoop.stop { reactor.shutdownAll() }
             reactor.eventLoop.join()
+            // The loop thread is gone: nothing calls the delegate any more. Letting go of it
+            // breaks the cycle of an owner that holds this transport and is its delegate (the
+            // replication engine): with it, a shut-down node and all its state stayed allocated.
+            reactor.delegate = nil
             reactor.logger.info("transport stopped")
         }
     }
