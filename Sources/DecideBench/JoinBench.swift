@@ -13,6 +13,24 @@ import Glibc
 /// once settled (after `malloc_trim`). The baseline is the size of what it copied.
 enum JoinBench {
     static func run() {
+        // The holder's gigabyte is freed by whichever thread lets go of it last, possibly after
+        // this section returns; freeing it (unmapping, under the process's memory-map lock)
+        // stalled the next section's decisions for up to 25 ms. Wait until it is gone.
+        let holder = Released()
+        measure(holder)
+        let began = DispatchTime.now().uptimeNanoseconds
+        while holder.node != nil, DispatchTime.now().uptimeNanoseconds - began < 30_000_000_000 { usleep(10_000) }
+        ProcessMemory.settleHeap()
+        let waited = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
+        print(String(format: "   holder %@ %.2f s after the join\n", holder.node == nil ? "released" : "NOT released", waited))
+    }
+
+    /// The holder's node, held weakly: nil once nothing holds it.
+    final class Released {
+        weak var node: Node?
+    }
+
+    private static func measure(_ released: Released) {
         let environment = ProcessInfo.processInfo.environment
         let keys = Int(environment["BENCH_JOIN_KEYS"] ?? "") ?? 1_000_000
         let valueBytes = Int(environment["BENCH_JOIN_VALUE_BYTES"] ?? "") ?? 1_024
@@ -39,6 +57,7 @@ enum JoinBench {
             copiedBytes += fill.bytes
             start = end
         }
+        released.node = holder.node
         let summary = holder.node.stateSummary
         let loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - loadStart) / 1e9
         print(String(format: "   holder loaded %d entries (%.0f MB of keys and values) in %.1f s", summary.entryCount,
