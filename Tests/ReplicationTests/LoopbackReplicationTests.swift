@@ -185,6 +185,23 @@ import Testing
         await b.node.shutdown()
     }
 
+    @Test(.timeLimit(.minutes(2))) func aLinkThatComesUpAfterALeaveIsToldOfIt() async throws {
+        // b leaves before any link of its own is up; a link a dials afterwards is told (then
+        // closed), so a sees b left and does not redial it. It used to be closed without a word:
+        // a saw b disconnected and kept redialling (the race a loaded run of the graceful-leave
+        // test above met, when b's half of a handshake finished after its leave).
+        let a = try Peer("a", seeds: [])
+        let b = try Peer("b", seeds: [])
+        b.replicator.leave()
+        a.transport.connect(to: b.address)
+        #expect(await eventually(10) { a.replicator.status.members.first { $0.nodeID == "b" }?.link == .left },
+                "a sees b as \(String(describing: a.replicator.status.members.first { $0.nodeID == "b" }?.link))")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(a.replicator.status.members.first { $0.nodeID == "b" }?.link == .left)
+        await a.stop()
+        await b.stop()
+    }
+
     /// Past `maxMembers` removal records a node remembers removals by id hash, in its member
     /// file too: restarted from that file, it still refuses a member whose record it dropped.
     @Test(.timeLimit(.minutes(2))) func aMemberForgottenPastMaxMembersIsRefusedAfterARestart() async throws {

@@ -1249,6 +1249,12 @@ public final class Replicator: @unchecked Sendable {
             let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
             state.withLock { $0.pendingCloses[connection] = deadline }
         }
+        for connection in actions.tellLeaving {
+            logger.info("closing link", metadata: ["connection": "\(connection)", "why": "this node is leaving (told)"])
+            send(.leave, to: connection)
+            let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
+            state.withLock { $0.pendingCloses[connection] = deadline }
+        }
         for (connection, why) in actions.close {
             logger.info("closing link", metadata: ["connection": "\(connection)", "why": "\(why)"])
             transport.close(connection)

@@ -14,6 +14,9 @@ struct ReplicatorActions {
     var close: [(ConnectionID, String)] = []
     /// Send a `refusal` with the reason, then close.
     var refuse: [(ConnectionID, String)] = []
+    /// Send `leave` (this node is leaving the cluster), then close: a link that came up after
+    /// `Replicator.leave` told the others.
+    var tellLeaving: [ConnectionID] = []
     var ping: [(ConnectionID, UInt64)] = []
     var gossipTo: [ConnectionID] = []
     var startWalk: [(ConnectionID, UInt64)] = []
@@ -356,7 +359,9 @@ struct ReplicatorState {
             return actions
         }
         if leaving {
-            actions.close.append((connection, "this node is leaving"))
+            // A link whose handshake finished after `leave` told the others: told too, so its
+            // peer sees this node left (and does not redial it), not disconnected.
+            actions.tellLeaving.append(connection)
             return actions
         }
         if removedFromCluster {
