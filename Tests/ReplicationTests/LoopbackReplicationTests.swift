@@ -171,9 +171,8 @@ import Testing
     @Test(.timeLimit(.minutes(2))) func aGracefulLeaveIsReportedAndNotRedialled() async throws {
         let a = try Peer("a", seeds: [])
         let b = try Peer("b", seeds: [a.address])
-        // Both sides linked: `leave` tells the links b has; one whose handshake b has not
-        // finished yet is closed without a word (seen in a loaded clean-clone run: a then saw b
-        // as disconnected, not left).
+        // Both sides linked, so the leave goes out on a link b knows (a link whose handshake
+        // finishes after the leave is told too: `aLinkThatComesUpAfterALeaveIsToldOfIt`).
         #expect(await eventually { a.connectedPeers() == ["b"] && b.connectedPeers() == ["a"] })
         b.replicator.leave()
         #expect(await eventually { a.replicator.status.members.first { $0.nodeID == "b" }?.link == .left })
