@@ -27,6 +27,7 @@ struct DecodedCache {
     /// reached under the node's lock, and copied before a write when shared.
     private final class Storage: @unchecked Sendable {
         let slots: UnsafeMutablePointer<Slot>
+        let slotCount: Int
         let setMask: Int
         /// Bit per slot: it holds a value.
         var occupied: [UInt64]
@@ -36,12 +37,22 @@ struct DecodedCache {
 
         init(slotCount: Int) {
             slots = .allocate(capacity: slotCount)
+            self.slotCount = slotCount
             setMask = slotCount / 2 - 1
             occupied = Array(repeating: 0, count: (slotCount + 63) / 64)
             secondIsRecent = Array(repeating: 0, count: (slotCount / 2 + 63) / 64)
         }
 
         func isOccupied(_ slot: Int) -> Bool { occupied[slot >> 6] & (1 << UInt64(slot & 63)) != 0 }
+
+        /// The first of the two slots of `key`'s set.
+        func firstSlot(of key: StateKey) -> Int { (Int(truncatingIfNeeded: key.stableHash) & setMask) << 1 }
+
+        /// The slot of the two in `first`'s set used less lately.
+        func lessRecent(inSetOf first: Int) -> Int {
+            let set = first >> 1
+            return secondIsRecent[set >> 6] & (1 << UInt64(set & 63)) != 0 ? first : first + 1
+        }
 
         func markRecent(_ slot: Int) {
             let set = slot >> 1, bit: UInt64 = 1 << UInt64(set & 63)
@@ -50,14 +61,14 @@ struct DecodedCache {
 
         /// The slot of `key` in its set, if it holds one.
         func slot(of key: StateKey) -> Int? {
-            let first = (Int(truncatingIfNeeded: key.stableHash) & setMask) << 1
+            let first = firstSlot(of: key)
             for slot in first...(first + 1) where isOccupied(slot) && slots[slot].key == key { return slot }
             return nil
         }
 
         func copy() -> Storage {
-            let copy = Storage(slotCount: (setMask + 1) * 2)
-            for slot in 0..<((setMask + 1) * 2) where isOccupied(slot) { (copy.slots + slot).initialize(to: slots[slot]) }
+            let copy = Storage(slotCount: slotCount)
+            for slot in 0..<slotCount where isOccupied(slot) { (copy.slots + slot).initialize(to: slots[slot]) }
             copy.occupied = occupied
             copy.secondIsRecent = secondIsRecent
             copy.count = count
@@ -65,7 +76,7 @@ struct DecodedCache {
         }
 
         deinit {
-            for slot in 0..<((setMask + 1) * 2) where isOccupied(slot) { (slots + slot).deinitialize(count: 1) }
+            for slot in 0..<slotCount where isOccupied(slot) { (slots + slot).deinitialize(count: 1) }
             slots.deallocate()
         }
     }
@@ -109,15 +120,13 @@ struct DecodedCache {
             storage.slots[slot].version = version
             storage.slots[slot].value = value
         } else {
-            let first = (Int(truncatingIfNeeded: key.stableHash) & storage.setMask) << 1
+            let first = storage.firstSlot(of: key)
             if !storage.isOccupied(first) {
                 slot = first
             } else if !storage.isOccupied(first + 1) {
                 slot = first + 1
             } else {
-                // Both taken: the one not used last goes.
-                let set = first >> 1
-                slot = storage.secondIsRecent[set >> 6] & (1 << UInt64(set & 63)) != 0 ? first : first + 1
+                slot = storage.lessRecent(inSetOf: first)   // both taken: the one not used last goes
             }
             if storage.isOccupied(slot) {
                 storage.slots[slot] = Slot(key: key, version: version, value: value)

@@ -437,6 +437,14 @@ public final class Replicator: @unchecked Sendable {
 
     // MARK: sending
 
+    /// Sends `message` and closes the link once it is written (or at the next tick past
+    /// `reconnectMaxMilliseconds`): closing at once would discard it with the link's queue.
+    private func sendThenClose(_ message: ReplicationMessage, on connection: ConnectionID) {
+        send(message, to: connection)
+        let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
+        state.withLock { $0.pendingCloses[connection] = deadline }
+    }
+
     /// Queues one frame; refuses (and logs) one over `maxFrameBytes` instead of handing it to
     /// the transport. Returns what the transport answered, `.overLimit` for a refused frame.
     @discardableResult
@@ -1243,17 +1251,10 @@ public final class Replicator: @unchecked Sendable {
             logger.debug("dialling", metadata: ["address": "\(address)"])
             transport.connect(to: address)
         }
-        for (connection, reason) in actions.refuse {
-            // Closing now would discard the refusal with the link's queue: close it once written.
-            send(.refusal(reason: reason), to: connection)
-            let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
-            state.withLock { $0.pendingCloses[connection] = deadline }
-        }
+        for (connection, reason) in actions.refuse { sendThenClose(.refusal(reason: reason), on: connection) }
         for connection in actions.tellLeaving {
             logger.info("closing link", metadata: ["connection": "\(connection)", "why": "this node is leaving (told)"])
-            send(.leave, to: connection)
-            let deadline = clock.nowMilliseconds() + configuration.reconnectMaxMilliseconds
-            state.withLock { $0.pendingCloses[connection] = deadline }
+            sendThenClose(.leave, on: connection)
         }
         for (connection, why) in actions.close {
             logger.info("closing link", metadata: ["connection": "\(connection)", "why": "\(why)"])

@@ -668,15 +668,16 @@ package struct EntryTable: Sendable {
             let position = Int(first.record)
             let (meta, node) = (records[position].meta, records[position].node)
             let expiry = meta & Self.instantMask
-            if records[position].value != nil, expiry != 0, meta & Self.sweptBit == 0, expiry > first.instant {
+            // A value with a lifetime not reported yet (not a tombstone, a lasting value, or swept).
+            let expiring = records[position].value != nil && expiry != 0 && meta & Self.sweptBit == 0
+            if expiring, expiry > first.instant {
                 // Renewed after it was scheduled: due later (perhaps still by `now`, after
                 // others that are earlier).
                 changeSchedule { $0.reschedule(slot: 0, atMilliseconds: expiry, placed: $1) }
                 continue
             }
             unschedule(position)
-            // A tombstone, a value without expiry or one reported already: nothing is due.
-            guard records[position].value != nil, expiry != 0, meta & Self.sweptBit == 0 else { continue }
+            guard expiring else { continue }
             tally(isTombstone: false, meta: meta, node: node, by: -1)
             records[position].meta = meta | Self.sweptBit
             tally(isTombstone: false, meta: meta | Self.sweptBit, node: node, by: 1)
