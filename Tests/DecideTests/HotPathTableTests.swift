@@ -57,6 +57,38 @@ import Testing
         }
     }
 
+    /// The writes' buffer owns what they hold: a typed value replaced in the decision, cleared
+    /// with the writes, or still held when the writes themselves go is released then, once
+    /// (the buffer is managed by hand, not by an array).
+    @Test func pendingWritesReleaseTheirTypedValuesWhenReplacedClearedOrDropped() {
+        final class Typed: Sendable {}
+        weak var replaced: Typed?
+        weak var cleared: Typed?
+        weak var dropped: Typed?
+        var pending: PendingWrites? = PendingWrites(nodeID: "n")
+        do {
+            let first = Typed(), second = Typed()
+            replaced = first
+            cleared = second
+            _ = pending!.set(StateKey(name: "a"), value: PackedBytes([1]), decoded: first, maxKeys: .max)
+            _ = pending!.set(StateKey(name: "a"), value: PackedBytes([2]), decoded: second, maxKeys: .max)
+        }
+        #expect(replaced == nil && cleared != nil)
+        // Past the buffer's first capacity, so it grows (moving the writes) before the clear.
+        for index in 0..<40 { _ = pending!.set(StateKey(name: "k\(index)"), value: nil, decoded: nil, maxKeys: .max) }
+        #expect(cleared != nil && pending!.count == 41)
+        pending!.removeAll()
+        #expect(cleared == nil && pending!.isEmpty)
+        do {
+            let third = Typed()
+            dropped = third
+            _ = pending!.set(StateKey(name: "b"), value: PackedBytes([3]), decoded: third, maxKeys: .max)
+        }
+        #expect(dropped != nil)
+        pending = nil
+        #expect(dropped == nil)
+    }
+
     /// A decision over the key limit records nothing for the new key; an expiring write makes the
     /// decision expire until the writes are cleared.
     @Test func pendingWritesRefuseANewKeyPastTheLimitAndTrackExpiry() {
@@ -89,7 +121,7 @@ import Testing
                 if step % 2 == 0 {
                     log.record(key)
                 } else {
-                    log.record([PendingWrite(key: key, value: nil, decoded: nil, options: .plain)])
+                    [PendingWrite(key: key, value: nil, decoded: nil, options: .plain)].withUnsafeBufferPointer { log.record($0) }
                 }
                 history.append(key)
                 #expect(log.sequence == UInt64(history.count))

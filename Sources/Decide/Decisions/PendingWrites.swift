@@ -28,13 +28,20 @@ struct PendingWrite {
 }
 
 /// The writes of the decision running now, one per key (a later write to a key replaces the
-/// earlier), in first-write order. One array of `PendingWrite` records, reused from decision to
-/// decision: clearing it is one pass over one buffer whose element type has its own (specialised)
-/// value witnesses. Parallel arrays of optionals cost a generic `Optional` witness call per
-/// element to copy and to destroy, and a `replaceSubrange` per array to clear — together a
-/// quarter of a one-write decision (callgrind, docs/benchmarks.md).
+/// earlier), in first-write order. One buffer of `PendingWrite` records, reused from decision to
+/// decision and owned by `storage`: clearing it deinitializes the writes in place, and a write
+/// is initialized at its end, with no uniqueness or bounds check. An array checked both on
+/// every write and every clear (`removeLast` per write, since `removeAll(keepingCapacity:)`
+/// is a generic `replaceSubrange`): about 90 instructions of a one-write decision
+/// (docs/benchmarks.md, "The decision path without its arrays"). Parallel arrays of optionals
+/// cost a generic `Optional` witness call per element to copy and to destroy, and so does
+/// deinitializing a write's optional fields one by one.
+///
+/// A copy shares the storage (two words and a retain): only the transaction's own
+/// `PendingWrites` is ever mutated, and a commit borrows or moves it, under the node's lock.
 struct PendingWrites {
-    private(set) var writes: [PendingWrite] = []
+    /// The writes, in first-write order: valid until the next change of these writes.
+    var writes: UnsafeBufferPointer<PendingWrite> { UnsafeBufferPointer(start: storage.base, count: storage.count) }
     /// Whether any write of the decision expires or is owned (most decisions: none).
     private var hasOptions = false
     /// Built only for decisions with many writes (small ones search `writes` linearly): where
@@ -42,8 +49,8 @@ struct PendingWrites {
     /// position plus one; 0 is empty). Not a `Dictionary<StateKey, Int>`: that hashed every key
     /// again with a seeded `Hasher` and retained it, and clearing it released every key.
     private var cells: [Int32] {
-        _read { yield lookups.cells }
-        nonmutating _modify { yield &lookups.cells }
+        _read { yield storage.cells }
+        nonmutating _modify { yield &storage.cells }
     }
     /// `Node.decisionBytes` of these writes without its fixed part, kept as writes arrive so the
     /// size check at commit is one addition.
@@ -54,15 +61,13 @@ struct PendingWrites {
     /// that name drops it. Kept here, not on the transaction, so the check costs a write nothing
     /// beyond a field test.
     var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] {
-        _read { yield lookups.indexOrders }
-        nonmutating _modify { yield &lookups.indexOrders }
+        _read { yield storage.indexOrders }
+        nonmutating _modify { yield &storage.indexOrders }
     }
-    /// `cells` and `indexOrders`, held by reference: a copy of `PendingWrites` (the commit
-    /// binds one where observers or the replication engine read the writes) is then two
-    /// retains. Held inline, the copy of these two went through generic value witnesses,
-    /// about 210 instructions with its destroy. A copy shares them, so only the transaction's
-    /// own `PendingWrites` is ever mutated.
-    private let lookups = Lookups()
+    /// The writes' buffer, `cells` and `indexOrders`, held by reference: a copy of
+    /// `PendingWrites` is then one retain. Held inline, the copy of the two lookups went
+    /// through generic value witnesses, about 210 instructions with its destroy.
+    private let storage = Storage()
 
     private static let linearSearchLimit = 16
 
@@ -71,8 +76,8 @@ struct PendingWrites {
         nodeBytes = nodeID.utf8.count
     }
 
-    var count: Int { writes.count }
-    var isEmpty: Bool { writes.isEmpty }
+    var count: Int { storage.count }
+    var isEmpty: Bool { storage.count == 0 }
 
     /// The key of the write at `index`.
     func key(at index: Int) -> StateKey { writes[index].key }
@@ -82,16 +87,15 @@ struct PendingWrites {
 
     mutating func removeAll() {
         if !indexOrders.isEmpty { indexOrders.removeAll() }
-        guard !writes.isEmpty else { return }
-        if writes.count > Self.linearSearchLimit {
+        let count = storage.count
+        guard count != 0 else { return }
+        if count > Self.linearSearchLimit {
             // The cells were in use: cleared for the next large decision (which rebuilds them
             // whole when it outgrows the linear search), or freed when one huge decision grew
             // them. Only then: a small decision must not clear a large decision's cells.
             if cells.count > Self.maxKeptCells { cells = [] } else { cells.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
         }
-        // One `removeLast` per write: `removeAll(keepingCapacity:)` is a generic
-        // `replaceSubrange`, ~650 instructions for the one or ten writes of a usual decision.
-        while !writes.isEmpty { writes.removeLast() }
+        storage.removeAll()
         hasOptions = false
         entryBytes = 0
     }
@@ -180,12 +184,9 @@ struct PendingWrites {
     /// Calls `body` with each write's key, lent where it lies, and the write's address, in order.
     @inline(__always)
     private func forEachKey(_ body: (borrowing StateKey, UnsafePointer<PendingWrite>) -> Void) {
-        writes.withUnsafeBufferPointer { writes in
-            guard let base = writes.baseAddress else { return }
-            let first = UnsafeMutablePointer(mutating: base)
-            for index in writes.indices {
-                PendingWrite.key(in: first + index).lendPointee { body($0, base + index) }
-            }
+        let first = storage.base
+        for index in 0..<storage.count {
+            PendingWrite.key(in: first + index).lendPointee { body($0, first + index) }
         }
     }
 
@@ -202,14 +203,13 @@ struct PendingWrites {
         // The key and the value are lent where they lie (`lendPointee`: moved out for the call
         // and back), under the node's lock, which no one else reads them without: handed on
         // from the buffer, each was a copy, retained and released (four atomics a write).
-        writes.withUnsafeBufferPointer { writes in
-            let write = UnsafeMutablePointer(mutating: writes.baseAddress! + index)
-            // A delete carries neither (as `Entry` normalises it).
-            let (expiry, owned) = Self.lifetime(writes[index].options, hasOptions: hasOptions && writes[index].value != nil, version: version)
-            let expiresAt = Entry.normalized(expiry: expiry)
-            PendingWrite.key(in: write).lendPointee { key in
-                PendingWrite.value(in: write).lendPointee { value in visit(key, value, expiresAt, owned) }
-            }
+        precondition(index >= 0 && index < storage.count, "a write outside the decision's writes")
+        let write = storage.base + index
+        // A delete carries neither (as `Entry` normalises it).
+        let (expiry, owned) = Self.lifetime(write.pointee.options, hasOptions: hasOptions && write.pointee.value != nil, version: version)
+        let expiresAt = Entry.normalized(expiry: expiry)
+        PendingWrite.key(in: write).lendPointee { key in
+            PendingWrite.value(in: write).lendPointee { value in visit(key, value, expiresAt, owned) }
         }
     }
 
@@ -239,21 +239,23 @@ struct PendingWrites {
                                            nodeBytes: nodeBytes, valueBytes: value?.count ?? 0)
         }
         if let existing {
-            entryBytes += bytes(value) - bytes(writes[existing].value)
-            writes[existing].value = value
-            writes[existing].decoded = typed
-            writes[existing].options = options
+            let write = storage.base + existing
+            entryBytes += bytes(value) - bytes(write.pointee.value)
+            write.pointee.value = value
+            write.pointee.decoded = typed
+            write.pointee.options = options
             return
         }
         entryBytes += bytes(value)
-        writes.append(PendingWrite(key: key, value: value, decoded: typed, options: options))
-        if writes.count > Self.linearSearchLimit {
+        storage.append(PendingWrite(key: key, value: value, decoded: typed, options: options))
+        let count = storage.count
+        if count > Self.linearSearchLimit {
             // Built whole when the decision first outgrows the linear search (cells kept from
             // an earlier decision are empty), and again when half full.
-            if writes.count == Self.linearSearchLimit + 1 || writes.count * 2 > cells.count {
+            if count == Self.linearSearchLimit + 1 || count * 2 > cells.count {
                 rebuildCells()
             } else {
-                insertCell(for: writes.count - 1)
+                insertCell(for: count - 1)
             }
         }
     }
@@ -301,12 +303,58 @@ extension PendingWrites {
 }
 
 extension PendingWrites {
-    /// The lookups only large decisions and index placements use (see `lookups`). Touched
-    /// only by the transaction that owns them, under the node's lock: no dynamic exclusivity
-    /// check on every write's `indexOrders.isEmpty`.
-    fileprivate final class Lookups {
+    /// The writes' buffer and the lookups only large decisions and index placements use (see
+    /// `storage`). Touched only by the transaction that owns them, under the node's lock: no
+    /// dynamic exclusivity check on every write.
+    fileprivate final class Storage {
+        /// `count` writes initialized from `base`, room for `capacity`.
+        @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<PendingWrite>
+        @exclusivity(unchecked) private(set) var count = 0
+        @exclusivity(unchecked) private var capacity: Int
         @exclusivity(unchecked) var cells: [Int32] = []
         @exclusivity(unchecked) var indexOrders: [String: [(key: StateKey, position: IndexPosition)]] = [:]
+
+        /// Room kept from decision to decision; a buffer grown past it by one large decision
+        /// is freed when that decision's writes are cleared.
+        private static let keptCapacity = 1_024
+
+        init() {
+            capacity = 16
+            base = .allocate(capacity: capacity)
+        }
+
+        deinit {
+            base.deinitialize(count: count)
+            base.deallocate()
+        }
+
+        /// Initializes `write` after the last, doubling the buffer when full.
+        @inline(__always)
+        func append(_ write: consuming PendingWrite) {
+            if count == capacity { grow() }
+            (base + count).initialize(to: write)
+            count &+= 1
+        }
+
+        private func grow() {
+            let larger = UnsafeMutablePointer<PendingWrite>.allocate(capacity: capacity * 2)
+            larger.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = larger
+            capacity *= 2
+        }
+
+        /// Deinitializes every write, in place: one by one, since `deinitialize(count:)` is the
+        /// runtime's generic `swift_arrayDestroy` (115 instructions for one write).
+        func removeAll() {
+            for index in 0..<count { _ = (base + index).move() }
+            count = 0
+            if capacity > Self.keptCapacity {
+                base.deallocate()
+                capacity = 16
+                base = .allocate(capacity: capacity)
+            }
+        }
     }
 }
 

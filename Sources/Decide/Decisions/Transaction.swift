@@ -205,6 +205,7 @@ final class Transaction: @unchecked Sendable {
     }
 
     /// One mutation of `pending` per write (it is `InPlace`, so no exclusivity check either).
+    @inline(__always)
     func store(_ key: consuming StateKey, _ value: consuming PackedBytes?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {
         guard withinLimits(key, value) else { return }
         if !pending.set(key, value: value, decoded: decoded, options: options, maxKeys: limits.maxEntriesPerMessage) {
@@ -213,18 +214,28 @@ final class Transaction: @unchecked Sendable {
     }
 
     /// Whether every peer's decoder would accept this write's key and value; records the failure
-    /// if not (the count of writes is `PendingWrites.set`'s to check).
+    /// if not (the count of writes is `PendingWrites.set`'s to check). The test alone is inlined
+    /// into every write; the message is built apart, only for a write over a limit.
+    @inline(__always)
     private func withinLimits(_ key: StateKey, _ value: PackedBytes?) -> Bool {
-        var problem: String?
-        if key.name.utf8.count > limits.maxNameBytes {
-            problem = "state name of \(key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
-        } else if key.elementCount > limits.maxElementBytes {
-            problem = "element id of \(key.elementCount) bytes in \(key.name) is over maxElementBytes \(limits.maxElementBytes)"
-        } else if let value, value.count > limits.maxValueBytes {
-            problem = "value of \(value.count) bytes for \(key) is over maxValueBytes \(limits.maxValueBytes)"
+        if key.name.utf8.count <= limits.maxNameBytes, key.elementCount <= limits.maxElementBytes,
+           (value?.count ?? 0) <= limits.maxValueBytes {
+            return true
         }
-        guard let problem else { return true }
-        failure = failure ?? problem
+        recordLimitFailure(key, value)
         return false
+    }
+
+    /// Records why `key` and `value` are over a limit (the first limit of name, element, value).
+    @inline(never)
+    private func recordLimitFailure(_ key: StateKey, _ value: PackedBytes?) {
+        let problem = if key.name.utf8.count > limits.maxNameBytes {
+            "state name of \(key.name.utf8.count) bytes is over maxNameBytes \(limits.maxNameBytes)"
+        } else if key.elementCount > limits.maxElementBytes {
+            "element id of \(key.elementCount) bytes in \(key.name) is over maxElementBytes \(limits.maxElementBytes)"
+        } else {
+            "value of \(value?.count ?? 0) bytes for \(key) is over maxValueBytes \(limits.maxValueBytes)"
+        }
+        failure = failure ?? problem
     }
 }

@@ -13,14 +13,21 @@ import DecideCore
 struct ChangeLog {
     /// Counts every change of the table; `hashes(after:)` answers relative to it.
     private(set) var sequence: UInt64 = 0
-    private var ring: [UInt64] = []
+    /// The ring's slots, allocated whole at the start and touched as they fill. A fixed buffer,
+    /// not an array: appending to and overwriting an array checked its uniqueness and its
+    /// bounds on every change, a third of what recording one cost (docs/benchmarks.md,
+    /// "The decision path without its arrays"). Shared by a copy of the log, which only
+    /// `NodeCore` holds (one per node, never copied).
+    private let ring: Ring
     private let capacity: Int
-    /// Where the next hash goes once the ring is full (`sequence % capacity`, kept as it moves
-    /// so a change costs no division).
+    /// Where the next hash goes (`sequence % capacity`, kept as it moves so a change costs no
+    /// division).
     private var next = 0
 
     init(capacity: Int) {
+        precondition(capacity >= 1, "a change log holds at least one change")
         self.capacity = capacity
+        ring = Ring(capacity: capacity)
     }
 
     /// Records that `key` changed (after a merge that changed it).
@@ -28,19 +35,15 @@ struct ChangeLog {
         record(hash: key.stableHash)
     }
 
+    @inline(__always)
     private mutating func record(hash: UInt64) {
-        sequence += 1
-        if ring.count < capacity {
-            ring.append(hash)
-            next = ring.count == capacity ? 0 : ring.count
-        } else {
-            ring[next] = hash
-            next = next + 1 == capacity ? 0 : next + 1
-        }
+        sequence &+= 1
+        ring.slots[next] = hash
+        next = next &+ 1 == capacity ? 0 : next &+ 1
     }
 
     /// Records that the key of every write of `writes` changed, in order.
-    mutating func record(_ writes: [PendingWrite]) {
+    mutating func record(_ writes: UnsafeBufferPointer<PendingWrite>) {
         // By index: `for write in writes` would copy each whole write (its value and typed value).
         for index in writes.indices { record(hash: writes[index].key.stableHash) }
     }
@@ -49,15 +52,28 @@ struct ChangeLog {
     /// first), or nil when more changes than the ring holds happened since.
     func hashes(after: UInt64) -> [UInt64]? {
         let count = sequence - min(after, sequence)
-        guard count <= UInt64(ring.count) else { return nil }
+        guard count <= UInt64(capacity) else { return nil }
         var hashes: [UInt64] = []
         var seen = Set<UInt64>()
         var position = sequence
         while position > after {
-            let hash = ring[Int((position - 1) % UInt64(capacity))]
+            let hash = ring.slots[Int((position - 1) % UInt64(capacity))]
             if seen.insert(hash).inserted { hashes.append(hash) }
             position -= 1
         }
         return hashes
+    }
+}
+
+extension ChangeLog {
+    /// The ring's memory: `capacity` slots, freed with the log.
+    fileprivate final class Ring {
+        let slots: UnsafeMutablePointer<UInt64>
+
+        init(capacity: Int) {
+            slots = .allocate(capacity: capacity)
+        }
+
+        deinit { slots.deallocate() }
     }
 }

@@ -271,6 +271,8 @@ public final class Node: Sendable {
         delivery.drain()
         // Before the effect: a decision an effect makes is tapped after the one that made it.
         if tapping { tap(TappedDecision(decision: decision, commit: commit, writes: tappedWrites)) }
+        // Most decisions return `.none`: tested here, no call.
+        if case .none = effect.operation { return commit }
         perform(effect, handlers: [], followUps: &followUps)
         return commit
     }
@@ -310,15 +312,25 @@ public final class Node: Sendable {
     /// Why a decision of `bytes` (its `decisionBytes`) must not commit now, or nil: it is larger than one
     /// replication frame may carry, or this node's hybrid clock runs so far ahead of its
     /// physical clock that every peer would refuse its version.
+    @inline(__always)
     func refusal(bytes: Int, clock: HybridLogicalClock, physicalMilliseconds physical: UInt64) -> String? {
+        // The test inlined into every commit; the message built apart, only for a refusal.
+        let lead = clock.last.physicalMilliseconds.subtractingReportingOverflow(physical)
+        guard bytes > configuration.maxDecisionBytes || (!lead.overflow && lead.partialValue > configuration.maxClockSkewMilliseconds) else {
+            return nil
+        }
+        return refusalMessage(bytes: bytes, lead: lead.overflow ? nil : lead.partialValue)
+    }
+
+    /// Why a commit of `bytes` is refused, the clock `lead` milliseconds ahead of real time (nil:
+    /// not ahead).
+    @inline(never)
+    private func refusalMessage(bytes: Int, lead: UInt64?) -> String {
         if bytes > configuration.maxDecisionBytes {
             return "decision of \(bytes) bytes is over maxDecisionBytes \(configuration.maxDecisionBytes): split it into smaller decisions"
         }
-        let lead = clock.last.physicalMilliseconds.subtractingReportingOverflow(physical)
-        if !lead.overflow, lead.partialValue > configuration.maxClockSkewMilliseconds {
-            return "this node's clock ran \(lead.partialValue) ms ahead of its physical clock (more than maxClockSkewMilliseconds \(configuration.maxClockSkewMilliseconds)); peers would refuse its writes, so it takes none until real time catches up"
-        }
-        return nil
+        let lead = lead ?? 0
+        return "this node's clock ran \(lead) ms ahead of its physical clock (more than maxClockSkewMilliseconds \(configuration.maxClockSkewMilliseconds)); peers would refuse its writes, so it takes none until real time catches up"
     }
 
     /// The size `maxDecisionBytes` bounds: a decision's writes encoded as catch-up entries (each

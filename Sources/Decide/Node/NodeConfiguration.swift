@@ -48,7 +48,8 @@ extension Node {
         public var digestDepth = 4
         /// How many recent changes the node remembers so an anti-entropy walk can send
         /// whole decisions (docs/replication.md, "Atomic catch-up"); a walk during which more
-        /// changes happen is restarted.
+        /// changes happen is restarted. Each costs 8 bytes, reserved when the node starts
+        /// (the memory is touched as changes fill it).
         public var recentChangeCapacity = 65_536
         /// How many decoded values the node keeps for typed reads and observers (each beside
         /// the entry's bytes, so reading a key again does not decode it again), rounded down to

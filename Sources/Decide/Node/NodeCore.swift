@@ -236,7 +236,7 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// Records that the key of every write of `writes` changed, in order (one access to the log).
-    func recordChanges(_ writes: [PendingWrite]) {
+    func recordChanges(_ writes: UnsafeBufferPointer<PendingWrite>) {
         changes.record(writes)
     }
 

@@ -40,9 +40,15 @@ final class DeliveryQueue: Sendable {
     }
 
     /// Delivers everything queued, unless another thread is already doing so (then it will).
-    /// Call without the node's lock.
+    /// Call without the node's lock. Only the load is inlined into a decision: a node nobody
+    /// observes calls nothing here.
+    @inline(__always)
     func drain() {
-        guard queued.load(ordering: .acquiring) else { return }
+        if queued.load(ordering: .acquiring) { drainQueued() }
+    }
+
+    @inline(never)
+    private func drainQueued() {
         let mine = state.withLock { state -> Bool in
             guard !state.draining, !state.order.isEmpty else { return false }
             state.draining = true
