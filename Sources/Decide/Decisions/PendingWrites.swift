@@ -346,6 +346,7 @@ extension PendingWrites {
 
         /// Deinitializes every write, in place: one by one, since `deinitialize(count:)` is the
         /// runtime's generic `swift_arrayDestroy` (115 instructions for one write).
+        @inline(__always)
         func removeAll() {
             for index in 0..<count { _ = (base + index).move() }
             count = 0

@@ -199,6 +199,12 @@ package struct EntryTable: Sendable {
     /// The node number of the latest merge: most merges carry the same node id as the one
     /// before (a node's own writes, a peer's batch), so they skip `nodeNumbers`.
     private var latestNode: UInt32 = 0
+    /// `latestNode`'s id and hash, held beside it so the common case compares two fields in
+    /// place (no bounds-checked read of `nodeIDs`, no call); `hasLatestNode` is false until the
+    /// first merge.
+    private var latestNodeID = ""
+    private var latestNodeHash: UInt64 = 0
+    private var hasLatestNode = false
     /// The record numbers of each digest leaf's keys, so anti-entropy reads a differing leaf
     /// without a scan: a list threaded through the records, newest first. `bucketHeads[leaf]` is
     /// its first record's number + 1 (0: empty), `bucketNext[record]` the next one's (0: end).
@@ -964,22 +970,27 @@ package struct EntryTable: Sendable {
     }
 
     /// The number of `version`'s node id, interned on first sight.
+    @inline(__always)
     private mutating func nodeNumber(of version: Version) -> UInt32 {
-        if Int(latestNode) < nodeIDs.count, nodeIDs[Int(latestNode)].hash == version.nodeHash,
-           nodeIDs[Int(latestNode)].id == version.node {
-            return latestNode
-        }
+        if latestNodeHash == version.nodeHash, hasLatestNode, latestNodeID == version.node { return latestNode }
+        return nodeNumberNotLatest(of: version)
+    }
+
+    /// `nodeNumber(of:)` for a node other than the latest merge's, which it becomes.
+    @inline(never)
+    private mutating func nodeNumberNotLatest(of version: Version) -> UInt32 {
+        let number: UInt32
         if let known = nodeNumbers[version.node] {
-            latestNode = known
-            return known
+            number = known
+        } else {
+            number = UInt32(nodeIDs.count)
+            nodeIDs.append((version.node, version.nodeHash))
+            ownerHidden.append(presentOwners.map { !$0.contains(version.node) } ?? false)
+            ownedCounts.append(0)
+            ownedPositions.append(GrowingArray())
+            nodeNumbers[version.node] = number
         }
-        let number = UInt32(nodeIDs.count)
-        nodeIDs.append((version.node, version.nodeHash))
-        ownerHidden.append(presentOwners.map { !$0.contains(version.node) } ?? false)
-        ownedCounts.append(0)
-        ownedPositions.append(GrowingArray())
-        nodeNumbers[version.node] = number
-        latestNode = number
+        (latestNode, latestNodeID, latestNodeHash, hasLatestNode) = (number, version.node, version.nodeHash, true)
         return number
     }
 
