@@ -106,7 +106,7 @@ package struct EntryTable: Sendable {
     private mutating func trackOwned(meta: UInt64, node: UInt32, position: Int, adding: Bool) {
         guard meta & Self.ownedBit != 0 else { return }
         if adding {
-            if ownedSlots.isEmpty { ownedSlots = GrowingArray(zeroedCount: records.count) }
+            ownedSlots.make(records: records.count)
             ownedSlots[position] = UInt32(ownedPositions[Int(node)].count + 1)
             ownedPositions[Int(node)].append(UInt32(position))
         } else {
@@ -227,7 +227,7 @@ package struct EntryTable: Sendable {
     /// the first value with a lifetime is stored, one per record from then on. Not a record
     /// field: the record's 80 bytes are full, and a field would cost every table 8 bytes a key
     /// (alignment), where this costs 4 and only tables that ever held an expiring value.
-    private var expirySlots = GrowingArray<UInt32>()
+    private var expirySlots = RecordSlots()
     /// The node ids whose owned values read as present (`setPresentOwners`); nil: all of them.
     private var presentOwners: Set<String>?
     /// By node number: whether that node's owned values are hidden now.
@@ -242,7 +242,7 @@ package struct EntryTable: Sendable {
     private var ownedPositions: [GrowingArray<UInt32>] = []
     /// Per record, its slot + 1 in its node's `ownedPositions` (0: not owned); empty until the
     /// first owned value is stored, one per record from then on (4 bytes a record).
-    private var ownedSlots = GrowingArray<UInt32>()
+    private var ownedSlots = RecordSlots()
 
     /// Stored owned values (not reported expired) whose owner is hidden now: they read as
     /// absent. O(node ids).
@@ -362,9 +362,9 @@ package struct EntryTable: Sendable {
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
             tally(isTombstone: isTombstone, meta: meta, node: node, by: 1)
-            if !ownedSlots.isEmpty { ownedSlots.append(0) }
+            ownedSlots.recordAppended()
             trackOwned(meta: meta, node: node, position: Int(number), adding: true)
-            if !expirySlots.isEmpty { expirySlots.append(0) }
+            expirySlots.recordAppended()
             if let expiresAt { schedule(Int(number), atMilliseconds: expiresAt) }
             // An absent key's probe ends at an empty cell of `index`, never of `draining`.
             assert(cell >= 0, "EntryTable: an insert into the index being drained")
@@ -413,15 +413,15 @@ package struct EntryTable: Sendable {
         guard records.count * 4 <= index.count * 3, tombstoneCount >= 0, expiredCount >= 0, expiringCount >= 0,
               tombstoneCount + expiredCount + expiringCount <= records.count else { return false }
         guard let highest = highestVersion, highest >= version else { return false }
-        guard ownedSlots.isEmpty || ownedSlots.count == records.count else { return false }
+        guard !ownedSlots.isMade || ownedSlots.count == records.count else { return false }
         if record.owned {
-            let slot = Int(ownedSlots[position])
+            let slot = Int(ownedSlots.slot(of: position))
             guard slot != 0, ownedPositions[Int(record.node)][slot - 1] == position else { return false }
-        } else if !ownedSlots.isEmpty, ownedSlots[position] != 0 {
+        } else if ownedSlots.slot(of: position) != 0 {
             return false
         }
-        guard expirySlots.isEmpty || expirySlots.count == records.count else { return false }
-        let scheduled = expirySlots.isEmpty ? 0 : Int(expirySlots[position])
+        guard !expirySlots.isMade || expirySlots.count == records.count else { return false }
+        let scheduled = Int(expirySlots.slot(of: position))
         if scheduled != 0 {
             guard Int(expirySchedule[scheduled - 1].record) == position else { return false }
         }
@@ -698,7 +698,7 @@ package struct EntryTable: Sendable {
     /// costs nothing here).
     @inline(__always)
     private mutating func schedule(_ position: Int, atMilliseconds instant: UInt64) {
-        if expirySlots.isEmpty { expirySlots = GrowingArray(zeroedCount: records.count) }
+        expirySlots.make(records: records.count)
         let scheduled = Int(expirySlots[position])
         if scheduled == 0 {
             changeSchedule { $0.insert(record: UInt32(position), atMilliseconds: instant, placed: $1) }
@@ -710,8 +710,7 @@ package struct EntryTable: Sendable {
     /// Takes record `position`'s item, if it has one, off the schedule.
     @inline(__always)
     private mutating func unschedule(_ position: Int) {
-        guard !expirySlots.isEmpty else { return }
-        let scheduled = Int(expirySlots[position])
+        let scheduled = Int(expirySlots.slot(of: position))
         guard scheduled != 0 else { return }
         expirySlots[position] = 0
         changeSchedule { $0.remove(slot: scheduled - 1, placed: $1) }
@@ -721,7 +720,7 @@ package struct EntryTable: Sendable {
     /// slot into `expirySlots` (not empty: only records have items).
     @inline(__always)
     private mutating func changeSchedule(_ body: (inout ExpirySchedule, (UInt32, Int) -> Void) -> Void) {
-        let first = expirySlots.address(of: 0)
+        let first = expirySlots.firstAddress()
         body(&expirySchedule) { record, slot in first[Int(record)] = UInt32(slot + 1) }
     }
 
@@ -1239,21 +1238,15 @@ package struct EntryTable: Sendable {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
             }
             memberSlots[position] = memberSlots[last]
-            if !ownedSlots.isEmpty {
-                let slot = ownedSlots[last]
-                ownedSlots[position] = slot
-                if slot != 0 { ownedPositions[Int(moved.node)][Int(slot) - 1] = UInt32(position) }
-            }
+            let owned = ownedSlots.moveLast(last, to: position)
+            if owned != 0 { ownedPositions[Int(moved.node)][Int(owned) - 1] = UInt32(position) }
             records[position] = moved
-            if !expirySlots.isEmpty {
-                let scheduled = expirySlots[last]
-                expirySlots[position] = scheduled
-                if scheduled != 0 { expirySchedule.renumber(slot: Int(scheduled) - 1, to: UInt32(position)) }
-            }
+            let scheduled = expirySlots.moveLast(last, to: position)
+            if scheduled != 0 { expirySchedule.renumber(slot: Int(scheduled) - 1, to: UInt32(position)) }
         }
         records.removeLast()
-        if !ownedSlots.isEmpty { ownedSlots.removeLast() }
-        if !expirySlots.isEmpty { expirySlots.removeLast() }
+        ownedSlots.removeLast()
+        expirySlots.removeLast()
         memberSlots.removeLast()
         bucketNext.removeLast()
     }
