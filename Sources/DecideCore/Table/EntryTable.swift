@@ -1212,9 +1212,10 @@ package struct EntryTable: Sendable {
         let record = records[position]
         tally(isTombstone: record.value == nil, meta: record.meta, node: record.node, by: -1)
         trackOwned(meta: record.meta, node: record.node, position: position, adding: false)
-        let removedKey = key(of: record)
-        digest.toggle(contribution: record.contribution, of: removedKey)
-        let bucket = digest.bucket(of: removedKey)
+        // By hash: building the key (a `String` for a long atomic name) cost an allocation a
+        // removal, for a digest that reads only its hash.
+        digest.toggle(contribution: record.contribution, ofHash: record.keyHash)
+        let bucket = digest.bucket(ofHash: record.keyHash)
         if record.name != Self.inlineName { releaseName(record.name, of: position) }
         unlink(position, fromBucket: bucket)
 
@@ -1230,10 +1231,13 @@ package struct EntryTable: Sendable {
         let last = records.count - 1
         if position != last {
             let moved = records[last]
-            let movedKey = key(of: moved)
-            let movedCell = probe(movedKey)
+            // The cell that names the moved record, found by its address: no key built, no
+            // key bytes compared.
+            let target = records.withUnsafeBufferPointer { $0.baseAddress! + last }
+            let movedCell = probe(hash: moved.keyHash) { $0 == target }
+            assert(stored(at: movedCell) != 0, "EntryTable: the last record is in no cell")
             store(Self.cellValue(record: position, hash: moved.keyHash), at: movedCell)
-            renumber(last, to: position, inBucket: digest.bucket(of: movedKey))
+            renumber(last, to: position, inBucket: digest.bucket(ofHash: moved.keyHash))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
             }

@@ -104,6 +104,11 @@ package struct StateDigest: Hashable, Sendable {
         apply(delta: contribution, bucket: bucket(of: key))
     }
 
+    /// `toggle(contribution:of:)` for the key whose `stableHash` is `hash`.
+    package mutating func toggle(contribution: UInt64, ofHash hash: UInt64) {
+        apply(delta: contribution, bucket: bucket(ofHash: hash))
+    }
+
     /// Takes `entry` of `key` out (used when a tombstone is collected).
     public mutating func remove(key: StateKey, entry: Entry) {
         apply(delta: Self.contribution(of: key, entry), bucket: bucket(of: key))
