@@ -37,7 +37,7 @@ struct PendingWrite {
 /// cost a generic `Optional` witness call per element to copy and to destroy, and so does
 /// deinitializing a write's optional fields one by one.
 ///
-/// A copy shares the storage (two words and a retain): only the transaction's own
+/// A copy shares the storage (one retain): only the transaction's own
 /// `PendingWrites` is ever mutated, and a commit borrows or moves it, under the node's lock.
 struct PendingWrites {
     /// The writes, in first-write order: valid until the next change of these writes.
@@ -318,8 +318,11 @@ extension PendingWrites {
         /// is freed when that decision's writes are cleared.
         private static let keptCapacity = 1_024
 
+        /// Room a fresh buffer has, and a freed one gets back.
+        private static let initialCapacity = 16
+
         init() {
-            capacity = 16
+            capacity = Self.initialCapacity
             base = .allocate(capacity: capacity)
         }
 
@@ -352,7 +355,7 @@ extension PendingWrites {
             count = 0
             if capacity > Self.keptCapacity {
                 base.deallocate()
-                capacity = 16
+                capacity = Self.initialCapacity
                 base = .allocate(capacity: capacity)
             }
         }

@@ -1231,12 +1231,8 @@ package struct EntryTable: Sendable {
         let last = records.count - 1
         if position != last {
             let moved = records[last]
-            // The cell that names the moved record, found by its address: no key built, no
-            // key bytes compared.
-            let target = records.withUnsafeBufferPointer { $0.baseAddress! + last }
-            let movedCell = probe(hash: moved.keyHash) { $0 == target }
-            assert(stored(at: movedCell) != 0, "EntryTable: the last record is in no cell")
-            store(Self.cellValue(record: position, hash: moved.keyHash), at: movedCell)
+            // Found by the record's address: no key built, no key bytes compared.
+            store(Self.cellValue(record: position, hash: moved.keyHash), at: self.cell(ofRecord: last))
             renumber(last, to: position, inBucket: digest.bucket(ofHash: moved.keyHash))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)

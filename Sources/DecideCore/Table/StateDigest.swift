@@ -101,7 +101,7 @@ package struct StateDigest: Hashable, Sendable {
     /// XORs a precomputed `contribution(of:_:)` of `key` into its leaf and ancestors: adds it
     /// when absent, takes it out when present.
     public mutating func toggle(contribution: UInt64, of key: StateKey) {
-        apply(delta: contribution, bucket: bucket(of: key))
+        toggle(contribution: contribution, ofHash: key.stableHash)
     }
 
     /// `toggle(contribution:of:)` for the key whose `stableHash` is `hash`.
