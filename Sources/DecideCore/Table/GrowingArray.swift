@@ -117,8 +117,11 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
     package init() {}
 
     /// From this many bytes on, the elements live in a mapping of their own, grown by `mremap`.
-    /// Below it `realloc`'s copy is at most this large (about a tenth of a millisecond).
-    package static var mappedMinimumBytes: Int { 1 << 20 }
+    /// Below it `realloc` copies at most this much, into pages that fault in during the copy:
+    /// 16 of them (tens of microseconds). At 1 MiB that last copy faulted 160 pages in one
+    /// merge, 0.6 ms at the table's 8,192nd record (docs/benchmarks.md, "The last copy of the
+    /// records").
+    package static var mappedMinimumBytes: Int { 64 << 10 }
 
     /// `count` elements whose memory is all zero bits: a large array is a fresh mapping (and a
     /// smaller one comes from `calloc`), pages nobody touched yet, so making it costs no pass
