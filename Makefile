@@ -101,7 +101,7 @@ $(BENCH_BIN): deps FORCE
 	$(SWIFT) build -c release --build-path $(BENCH_BUILD) --product DecideBench
 
 bench: $(BENCH_BIN)
-	$(BENCH_BIN) core memory transport replication anti-entropy durability join collection
+	$(BENCH_BIN) machine core memory transport replication anti-entropy durability join collection
 
 bench-core: $(BENCH_BIN)
 	$(BENCH_BIN) core

@@ -192,5 +192,6 @@ enum ReplicationBench {
              "\(latencies.count)/\(count)", shown(percentile(0.5)), shown(p99), shown(p999),
              "p99 ≤ 1 ms: \(BenchTable.verdict(complete && (p99 ?? .infinity) <= 1)); p99.9 ≤ 2 ms: \(BenchTable.verdict(complete && (p999 ?? .infinity) <= 2))"],
         ], header: ["propagation A → B", "delivered", "p50", "p99", "p99.9", "goal"])
+        if let floor = MachineBench.floorLine() { print(floor + "\n") }
     }
 }

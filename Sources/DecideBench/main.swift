@@ -6,12 +6,13 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "join-child" { JoinBench.child(Array(arguments.dropFirst())) }
 if arguments.first == "memory-child" { MemoryBench.child(Array(arguments.dropFirst())) }
-let known = ["core", "memory", "transport", "replication", "anti-entropy", "durability", "join", "collection"]
+let known = ["machine", "core", "memory", "transport", "replication", "anti-entropy", "durability", "join", "collection"]
 let sections = arguments.isEmpty ? known : arguments
 let seconds = Double(ProcessInfo.processInfo.environment["BENCH_SECONDS"] ?? "") ?? 1.0
 
 for section in sections {
     switch section {
+    case "machine": MachineBench.run(seconds: seconds)
     case "core": CoreBench.run(seconds: seconds)
     case "memory": MemoryBench.run()
     case "transport": runTransportBench()
