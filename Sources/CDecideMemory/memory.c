@@ -25,6 +25,15 @@ void decide_memory_release(void *address, size_t bytes) { madvise(address, bytes
 
 void decide_memory_unmap(void *address, size_t bytes) { munmap(address, bytes); }
 
+void decide_memory_populate(void *address, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(address, bytes, MADV_POPULATE_WRITE);
+#else
+    (void)address;
+    (void)bytes;
+#endif
+}
+
 #else
 
 int decide_memory_maps(void) { return 0; }
@@ -35,6 +44,7 @@ void *decide_memory_remap(void *address, size_t old_bytes, size_t new_bytes) {
 }
 void decide_memory_release(void *address, size_t bytes) { (void)address; (void)bytes; }
 void decide_memory_unmap(void *address, size_t bytes) { (void)address; (void)bytes; }
+void decide_memory_populate(void *address, size_t bytes) { (void)address; (void)bytes; }
 
 #endif
 

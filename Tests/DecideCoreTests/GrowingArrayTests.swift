@@ -57,23 +57,6 @@ import Testing
         #expect(Tracked.alive.load(ordering: .relaxed) == before, "elements leaked or were released twice")
     }
 
-    /// The last copy an array makes (leaving `malloc` for its own mapping) is of at most 64 KiB,
-    /// whatever its element: a copy faults in the new block's pages inside one append, under the
-    /// node's lock, and at 1 MiB that took 0.6 ms at the entry table's 8,192nd record
-    /// (docs/benchmarks.md, "The last copy of the records"). Growths after it move pages.
-    @Test func noAppendCopiesMoreThanSixtyFourKibibytes() {
-        /// Appends until the elements fill more than 64 KiB: by then they must be in a mapping.
-        func mappedPastSixtyFourKibibytes<Item>(_ make: (Int) -> Item) -> Bool {
-            var growing = GrowingArray<Item>()
-            while growing.count * MemoryLayout<Item>.stride <= 64 << 10 { growing.append(make(growing.count)) }
-            return growing.isMapped
-        }
-        #expect(mappedPastSixtyFourKibibytes { UInt32($0) })
-        #expect(mappedPastSixtyFourKibibytes { UInt64($0) })
-        // 80 bytes, an entry-table record's stride.
-        #expect(mappedPastSixtyFourKibibytes { (UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0), UInt64($0)) })
-    }
-
     /// A zeroed array reads as zeros whatever its size: a mapping past `mappedMinimumBytes`,
     /// `calloc` below; both can be written and grown like any other.
     @Test func zeroedArraysReadAsZerosMappedOrNot() {

@@ -19,6 +19,10 @@ void *decide_memory_remap(void *address, size_t old_bytes, size_t new_bytes);
 /// system; they read as zeros afterwards, faulting in afresh when written.
 void decide_memory_release(void *address, size_t bytes);
 
+/// Faults in the pages of `bytes` at `address` (within a mapping of `decide_memory_map`) in one
+/// call, ahead of a copy that would fault them one by one; does nothing where the system cannot.
+void decide_memory_populate(void *address, size_t bytes);
+
 /// Returns a mapping made by `decide_memory_map` or `decide_memory_remap` to the system.
 void decide_memory_unmap(void *address, size_t bytes);
 

@@ -85,6 +85,9 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
                     // Leaving `malloc`'s memory: one last copy, of less than `mappedMinimumBytes`.
                     let mapped = Self.mapZeroed(bytes)
                     if let base {
+                        // The pages the copy lands on, faulted in one call, not one by one
+                        // inside it (160 faults, 0.6 ms, when the records array filled at 8,192).
+                        decide_memory_populate(mapped.memory, Self.pageRounded(count * MemoryLayout<Element>.stride))
                         mapped.memory.bindMemory(to: Element.self, capacity: newCapacity).moveInitialize(from: base, count: count)
                         free(base)
                     }
@@ -117,11 +120,11 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
     package init() {}
 
     /// From this many bytes on, the elements live in a mapping of their own, grown by `mremap`.
-    /// Below it `realloc` copies at most this much, into pages that fault in during the copy:
-    /// 16 of them (tens of microseconds). At 1 MiB that last copy faulted 160 pages in one
-    /// merge, 0.6 ms at the table's 8,192nd record (docs/benchmarks.md, "The last copy of the
-    /// records").
-    package static var mappedMinimumBytes: Int { 64 << 10 }
+    /// Below it `realloc` copies at most this much (about a tenth of a millisecond; the pages
+    /// it lands on when leaving `malloc` are faulted in one call first). 64 KiB was tried: the
+    /// library's replicated row lost up to a third of its rate while a table grew through the
+    /// mapped sizes below 1 MiB (docs/benchmarks.md, "The last copy of the records").
+    package static var mappedMinimumBytes: Int { 1 << 20 }
 
     /// `count` elements whose memory is all zero bits: a large array is a fresh mapping (and a
     /// smaller one comes from `calloc`), pages nobody touched yet, so making it costs no pass
