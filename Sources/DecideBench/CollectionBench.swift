@@ -86,9 +86,8 @@ enum CollectionBench {
     /// operation, 1: during it, 2: stop) and, by phase, the longest decision.
     final class Shared: Sendable {
         let phase = Atomic(0)
-        let longest = Mutex([0.0, 0.0])
-        /// When the longest write of the later phase ended (monotonic nanoseconds).
-        let longestEnded = Atomic<UInt64>(0)
+        /// The longest write of each phase, and when it ended (monotonic nanoseconds).
+        let longest = Mutex([(milliseconds: 0.0, ended: UInt64(0)), (milliseconds: 0.0, ended: UInt64(0))])
     }
 
     static func run() {
@@ -197,11 +196,11 @@ enum CollectionBench {
     }
 
     /// The longest write during the chore is shown with where in 100 ms it ended: this machine's
-    /// host takes its processors away at one instant of every 100 ms (`MachineBench`), so a
-    /// long write that ends there, in several rows, is the machine's.
+    /// host takes its processors away at one instant of every 100 ms (`MachineBench`), so long
+    /// writes that end there, in several rows, are likely the machine's.
     private static func row(_ label: String, _ measured: (result: String, milliseconds: Double, baseline: Double, during: Double, duringEnded: UInt64)) -> [String] {
         [label, measured.result, String(format: "%.2f ms", measured.milliseconds), String(format: "%.2f ms", measured.baseline),
-         String(format: "%.2f ms (ended %.1f)", measured.during, Double(measured.duringEnded % 100_000_000) / 1e6),
+         String(format: "%.2f ms (ended %.1f)", measured.during, MachineBench.phaseMilliseconds(of: measured.duringEnded)),
          String(format: "%.1fx", measured.during / max(measured.baseline, 1e-6)),
          "\(BenchTable.verdict(measured.during <= goalMilliseconds)) (≤ \(Int(goalMilliseconds)) ms)"]
     }
@@ -222,11 +221,7 @@ enum CollectionBench {
                 let ended = DispatchTime.now().uptimeNanoseconds
                 let took = Double(ended - began) / 1e6
                 let counted = max(phase, min(1, shared.phase.load(ordering: .acquiring)))
-                shared.longest.withLock {
-                    guard took > $0[counted] else { return }
-                    $0[counted] = took
-                    if counted == 1 { shared.longestEnded.store(ended, ordering: .relaxed) }
-                }
+                shared.longest.withLock { if took > $0[counted].milliseconds { $0[counted] = (took, ended) } }
                 // Never a deleted key (multiples of `stride`, and half a stride past them for the
                 // later round) nor an owned one (3 past them): what is collected or hidden stays put.
                 index = index % (keys - 1) + 1
@@ -242,6 +237,6 @@ enum CollectionBench {
         shared.phase.store(2, ordering: .releasing)
         while !writer.isFinished { Thread.sleep(forTimeInterval: 0.01) }
         let (baseline, during) = shared.longest.withLock { ($0[0], $0[1]) }
-        return (result, milliseconds, baseline, during, shared.longestEnded.load(ordering: .relaxed))
+        return (result, milliseconds, baseline.milliseconds, during.milliseconds, during.ended)
     }
 }

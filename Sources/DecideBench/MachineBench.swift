@@ -17,8 +17,6 @@ enum MachineBench {
 
     /// What one measurement saw: the pauses of every spinning thread, merged.
     struct Pauses {
-        var threads = 0
-        var seconds = 0.0
         var count = 0
         var longestMilliseconds = 0.0
         var totalMilliseconds = 0.0
@@ -42,7 +40,7 @@ enum MachineBench {
             rows.append([
                 "\(threads) of \(processors) processors busy", "\(pauses.count)",
                 String(format: "%.2f ms", pauses.longestMilliseconds),
-                String(format: "%.1f ms (%.2f %%)", pauses.totalMilliseconds, pauses.totalMilliseconds / (duration * 10 * Double(threads))),
+                String(format: "%.1f ms (%.2f %%)", pauses.totalMilliseconds, 100 * pauses.totalMilliseconds / (duration * 1_000 * Double(threads))),
                 pauses.longestEndPhases.map { String(format: "%.1f", $0) }.joined(separator: ", "),
             ])
         }
@@ -75,12 +73,18 @@ enum MachineBench {
         }
         done.wait()
         let all = found.withLock { $0 }.sorted { $0.milliseconds > $1.milliseconds }
-        var pauses = Pauses(threads: threads, seconds: seconds)
+        var pauses = Pauses()
         pauses.count = all.count
         pauses.longestMilliseconds = all.first?.milliseconds ?? 0
         pauses.totalMilliseconds = all.reduce(0) { $0 + $1.milliseconds }
-        pauses.longestEndPhases = all.prefix(4).map { Double($0.endedAt % 100_000_000) / 1e6 }
+        pauses.longestEndPhases = all.prefix(4).map { phaseMilliseconds(of: $0.endedAt) }
         return pauses
+    }
+
+    /// Where in its 100 ms of the monotonic clock the instant `nanoseconds` falls, in
+    /// milliseconds: the pauses of a host that rations per 100 ms end at one such phase.
+    static func phaseMilliseconds(of nanoseconds: UInt64) -> Double {
+        Double(nanoseconds % 100_000_000) / 1e6
     }
 
     /// The line a stall row's section prints under its table: the machine's own longest pause
