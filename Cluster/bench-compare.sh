@@ -204,54 +204,63 @@ per_request_us() { # per_request_us TICKS REQUESTS: microseconds of CPU a reques
 }
 TICKS_PER_SECOND=$(getconf CLK_TCK)
 
-# run_benchmark NAME ADDRESS CONVERGED PID SECOND_PID: redis-benchmark SET and GET at -P 1 and 16
-# against ADDRESS; after each SET run, polls CONVERGED until the second server holds everything.
-# Beside each rate it records the server's CPU time per request (PID's threads, from /proc), and
-# of it the user-space part; the second server's (SECOND_PID, the replica or peer 2) per SET; and
-# the client's own CPU use: redis-benchmark is one thread, and when it is the busy side the rate
-# measures the client, whichever server it talks to. The three processes share the machine's
-# cores, so a second server that spends less per write leaves more to the other two.
+# run_benchmark NAME ADDRESS CONVERGED PID SECOND_PID PIPELINE TEST: one redis-benchmark run
+# (TEST set or get at -P PIPELINE) against ADDRESS; after a SET run, polls CONVERGED until the second
+# server holds everything. Beside the rate it records the server's CPU time per request (PID's
+# threads, from /proc), and of it the user-space part; the second server's (SECOND_PID, the replica
+# or peer 2) per SET; and the client's own CPU use: redis-benchmark is one thread, and when it is
+# the busy side the rate measures the client, whichever server it talks to. The three processes
+# share the machine's cores, so a second server that spends less per write leaves more to the
+# other two.
 run_benchmark() {
-    local name=$1 address=$2 converged=$3 pid=$4 second=$5 pipeline test csv rps start end requests client finished
+    local name=$1 address=$2 converged=$3 pid=$4 second=$5 pipeline=$6 test=$7 csv rps start end requests client finished
     local user0 system0 user1 system1 second_user0 second_system0 second_user1 second_system1
     local TIMEFORMAT='%U %S'
-    for pipeline in 1 16; do
-        requests=$(( KEYS * pipeline ))
-        for test in set get; do
-            start=$(date +%s%N)
-            read -r user0 system0 <<< "$(cpu_ticks "$pid")"
-            read -r second_user0 second_system0 <<< "$(cpu_ticks "$second")"
-            client=$( { time redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
-                  -n "$requests" -r "$KEYS" --csv >"$WORK/benchmark.csv" 2>/dev/null; } 2>&1 )
-            finished=$(date +%s%N)
-            read -r user1 system1 <<< "$(cpu_ticks "$pid")"
-            csv=$(tr -d '\r' < "$WORK/benchmark.csv" | grep -i "^\"$test\"" || true)
-            rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
-            [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
-            record "${name}_${test}_p${pipeline}_per_s" "$rps"
-            record "${name}_${test}_p${pipeline}_server_cpu_us" "$(per_request_us $(( user1 + system1 - user0 - system0 )) "$requests")"
-            record "${name}_${test}_p${pipeline}_server_user_us" "$(per_request_us $(( user1 - user0 )) "$requests")"
-            record "${name}_${test}_p${pipeline}_client_cpu_percent" "$(echo "$client" | awk -v ns=$((finished - start)) '{ printf "%.0f", ($1 + $2) * 1e11 / ns }')"
-            if [ $test = set ]; then
-                wait_for 120 "$name's second server to hold every write" "$converged"
-                end=$(date +%s%N)
-                read -r second_user1 second_system1 <<< "$(cpu_ticks "$second")"
-                record "${name}_set_p${pipeline}_second_cpu_us" \
-                    "$(per_request_us $(( second_user1 + second_system1 - second_user0 - second_system0 )) "$requests")"
-                record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
-                echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
-            else
-                echo "   $name: redis-benchmark -t get -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s"
-            fi
-        done
-    done
+    requests=$(( KEYS * pipeline ))
+    start=$(date +%s%N)
+    read -r user0 system0 <<< "$(cpu_ticks "$pid")"
+    read -r second_user0 second_system0 <<< "$(cpu_ticks "$second")"
+    client=$( { time redis-benchmark -h "${address%:*}" -p "${address##*:}" -t $test -d 64 -c $CLIENTS -P $pipeline \
+          -n "$requests" -r "$KEYS" --csv >"$WORK/benchmark.csv" 2>/dev/null; } 2>&1 )
+    finished=$(date +%s%N)
+    read -r user1 system1 <<< "$(cpu_ticks "$pid")"
+    csv=$(tr -d '\r' < "$WORK/benchmark.csv" | grep -i "^\"$test\"" || true)
+    rps=$(echo "$csv" | cut -d, -f2 | tr -d '"')
+    [ -n "$rps" ] || { echo "bench-compare: redis-benchmark -t $test -P $pipeline against $name gave no figure" >&2; exit 1; }
+    record "${name}_${test}_p${pipeline}_per_s" "$rps"
+    record "${name}_${test}_p${pipeline}_server_cpu_us" "$(per_request_us $(( user1 + system1 - user0 - system0 )) "$requests")"
+    record "${name}_${test}_p${pipeline}_server_user_us" "$(per_request_us $(( user1 - user0 )) "$requests")"
+    record "${name}_${test}_p${pipeline}_client_cpu_percent" "$(echo "$client" | awk -v ns=$((finished - start)) '{ printf "%.0f", ($1 + $2) * 1e11 / ns }')"
+    if [ $test = set ]; then
+        wait_for 120 "$name's second server to hold every write" "$converged"
+        end=$(date +%s%N)
+        read -r second_user1 second_system1 <<< "$(cpu_ticks "$second")"
+        record "${name}_set_p${pipeline}_second_cpu_us" \
+            "$(per_request_us $(( second_user1 + second_system1 - second_user0 - second_system0 )) "$requests")"
+        record "${name}_set_p${pipeline}_replicated_per_s" "$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')"
+        echo "   $name: redis-benchmark -t set -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s; second server holds all after $(( (end - start) / 1000000 )) ms"
+    else
+        echo "   $name: redis-benchmark -t get -d 64 -c $CLIENTS -P $pipeline -n $requests -r $KEYS: $rps requests/s"
+    fi
 }
 
-# Alternating rounds again: each round runs both servers back to back, so its ratio is paired.
+run_redis() { run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")" "$(cat "$WORK/replica/pid")" "$@"; }
+run_syncnode() { run_benchmark syncnode "$ADMIN1" syncnode_converged "$SYNCNODE1_PID" "$SYNCNODE2_PID" "$@"; }
+
+# Paired runs: each line's two runs go back to back (seconds apart, not the minute a round of
+# all four lines takes), and which server goes first alternates from round to round, so neither
+# always runs in the other's wake (its replication or its freed memory). Each round's ratio
+# compares the same seconds of this machine.
 for round in $(seq 1 "$ROUNDS"); do
-    echo "== round $round of $ROUNDS: redis-benchmark against Redis, then against syncnode"
-    run_benchmark redis "127.0.0.1:$MASTER_PORT" redis_converged "$(cat "$WORK/master/pid")" "$(cat "$WORK/replica/pid")"
-    run_benchmark syncnode "$ADMIN1" syncnode_converged "$SYNCNODE1_PID" "$SYNCNODE2_PID"
+    if [ $(( round % 2 )) -eq 1 ]; then first=run_redis second=run_syncnode order="Redis, then syncnode"
+    else first=run_syncnode second=run_redis order="syncnode, then Redis"; fi
+    echo "== round $round of $ROUNDS: redis-benchmark, each line against $order"
+    for pipeline in 1 16; do
+        for test in set get; do
+            $first "$pipeline" "$test"
+            $second "$pipeline" "$test"
+        done
+    done
 done
 
 # ---------------------------------------------------------------- the table
@@ -359,7 +368,7 @@ BLOCK="$WORK/block.md"
     echo "Redis $REDIS_VERSION (no persistence), Decide release build, syncnode with memory durability."
     echo "$KEYS keys, 64-byte values (Decide: a 64-character JSON string), everything on 127.0.0.1;"
     echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
-    echo "$ROUNDS alternating rounds (\`COMPARE_ROUNDS\`), each running both sides back to back: each figure is the median round; Decide ÷ Redis is the median of the rounds' own ratios, with their range, and the goal is judged on it."
+    echo "$ROUNDS alternating rounds (\`COMPARE_ROUNDS\`), each running both sides back to back (each redis-benchmark line against both servers in turn, the first alternating by round): each figure is the median round; Decide ÷ Redis is the median of the rounds' own ratios, with their range, and the goal is judged on it."
     echo "Server CPU rows: user and system time of all the server's threads per request (less is better), the user-space part of it, and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
     echo "Second server rows: the replica's (peer 2's) user and system time per SET, from the run's start until it holds every write. Client, server and second server share the machine's $CORES cores, so what one spends the others do not get."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
