@@ -10,6 +10,11 @@ import Synchronization
 /// edge, whatever it runs; one that leaves a processor idle does not. The bench's stall rows
 /// (collection, the propagation tail) keep two processors busy, so they are read beside this
 /// row, measured in the same run (docs/benchmarks.md, "The machine's own pauses").
+///
+/// A third row keeps every processor busy with one thread paging in fresh memory, as a table
+/// that grows does: here that turned the host's pauses from a few milliseconds into 26–34
+/// (docs/benchmarks.md, "The machine's 30 ms pauses, made on demand"), and the collection
+/// rows, whose tables grow while the housekeeping thread runs, read beside it.
 enum MachineBench {
     /// A pause longer than this counts: a busy loop reads the clock every few tens of
     /// nanoseconds, so anything near a millisecond is time the processor was taken away.
@@ -25,36 +30,79 @@ enum MachineBench {
         var longestEndPhases: [Double] = []
     }
 
-    /// The longest pause measured with every processor busy earlier in this process, for the
-    /// sections that print it beside their own stall rows; nil when `machine` did not run.
-    static let busyLongestMilliseconds = Mutex<Double?>(nil)
+    /// The longest pauses measured with every processor busy earlier in this process: only
+    /// reading the clock, and with one of them paging in fresh memory. For the sections that
+    /// print them beside their own stall rows; nil when `machine` did not run.
+    struct Floor {
+        var spinning: Double
+        var pagingIn: Double
+    }
+    static let floor = Mutex<Floor?>(nil)
+
+    /// Bytes the paging thread maps, writes a byte of each page of, and unmaps, in turn.
+    static let pagedMappingBytes = 256 << 20
 
     static func run(seconds: Double) {
         let processors = ProcessInfo.processInfo.activeProcessorCount
         let duration = max(1, seconds * 3)
-        print("== machine: threads that only read the clock, \(String(format: "%.0f", duration)) s each; a pause is a gap over \(pauseMilliseconds) ms between two reads")
+        print("== machine: threads that only read the clock, \(String(format: "%.0f", duration)) s each (in the last row one of them pages in fresh memory instead); a pause is a gap over \(pauseMilliseconds) ms between two reads or page writes")
         var rows: [[String]] = []
-        for threads in Set([1, processors]).sorted() {
-            let pauses = measure(threads: threads, seconds: duration)
-            if threads == processors { busyLongestMilliseconds.withLock { $0 = pauses.longestMilliseconds } }
+        func addRow(_ label: String, _ pauses: Pauses, threads: Int) {
             rows.append([
-                "\(threads) of \(processors) processors busy", "\(pauses.count)",
+                label, "\(pauses.count)",
                 String(format: "%.2f ms", pauses.longestMilliseconds),
                 String(format: "%.1f ms (%.2f %%)", pauses.totalMilliseconds, 100 * pauses.totalMilliseconds / (duration * 1_000 * Double(threads))),
                 pauses.longestEndPhases.map { String(format: "%.1f", $0) }.joined(separator: ", "),
             ])
         }
+        var spinning = 0.0
+        for threads in Set([1, processors]).sorted() {
+            let pauses = measure(threads: threads, seconds: duration)
+            if threads == processors { spinning = pauses.longestMilliseconds }
+            addRow("\(threads) of \(processors) processors busy", pauses, threads: threads)
+        }
+        let paging = measure(threads: processors - 1, pagingThreads: 1, seconds: duration)
+        addRow("\(processors) of \(processors) busy, one paging in fresh memory", paging, threads: processors)
+        floor.withLock { $0 = Floor(spinning: spinning, pagingIn: paging.longestMilliseconds) }
         BenchTable.print(rows: rows, header: [
             "spinning", "pauses", "longest", "total (of the threads' time)", "longest ended at (ms past 100 ms)",
         ])
     }
 
     /// `threads` threads each read the monotonic clock in a loop for `seconds`, and note every
-    /// gap between two reads longer than `pauseMilliseconds`.
-    static func measure(threads: Int, seconds: Double) -> Pauses {
+    /// gap between two reads longer than `pauseMilliseconds`; `pagingThreads` more each map
+    /// `pagedMappingBytes` of fresh memory, write one byte of each page, unmap it and start
+    /// again, noting every page write that took longer.
+    static func measure(threads: Int, pagingThreads: Int = 0, seconds: Double) -> Pauses {
         let found = Mutex<[(milliseconds: Double, endedAt: UInt64)]>([])
         let done = DispatchGroup()
         let nanoseconds = UInt64(seconds * 1e9)
+        for _ in 0..<pagingThreads {
+            done.enter()
+            Thread {
+                var mine: [(milliseconds: Double, endedAt: UInt64)] = []
+                let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+                let start = DispatchTime.now().uptimeNanoseconds
+                var last = start
+                while last - start < nanoseconds {
+                    guard let mapping = mmap(nil, pagedMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                          mapping != MAP_FAILED else { fatalError("machine: mmap of \(pagedMappingBytes) bytes failed: errno \(errno)") }
+                    let bytes = mapping.assumingMemoryBound(to: UInt8.self)
+                    var offset = 0
+                    while offset < pagedMappingBytes && last - start < nanoseconds {
+                        bytes[offset] = 1
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        let gap = Double(now - last) / 1e6
+                        if gap > pauseMilliseconds { mine.append((gap, now)) }
+                        last = now
+                        offset += page
+                    }
+                    munmap(mapping, pagedMappingBytes)
+                }
+                found.withLock { $0.append(contentsOf: mine) }
+                done.leave()
+            }.start()
+        }
         for _ in 0..<threads {
             done.enter()
             Thread {
@@ -87,10 +135,10 @@ enum MachineBench {
         Double(nanoseconds % 100_000_000) / 1e6
     }
 
-    /// The line a stall row's section prints under its table: the machine's own longest pause
-    /// with every processor busy, measured earlier in this run, or nothing when it was not.
+    /// The line a stall row's section prints under its table: the machine's own longest pauses
+    /// with every processor busy, measured earlier in this run, or nothing when they were not.
     static func floorLine() -> String? {
-        guard let longest = busyLongestMilliseconds.withLock({ $0 }) else { return nil }
-        return String(format: "   the machine itself paused a busy processor for up to %.2f ms in this run (section machine): a longest decision or a tail up to about that may be the machine's, not the code's", longest)
+        guard let floor = floor.withLock({ $0 }) else { return nil }
+        return String(format: "   the machine itself paused a busy processor for up to %.2f ms in this run, %.2f ms with one of them paging in fresh memory (section machine): a longest decision or a tail up to about that may be the machine's, not the code's", floor.spinning, floor.pagingIn)
     }
 }
