@@ -77,45 +77,11 @@ enum MachineBench {
         let found = Mutex<[(milliseconds: Double, endedAt: UInt64)]>([])
         let done = DispatchGroup()
         let nanoseconds = UInt64(seconds * 1e9)
-        for _ in 0..<pagingThreads {
+        for paging in Array(repeating: true, count: pagingThreads) + Array(repeating: false, count: threads) {
             done.enter()
             Thread {
-                var mine: [(milliseconds: Double, endedAt: UInt64)] = []
-                let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-                let start = DispatchTime.now().uptimeNanoseconds
-                var last = start
-                while last - start < nanoseconds {
-                    guard let mapping = mmap(nil, pagedMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-                          mapping != MAP_FAILED else { fatalError("machine: mmap of \(pagedMappingBytes) bytes failed: errno \(errno)") }
-                    let bytes = mapping.assumingMemoryBound(to: UInt8.self)
-                    var offset = 0
-                    while offset < pagedMappingBytes && last - start < nanoseconds {
-                        bytes[offset] = 1
-                        let now = DispatchTime.now().uptimeNanoseconds
-                        let gap = Double(now - last) / 1e6
-                        if gap > pauseMilliseconds { mine.append((gap, now)) }
-                        last = now
-                        offset += page
-                    }
-                    munmap(mapping, pagedMappingBytes)
-                }
-                found.withLock { $0.append(contentsOf: mine) }
-                done.leave()
-            }.start()
-        }
-        for _ in 0..<threads {
-            done.enter()
-            Thread {
-                var mine: [(milliseconds: Double, endedAt: UInt64)] = []
-                let start = DispatchTime.now().uptimeNanoseconds
-                var last = start
-                while last - start < nanoseconds {
-                    let now = DispatchTime.now().uptimeNanoseconds
-                    let gap = Double(now - last) / 1e6
-                    if gap > pauseMilliseconds { mine.append((gap, now)) }
-                    last = now
-                }
-                found.withLock { $0.append(contentsOf: mine) }
+                let gaps = paging ? pagingGaps(nanoseconds: nanoseconds) : gaps(nanoseconds: nanoseconds) {}
+                found.withLock { $0.append(contentsOf: gaps) }
                 done.leave()
             }.start()
         }
@@ -127,6 +93,44 @@ enum MachineBench {
         pauses.totalMilliseconds = all.reduce(0) { $0 + $1.milliseconds }
         pauses.longestEndPhases = all.prefix(4).map { phaseMilliseconds(of: $0.endedAt) }
         return pauses
+    }
+
+    /// Reads the monotonic clock after each `step` until `nanoseconds` passed; every gap
+    /// between two reads longer than `pauseMilliseconds`, and when it ended.
+    @inline(__always)
+    static func gaps(nanoseconds: UInt64, _ step: () -> Void) -> [(milliseconds: Double, endedAt: UInt64)] {
+        var found: [(milliseconds: Double, endedAt: UInt64)] = []
+        let start = DispatchTime.now().uptimeNanoseconds
+        var last = start
+        while last - start < nanoseconds {
+            step()
+            let now = DispatchTime.now().uptimeNanoseconds
+            let gap = Double(now - last) / 1e6
+            if gap > pauseMilliseconds { found.append((gap, now)) }
+            last = now
+        }
+        return found
+    }
+
+    /// `gaps` with a step that writes one byte of the next page of fresh memory: mappings of
+    /// `pagedMappingBytes`, each unmapped once written through and replaced by a new one.
+    static func pagingGaps(nanoseconds: UInt64) -> [(milliseconds: Double, endedAt: UInt64)] {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var mapping: UnsafeMutableRawPointer?
+        var offset = pagedMappingBytes
+        let found = gaps(nanoseconds: nanoseconds) {
+            if offset == pagedMappingBytes {
+                if let mapping { munmap(mapping, pagedMappingBytes) }
+                guard let fresh = mmap(nil, pagedMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                      fresh != MAP_FAILED else { fatalError("machine: mmap of \(pagedMappingBytes) bytes failed: errno \(errno)") }
+                mapping = fresh
+                offset = 0
+            }
+            mapping!.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self)
+            offset += page
+        }
+        if let mapping { munmap(mapping, pagedMappingBytes) }
+        return found
     }
 
     /// Where in its 100 ms of the monotonic clock the instant `nanoseconds` falls, in
