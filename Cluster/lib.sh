@@ -6,12 +6,12 @@
 # `syncnode run --id NAME ... --data-dir $RUN_DIR/NAME/data`: a stale pid reused by another
 # program is never killed.
 
-# The syncnode binary: $SYNCNODE if set, else the debug build in .build-syncnode.
+# The syncnode binary: $SYNCNODE if set, else the debug build in .build (`make syncnode`).
 syncnode_binary() {
     if [ -n "${SYNCNODE:-}" ]; then echo "$SYNCNODE"; return; fi
     local root
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-    echo "$(cd "$root" && swift build --build-path .build-syncnode --show-bin-path)/syncnode"
+    echo "$(cd "$root" && swift build --show-bin-path)/syncnode"
 }
 
 # preload_library NAME: Cluster/preload/NAME.c, a library preloaded into one test process,

@@ -1,5 +1,5 @@
 # syncnode targets. Included by the main Makefile, which defines `deps` and SWIFT.
-#   make syncnode            debug build of the syncnode binary (in .build-syncnode)
+#   make syncnode            debug build of the syncnode binary (in .build, beside the unit tests')
 #   make demo                three local peers: write on one, read and watch on the others, stop
 #   make cluster N=5         N local peers from Cluster/local.conf that stay up (ports 7401+, 7501+)
 #   make cluster-status      `syncnode status` of each of them
@@ -10,7 +10,9 @@
 #                            write (Cluster/chaos.sh; root; CHAOS_SECONDS, CHAOS_SEED)
 #   make chaos-smoke         the same for 20 s, part of `make test`; says SKIPPED without root or namespaces
 
-SYNCNODE_BUILD := .build-syncnode
+# The unit tests' build folder: after `make unit-test` the binary is already built (same debug
+# flags), so `make test` does not compile every module a second time for it.
+SYNCNODE_BUILD := .build
 # The binary's path, asked of SwiftPM when a recipe runs (not when make reads this file).
 SYNCNODE_BIN = $$($(SWIFT) build --build-path $(SYNCNODE_BUILD) --show-bin-path)/syncnode
 

@@ -94,6 +94,7 @@ public final class TestCluster: @unchecked Sendable {
         configuration.reconnectBaseMilliseconds *= timeScale
         configuration.reconnectMaxMilliseconds *= timeScale
         configuration.tombstoneCollectionIntervalMilliseconds *= timeScale
+        configuration.metricsIntervalMilliseconds = configuration.metricsIntervalMilliseconds.map { $0 * timeScale }
         configuration.logger = TestCluster.quietLogger
         configure(&configuration)
         replicatorConfiguration = configuration

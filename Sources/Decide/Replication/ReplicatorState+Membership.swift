@@ -240,12 +240,16 @@ extension ReplicatorState {
 
     /// Alive members not connected (by their address) and seeds not known to reach anyone connected.
     func dialTargets() -> [String] {
-        var targets: [String] = []
-        let connectedIDs = Set(peers.values.filter { !$0.closing }.map(\.nodeID))
-        for member in members.values.sorted(by: { $0.nodeID < $1.nodeID })
+        // Runs every tick: the members are sorted only once filtered (usually to none).
+        var connectedIDs = Set<String>()
+        for link in peers.values where !link.closing { connectedIDs.insert(link.nodeID) }
+        var unlinked: [(nodeID: String, address: String)] = []
+        for member in members.values
         where member.status == .alive && !member.removed && !member.address.isEmpty && !connectedIDs.contains(member.nodeID) {
-            targets.append(member.address)
+            unlinked.append((member.nodeID, member.address))
         }
+        unlinked.sort { $0.nodeID < $1.nodeID }
+        var targets = unlinked.map(\.address)
         for seed in configuration.seeds where !targets.contains(seed) {
             if let owner = addressOwners[seed], owner == selfID || connectedIDs.contains(owner) { continue }
             if let owner = addressOwners[seed], members[owner]?.status == .left || members[owner]?.removed == true { continue }
@@ -270,9 +274,10 @@ extension ReplicatorState {
     /// member and no seed (a lone node), everything up to its own clock; with seeds but no
     /// member yet, nothing.
     func coverageNow(clock: UInt64) -> UInt64 {
-        let others = members.values.filter { !$0.removed }
-        guard !others.isEmpty else { return configuration.seeds.isEmpty ? clock : 0 }
-        return others.map(\.covered).min() ?? 0
+        var oldest: UInt64?
+        for member in members.values where !member.removed { oldest = min(oldest ?? .max, member.covered) }
+        guard let oldest else { return configuration.seeds.isEmpty ? clock : 0 }
+        return oldest
     }
 
     /// Raises the coverage this node reports (the caller made sure the store holds it).

@@ -594,11 +594,15 @@ struct ReplicatorState {
     /// Why this node should take no decision now, judged from its peers' clocks: a majority of
     /// the nodes it can see (itself included) disagree with its clock by more than `bound`.
     func clockVerdict(boundMilliseconds: UInt64) -> String? {
-        let offsets = peers.values.filter { !$0.closing }.compactMap(\.clockOffsetMilliseconds)
         let bound = Int64(clamping: boundMilliseconds)
-        let ahead = offsets.filter { $0 < -bound }.count   // peers behind this node: it runs ahead
-        let behind = offsets.filter { $0 > bound }.count
-        let voters = peers.values.filter { !$0.closing }.count + 1
+        var ahead = 0   // peers behind this node: it runs ahead
+        var behind = 0
+        var voters = 1
+        for link in peers.values where !link.closing {
+            voters += 1
+            guard let offset = link.clockOffsetMilliseconds else { continue }
+            if offset < -bound { ahead += 1 } else if offset > bound { behind += 1 }
+        }
         if ahead * 2 > voters {
             return "this node's clock is more than \(boundMilliseconds) ms ahead of \(ahead) of its \(voters - 1) peers; it takes no decision until its clock is fixed (check NTP)"
         }
