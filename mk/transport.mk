@@ -2,8 +2,9 @@
 #   make test-transport-asan   DecideUV tests under AddressSanitizer (+ LeakSanitizer)
 #   make fuzz                  libFuzzer on the frame decoder + handshake parser, the replication
 #                              decoders, the replication engine and the RESP codec (DecideRESP),
-#                              FUZZ_SECONDS long each
+#                              FUZZ_SECONDS long each, as many at once as there are processors
 #   make fuzz-smoke            the same for ~30 s each (part of `make test`)
+#   make fuzz-run-NAME         one of them (transport, replication, engine, resp), FUZZ_RUN_SECONDS long
 #   make bench-transport       release build, then `DecideBench transport`
 
 FUZZ_SECONDS ?= 300
@@ -13,6 +14,8 @@ FUZZ_ASSERTS := -assert-config Debug
 # The language features Package.swift enables for every target, so the fuzzers compile the same code.
 FUZZ_FEATURES := -enable-upcoming-feature ImmutableWeakCaptures
 FUZZ_SMOKE_SECONDS ?= 30
+# swiftc compiles a fuzzer's files in one job unless told otherwise: one per processor.
+FUZZ_JOBS ?= $(shell nproc)
 FUZZ_BUILD := .build-fuzz
 FUZZ_BIN := $(FUZZ_BUILD)/fuzz-transport
 FUZZ_SOURCES := Fuzz/FuzzTransport.swift \
@@ -36,7 +39,7 @@ FUZZ_CORE_C_OBJECT := $(FUZZ_BUILD)/engine-memory.o
 
 $(FUZZ_REPLICATION_BIN): $(FUZZ_REPLICATION_SOURCES) $(FUZZ_CORE_HEADERS) $(FUZZ_CORE_C_OBJECT)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -j $(FUZZ_JOBS) -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		-I Sources/CDecideMemory/include $(FUZZ_REPLICATION_SOURCES) $(FUZZ_CORE_C_OBJECT) -o $(FUZZ_REPLICATION_BIN)
 
 # The Redis protocol codec (DecideRESP: request and reply parsers, writer, globs) is pure Swift.
@@ -45,7 +48,7 @@ FUZZ_RESP_SOURCES := Fuzz/FuzzRESP.swift $(call swift_sources,Sources/DecideRESP
 
 $(FUZZ_RESP_BIN): $(FUZZ_RESP_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -j $(FUZZ_JOBS) -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_RESP_SOURCES) -o $(FUZZ_RESP_BIN)
 
 # The replication engine (Decide's Replicator and Node, DecideCore under them) as one module,
@@ -83,39 +86,42 @@ $(FUZZ_ENGINE_BIN): $(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_HEADERS) $(FUZZ_ENGINE_
 	mkdir -p $(FUZZ_ENGINE_MODULES)
 	cp $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE) $(FUZZ_ENGINE_MODULES)/
 	printf 'module DecideCore {\n    export *\n}\n' > $(FUZZ_ENGINE_MODULES)/module.modulemap
-	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -j $(FUZZ_JOBS) -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		-swift-version 6 -module-name DecideFuzzEngine -I $(FUZZ_ENGINE_MODULES) -I Sources/CSQLite $(foreach module,$(FUZZ_ENGINE_C_MODULES),-I Sources/$(module)/include) $(FUZZ_ENGINE_FLAGS) \
 		$(FUZZ_ENGINE_SOURCES) $(FUZZ_ENGINE_C_OBJECTS) .build/debug/Logging.build/*.swift.o .build/debug/CoreMetrics.build/*.swift.o -lsqlite3 -o $(FUZZ_ENGINE_BIN)
 
 $(FUZZ_BIN): $(FUZZ_SOURCES)
 	mkdir -p $(FUZZ_BUILD)
-	swiftc -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
+	swiftc -j $(FUZZ_JOBS) -O $(FUZZ_ASSERTS) $(FUZZ_FEATURES) -g -sanitize=fuzzer,address -use-ld=lld -parse-as-library -package-name decide \
 		$(FUZZ_SOURCES) -o $(FUZZ_BIN)
 
 fuzz-build: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
 
 # The corpora live in $(FUZZ_BUILD)/corpus* (git-ignored); Fuzz/*seeds hold the committed seeds.
-fuzz: deps $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
-	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine $(FUZZ_BUILD)/corpus-resp
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
-	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
-	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
-		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
-	$(FUZZ_RESP_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-		-artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
+# Each fuzzer: its binary, then its other libFuzzer arguments (input size, where a crashing input
+# is written, its corpus and seeds). The engine's own backtracer stays off: libFuzzer reports.
+FUZZ_NAMES := transport replication engine resp
+FUZZ_RUN_transport := $(FUZZ_BIN) -max_len=4096 -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
+FUZZ_RUN_replication := $(FUZZ_REPLICATION_BIN) -max_len=4096 -artifact_prefix=$(FUZZ_BUILD)/replication- \
+	$(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
+FUZZ_RUN_engine := SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_len=16384 -artifact_prefix=$(FUZZ_BUILD)/engine- \
+	$(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
+FUZZ_RUN_resp := $(FUZZ_RESP_BIN) -max_len=4096 -artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
+FUZZ_RUN_SECONDS ?= $(FUZZ_SECONDS)
+.PHONY: $(addprefix fuzz-run-,$(FUZZ_NAMES))
 
-fuzz-smoke: $(FUZZ_BIN) $(FUZZ_REPLICATION_BIN) $(FUZZ_ENGINE_BIN) $(FUZZ_RESP_BIN)
+# One fuzzer for FUZZ_RUN_SECONDS (`make fuzz-run-engine FUZZ_RUN_SECONDS=600`).
+$(addprefix fuzz-run-,$(FUZZ_NAMES)): fuzz-run-%: fuzz-build
 	mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/corpus-replication $(FUZZ_BUILD)/corpus-engine $(FUZZ_BUILD)/corpus-resp
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus Fuzz/seeds
-	$(FUZZ_REPLICATION_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/replication- $(FUZZ_BUILD)/corpus-replication Fuzz/replication-seeds
-	SWIFT_BACKTRACE=enable=no $(FUZZ_ENGINE_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=16384 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/engine- $(FUZZ_BUILD)/corpus-engine Fuzz/engine-seeds
-	$(FUZZ_RESP_BIN) -max_total_time=$(FUZZ_SMOKE_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix=$(FUZZ_BUILD)/resp- $(FUZZ_BUILD)/corpus-resp Fuzz/resp-seeds
+	$(FUZZ_RUN_$*) -max_total_time=$(FUZZ_RUN_SECONDS) -timeout=10 -print_final_stats=1
+
+# Every fuzzer, as many at once as there are processors (libFuzzer runs on one thread), each
+# one's output printed whole when it ends; any failure fails the target.
+fuzz: deps fuzz-build
+	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_RUN_SECONDS=$(FUZZ_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
+
+fuzz-smoke: fuzz-build
+	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_RUN_SECONDS=$(FUZZ_SMOKE_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
 
 # DECIDE_SANITIZED=1: syncnode (linked into the test product) leaves jemalloc out, since
 # AddressSanitizer's runtime must own malloc (Package.swift).

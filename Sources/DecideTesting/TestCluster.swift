@@ -63,8 +63,8 @@ public final class TestCluster: @unchecked Sendable {
     public let directory: URL
 
     /// `seeds[id]` are the nodes `id` dials at start (default: the first other node; `[]` for
-    /// none). `tickMilliseconds` is how often every engine ticks (timeouts scale with it when
-    /// `timeScale` is above 1: a weeks-long run ticks every few seconds).
+    /// none). Every engine ticks every 50 ms × `timeScale`; its intervals, timeouts and metrics
+    /// interval scale by the same factor (a weeks-long run at 1,000 ticks every 50 s).
     public init(seed: UInt64, ids: [String], seeds: [String: [String]] = [:],
          networkConfiguration: SimulatedNetwork.Configuration = .init(),
          timeScale: UInt64 = 1,
