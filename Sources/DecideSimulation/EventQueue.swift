@@ -24,6 +24,8 @@ struct EventQueue {
     var isEmpty: Bool { heap.isEmpty }
     var first: ScheduledEvent? { heap.first }
 
+    mutating func removeAll() { heap.removeAll() }
+
     mutating func push(_ event: ScheduledEvent) {
         heap.append(event)
         var child = heap.count - 1

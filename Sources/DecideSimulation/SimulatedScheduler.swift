@@ -93,6 +93,19 @@ public final class SimulatedScheduler: @unchecked Sendable {
         confinement.run { _ = liveTimers.remove(timer.rawValue) }
     }
 
+    /// Drops every pending event and timer without running it; virtual time stays where it is.
+    /// Call it when a simulation ends: pending events hold what they act on (a link holds its
+    /// transports, a transport its network and engine, the network this scheduler), so a
+    /// scheduler left with events keeps the whole simulation alive after its last use.
+    /// `TestCluster` calls it when it is released. Not from inside an event.
+    public func discardPendingEvents() {
+        confinement.run {
+            precondition(!running, "discardPendingEvents is not callable from inside an event")
+            queue.removeAll()
+            liveTimers.removeAll()
+        }
+    }
+
     // MARK: Running
 
     /// Runs every event due at or before `untilMilliseconds` (≥ now), in order, then sets the

@@ -67,6 +67,31 @@ import Testing
         #expect(!fired)
     }
 
+    @Test func discardedEventsNeverRunAndReleaseWhatTheyHold() {
+        final class Held {}
+        let scheduler = SimulatedScheduler(seed: 1)
+        weak var held: Held?
+        var ran = 0
+        do {
+            let object = Held()
+            held = object
+            scheduler.schedule(afterMilliseconds: 5) { _ = object; ran += 1 }
+            scheduler.every(milliseconds: 10) { _ = object; ran += 1 }
+        }
+        #expect(held != nil)
+        let now = scheduler.nowMilliseconds
+        scheduler.discardPendingEvents()
+        #expect(held == nil, "a discarded event still holds what it captured")
+        #expect(scheduler.nowMilliseconds == now)
+        #expect(scheduler.runUntilIdle(maxEvents: 10))
+        scheduler.run(forMilliseconds: 100)
+        #expect(ran == 0)
+        // The scheduler goes on: new events run as before.
+        scheduler.schedule(afterMilliseconds: 1) { ran += 1 }
+        scheduler.run(forMilliseconds: 1)
+        #expect(ran == 1)
+    }
+
     @Test func randomnessIsSeededAndInRange() {
         let a = SimulatedScheduler(seed: 7)
         let b = SimulatedScheduler(seed: 7)
