@@ -120,8 +120,9 @@ $(addprefix fuzz-run-,$(FUZZ_NAMES)): fuzz-run-%: fuzz-build
 fuzz: deps fuzz-build
 	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_RUN_SECONDS=$(FUZZ_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
 
-fuzz-smoke: fuzz-build
-	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_RUN_SECONDS=$(FUZZ_SMOKE_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
+# `make fuzz` for FUZZ_SMOKE_SECONDS each.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 # DECIDE_SANITIZED=1: syncnode (linked into the test product) leaves jemalloc out, since
 # AddressSanitizer's runtime must own malloc (Package.swift).
