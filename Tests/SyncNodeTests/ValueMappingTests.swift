@@ -9,9 +9,11 @@ import Testing
 /// that typed Swift states and Redis clients read each other's writes.
 extension SyncNodeTests {
     @Suite struct ValueMappingTests {
-        static func stored(_ bytes: [UInt8]) throws -> [UInt8] { try ValueMapping.stored(bytes[...]) }
+        static func stored(_ bytes: [UInt8]) throws -> [UInt8] { try ValueMapping.stored(bytes[...]).array }
         static func stored(_ text: String) throws -> [UInt8] { try stored(Array(text.utf8)) }
-        static func readBack(_ stored: [UInt8]) -> [UInt8] { Array(ValueMapping.resp(stored)) }
+        static func readBack(_ stored: [UInt8]) -> [UInt8] {
+            stored.withUnsafeBytes { raw in ValueMapping.withResp(raw) { [UInt8]($0) } }
+        }
         static func isJSON(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { ValueMapping.isJSON($0) } }
 
         @Test func plainTextIsStoredAsAJSONStringAndReadsBackByteForByte() throws {
@@ -219,7 +221,7 @@ extension SyncNodeTests {
         @Test func aTypedStateReadsWhatARedisClientWrote() throws {
             let node = try Node(configuration: .init(id: "typed"))
             func write(_ key: String, _ text: String) throws {
-                let commit = node.decide(RawWrite(key: try KeySyntax.parse(key), value: try Self.stored(text)))
+                let commit = node.decide(RawWrite(key: try KeySyntax.parse(key), value: PackedBytes(try Self.stored(text))))
                 if case .aborted(let reason) = commit { Issue.record("write of \(key) aborted: \(reason)") }
             }
             for text in ["hello", "", "say \"hi\"\n\tback\\slash", "héllo ☃ 𝄞", "\u{1}\u{1f}", "tomato"] {

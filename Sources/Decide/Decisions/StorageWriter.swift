@@ -131,6 +131,17 @@ public struct StorageWriter {
     /// stores a value that reads as absent at once), owned by this node when `ownedByThisNode`.
     /// For protocol front ends (Redis EXPIREAT, KEEPTTL, SET PX).
     package func raw(_ value: [UInt8], into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
-        transaction.open { $0.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode)) }
+        raw(packed: PackedBytes(value), into: key, expiry: expiry, ownedByThisNode: ownedByThisNode)
+    }
+
+    /// `raw(_:into:)` of bytes already packed, as the table will hold them: no copy between a
+    /// front end's parser and the table (nil: a delete).
+    package func raw(packed value: PackedBytes?, into key: StateKey) {
+        transaction.open { $0.writeRaw(packed: value, into: key) }
+    }
+
+    /// `raw(_:into:expiry:ownedByThisNode:)` of bytes already packed.
+    package func raw(packed value: PackedBytes, into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
+        transaction.open { $0.writeRaw(packed: value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode)) }
     }
 }

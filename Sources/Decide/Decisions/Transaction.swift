@@ -204,6 +204,11 @@ final class Transaction: @unchecked Sendable {
         store(key, value.map(PackedBytes.init), decoded: nil, options: options)
     }
 
+    /// `writeRaw(_:into:options:)` of bytes already packed (a protocol front end's values).
+    func writeRaw(packed value: PackedBytes?, into key: StateKey, options: WriteOptions = .plain) {
+        store(key, value, decoded: nil, options: options)
+    }
+
     /// One mutation of `pending` per write (it is `InPlace`, so no exclusivity check either).
     @inline(__always)
     func store(_ key: consuming StateKey, _ value: consuming PackedBytes?, decoded: consuming (any Sendable)?, options: WriteOptions = .plain) {

@@ -39,12 +39,12 @@ struct KeyExpiry: Decision {
     let outcome = Outcome()
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        guard let entry = read.entry(key), let value = entry.value else { return .none }
+        guard let entry = read.entry(key), let value = entry.packedValue else { return .none }
         let current = entry.expiresAtMilliseconds
         switch change {
         case .persist:
             guard current != nil else { return .none }
-            write.raw(value, into: key, expiry: .never, ownedByThisNode: entry.ownedByWriter)
+            write.raw(packed: value, into: key, expiry: .never, ownedByThisNode: entry.ownedByWriter)
         case .at(let instant):
             switch condition {
             case .always: break
@@ -54,9 +54,9 @@ struct KeyExpiry: Decision {
             case .ifLess: guard instant < (current ?? .max) else { return .none }
             }
             if instant <= read.nowMilliseconds {
-                write.raw(nil, into: key)
+                write.raw(packed: nil, into: key)
             } else {
-                write.raw(value, into: key, expiry: .at(milliseconds: instant), ownedByThisNode: entry.ownedByWriter)
+                write.raw(packed: value, into: key, expiry: .at(milliseconds: instant), ownedByThisNode: entry.ownedByWriter)
             }
         }
         outcome.changed = true

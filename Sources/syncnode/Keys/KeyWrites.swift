@@ -17,7 +17,7 @@ struct KeyWrites: Decision {
     /// What the decision found and did; read after `decide` returns.
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// The values the keys held before, in `writes` order (nil: none).
-        var previous: [[UInt8]?] = []
+        var previous: [PackedBytes?] = []
         /// Whether the condition held and the writes were made.
         var wrote = false
         /// Deletes of keys that held a value (DEL's reply).
@@ -35,7 +35,7 @@ struct KeyWrites: Decision {
     }
 
     /// (key, new value or nil to delete).
-    let writes: [(StateKey, [UInt8]?)]
+    let writes: [(StateKey, PackedBytes?)]
     let condition: Condition
     /// Deletes only keys that hold a value (DEL): no tombstone for a key that has none.
     let deleteOnlyLive: Bool
@@ -44,7 +44,7 @@ struct KeyWrites: Decision {
     let owned: Bool
     let outcome = Outcome()
 
-    init(writes: [(StateKey, [UInt8]?)], condition: Condition = .always, deleteOnlyLive: Bool = false, expiry: Expiry = .never,
+    init(writes: [(StateKey, PackedBytes?)], condition: Condition = .always, deleteOnlyLive: Bool = false, expiry: Expiry = .never,
          owned: Bool = false) {
         self.writes = writes
         self.condition = condition
@@ -54,12 +54,12 @@ struct KeyWrites: Decision {
     }
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        var previous: [[UInt8]?] = []
+        var previous: [PackedBytes?] = []
         var previousExpiry: [UInt64?] = []
         previous.reserveCapacity(writes.count)
         for (key, _) in writes {
             let entry = read.entry(key)
-            previous.append(entry?.value)
+            previous.append(entry?.packedValue)
             if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
         }
         outcome.previous = previous
@@ -76,7 +76,7 @@ struct KeyWrites: Decision {
                 outcome.deleted += 1
             }
             guard let value else {
-                write.raw(nil, into: key)
+                write.raw(packed: nil, into: key)
                 continue
             }
             let resolved: WriteExpiry
@@ -84,7 +84,7 @@ struct KeyWrites: Decision {
             case .given(let given): resolved = given
             case .keep: resolved = previousExpiry[index].map { .at(milliseconds: $0) } ?? .never
             }
-            write.raw(value, into: key, expiry: resolved, ownedByThisNode: owned)
+            write.raw(packed: value, into: key, expiry: resolved, ownedByThisNode: owned)
         }
         return .none
     }

@@ -6,16 +6,16 @@ import DecideCore
 /// expires that long after the decision. One key per decision, so each is one delta.
 struct RawWrite: Decision {
     let key: StateKey
-    let value: [UInt8]?
+    let value: PackedBytes?
     var lifetimeMilliseconds: UInt64? = nil
     /// The value belongs to this node (docs/consistency.md, "Node-owned keys").
     var owned = false
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         if let value, lifetimeMilliseconds != nil || owned {
-            write.raw(value, into: key, expiry: lifetimeMilliseconds.map { .after(milliseconds: $0) } ?? .never, ownedByThisNode: owned)
+            write.raw(packed: value, into: key, expiry: lifetimeMilliseconds.map { .after(milliseconds: $0) } ?? .never, ownedByThisNode: owned)
         } else {
-            write.raw(value, into: key)
+            write.raw(packed: value, into: key)
         }
         return .none
     }

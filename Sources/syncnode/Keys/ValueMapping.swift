@@ -1,4 +1,6 @@
 import Decide
+import DecideCore
+import DecideRESP
 
 /// The one mapping between Redis-protocol strings and Decide's stored JSON values
 /// (docs/operations.md, "Values"), so a typed Swift state, the CLI and a Redis client read each
@@ -26,28 +28,37 @@ enum ValueMapping {
         }
     }
 
-    /// The JSON bytes to store for a client's string.
-    static func stored(_ bytes: ArraySlice<UInt8>) throws(Refusal) -> [UInt8] {
-        let stored = bytes.withUnsafeBytes { raw -> [UInt8]? in
-            if isJSON(raw) { return Array(raw) }
+    /// The JSON bytes to store for a client's string, packed as the table holds them (one copy,
+    /// from the request into the value the table keeps).
+    static func stored(_ bytes: ArraySlice<UInt8>) throws(Refusal) -> PackedBytes {
+        let stored = bytes.withUnsafeBytes { raw -> PackedBytes? in
+            if isJSON(raw) { return PackedBytes(raw) }
             guard isUTF8(raw) else { return nil }
-            return ValueCoding.quoted(raw)
+            return ValueCoding.quotedPacked(raw)
         }
         guard let stored else { throw .notUTF8 }
         return stored
     }
 
-    /// The string a client reads for stored JSON bytes (see the type's rules).
-    static func resp(_ stored: [UInt8]) -> ArraySlice<UInt8> {
-        stored.withUnsafeBytes { raw -> ArraySlice<UInt8>? in
-            var start = 0, end = raw.count
-            while start < end && isSpace(raw[start]) { start += 1 }
-            while end > start && isSpace(raw[end - 1]) { end -= 1 }
-            guard end - start >= 2, raw[start] == quote, raw[end - 1] == quote else { return nil }
-            let body = UnsafeRawBufferPointer(rebasing: raw[start + 1 ..< end - 1])
-            if !contains(backslash, in: body) { return stored[start + 1 ..< end - 1] }
-            return unescaped(UnsafeRawBufferPointer(rebasing: raw[start + 1 ..< end - 1])).map { $0[...] }
-        } ?? stored[...]
+    /// Lends `body` the string a client reads for the stored JSON bytes `stored` (see the type's
+    /// rules): a slice of them, or their unescaped text.
+    static func withResp<Result>(_ stored: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        var start = 0, end = stored.count
+        while start < end && isSpace(stored[start]) { start += 1 }
+        while end > start && isSpace(stored[end - 1]) { end -= 1 }
+        guard end - start >= 2, stored[start] == quote, stored[end - 1] == quote else { return body(stored) }
+        let inner = UnsafeRawBufferPointer(rebasing: stored[start + 1 ..< end - 1])
+        guard contains(backslash, in: inner) else { return body(inner) }
+        // Escapes that do not read as JSON: the stored bytes as they are.
+        guard let text = unescaped(inner) else { return body(stored) }
+        return text.withUnsafeBytes(body)
+    }
+
+    /// Writes the reply of a stored value, read where the table keeps it: a bulk string, or a
+    /// null for none.
+    static func reply(_ stored: PackedBytes?, into writer: inout RESPWriter) {
+        guard let stored else { return writer.null() }
+        stored.withUnsafeBytes { raw in withResp(raw) { writer.bulk($0) } }
     }
 
     /// Whether `byte` occurs in `bytes`, eight bytes at a time (every GET of a string scans its

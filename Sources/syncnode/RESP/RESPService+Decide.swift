@@ -11,7 +11,7 @@ extension RESPService {
     /// `{"key":K,"unchanged":true}`.
     func decideWrite(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        var value: [UInt8]?
+        var value: PackedBytes?
         var lifetime: UInt64?
         var owned = false
         // DECIDE.PUT KEY VALUE [PX MILLISECONDS] [OWNED]
@@ -38,7 +38,7 @@ extension RESPService {
                 writer.error("ERR the value is not JSON; a string needs its quotes, e.g. '\"text\"'")
                 return
             }
-            value = Array(arguments[2])
+            value = arguments[2].withUnsafeBytes { PackedBytes($0) }
         }
         let verb = command == .decidePut ? "put" : "delete"
         switch node.decide(RawWrite(key: key, value: value, lifetimeMilliseconds: lifetime, owned: owned)) {

@@ -7,20 +7,16 @@ import DecideRESP
 /// through `ValueMapping`; keys are NAME or NAME[ID] (`KeySyntax`).
 extension RESPService {
     func get(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        let stored: [UInt8]?
+        let stored: PackedBytes?
         if Self.isPlainName(arguments[1]) {
             // A Redis-style key (an atomic state's name): looked up by its bytes, no StateKey.
-            // A value held in place becomes an array here; a longer one is the stored array.
-            stored = (arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil)?.array
+            stored = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
         } else {
             guard let key = key(arguments[1], into: &writer) else { return }
-            stored = node.read { $0.entry(key)?.value }
+            stored = node.read { $0.entry(key)?.packedValue }
         }
-        if let stored {
-            writer.bulk(ValueMapping.resp(stored))
-        } else {
-            writer.null()
-        }
+        // Written into the reply from where the value is held: no array between.
+        ValueMapping.reply(stored, into: &writer)
     }
 
     /// Whether `bytes` is a KEY that `KeySyntax` reads as `StateKey(name:)` of the same bytes:
@@ -40,7 +36,7 @@ extension RESPService {
         }
         // The keys' table lines are fetched together, not one miss per key (`prefetchGets`).
         node.prefetchValues(stableHashes: keys.map(\.stableHash))
-        let values = node.read { read in keys.map { read.entry($0)?.value } }
+        let values = node.read { read in keys.map { read.entry($0)?.packedValue } }
         let replyBytes = values.reduce(0) { $0 + 16 + ($1?.count ?? 0) }
         guard replyBytes <= configuration.maxReplyBytes else {
             writer.error("ERR MGET would reply \(replyBytes) bytes, more than maxReplyBytes \(configuration.maxReplyBytes): ask for fewer keys")
@@ -48,7 +44,7 @@ extension RESPService {
         }
         writer.arrayHeader(values.count)
         for value in values {
-            if let value { writer.bulk(ValueMapping.resp(value)) } else { writer.null() }
+            ValueMapping.reply(value, into: &writer)
         }
     }
 
@@ -174,18 +170,18 @@ extension RESPService {
             guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
             let decision = KeyWrites(writes: [(key, value)])
             guard commit(decision, "GETSET", into: &writer) else { return }
-            replyValue(decision.outcome.previous[0], into: &writer)
+            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
         case .getdel:
             guard let key = key(arguments[1], into: &writer) else { return }
             let decision = KeyWrites(writes: [(key, nil)], deleteOnlyLive: true)
             guard commit(decision, "GETDEL", into: &writer) else { return }
-            replyValue(decision.outcome.previous[0], into: &writer)
+            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
         case .mset:
             guard arguments.count % 2 == 1 else {
                 writer.error("ERR wrong number of arguments for 'mset' command")
                 return
             }
-            var writes: [(StateKey, [UInt8]?)] = []
+            var writes: [(StateKey, PackedBytes?)] = []
             writes.reserveCapacity(arguments.count / 2)
             var index = 1
             while index < arguments.count {
@@ -197,7 +193,7 @@ extension RESPService {
             guard commit(KeyWrites(writes: writes), "MSET", into: &writer) else { return }
             writer.simpleString("OK")
         case .del, .unlink:
-            var writes: [(StateKey, [UInt8]?)] = []
+            var writes: [(StateKey, PackedBytes?)] = []
             for argument in arguments.dropFirst() {
                 guard let key = key(argument, into: &writer) else { return }
                 writes.append((key, nil))
@@ -267,7 +263,7 @@ extension RESPService {
         let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
         guard commit(decision, "SET", into: &writer) else { return }
         if returnPrevious {
-            replyValue(decision.outcome.previous[0], into: &writer)
+            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
         } else if decision.outcome.wrote {
             writer.simpleString("OK")
         } else {
@@ -294,16 +290,12 @@ extension RESPService {
         return true
     }
 
-    func storedValue(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
+    func storedValue(_ bytes: ArraySlice<UInt8>, into writer: inout RESPWriter) -> PackedBytes? {
         do {
             return try ValueMapping.stored(bytes)
         } catch {
             writer.error("ERR \(error)")
             return nil
         }
-    }
-
-    private func replyValue(_ stored: [UInt8]?, into writer: inout RESPWriter) {
-        if let stored { writer.bulk(ValueMapping.resp(stored)) } else { writer.null() }
     }
 }

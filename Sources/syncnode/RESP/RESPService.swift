@@ -256,7 +256,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// The key and stored value of a SET without options that `process` may commit together
     /// with its neighbours (`SetBatch`); nil for any other command, and for a SET that would be
     /// answered with an error or must wait for the disk: that one runs alone, in its turn.
-    private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: [UInt8])? {
+    private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: PackedBytes)? {
         guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set,
               refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
               let key = try? KeySyntax.parse(bytes: arguments[1]),
@@ -276,13 +276,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
 
     /// Commits `writes` as one decision when there are several; false for a single write or
     /// when the node refused them together (then `answer` runs each alone).
-    private func commitTogether(_ writes: [(key: StateKey, value: [UInt8])]) -> Bool {
+    private func commitTogether(_ writes: [(key: StateKey, value: PackedBytes)]) -> Bool {
         writes.count > 1 && node.decide(BatchedSets(writes: writes)).version != nil
     }
 
     /// Answers one SET of a batch: `+OK` when the batch committed together, otherwise commits it
     /// alone and answers what that gave.
-    private func answer(_ write: (key: StateKey, value: [UInt8]), committedTogether: Bool, into writer: inout RESPWriter) {
+    private func answer(_ write: (key: StateKey, value: PackedBytes), committedTogether: Bool, into writer: inout RESPWriter) {
         if committedTogether || commit(RawWrite(key: write.key, value: write.value), "SET", into: &writer) {
             writer.simpleString("OK")
         }

@@ -13,7 +13,7 @@ struct SetBatch {
     static let maxWrites = 128
     static let maxBytes = 64 * 1024
 
-    private(set) var writes: [(key: StateKey, value: [UInt8])] = []
+    private(set) var writes: [(key: StateKey, value: PackedBytes)] = []
     private var bytes = 0
 
     var isEmpty: Bool { writes.isEmpty }
@@ -21,7 +21,7 @@ struct SetBatch {
     /// Whether the batch must be committed before another write joins it.
     var isFull: Bool { writes.count >= Self.maxWrites || bytes >= Self.maxBytes }
 
-    mutating func append(key: StateKey, value: [UInt8]) {
+    mutating func append(key: StateKey, value: PackedBytes) {
         bytes += key.name.utf8.count + key.elementCount + value.count
         writes.append((key, value))
     }
@@ -34,10 +34,10 @@ struct SetBatch {
 
 /// The decision of a `SetBatch`: every write, in order.
 struct BatchedSets: Decision {
-    let writes: [(key: StateKey, value: [UInt8])]
+    let writes: [(key: StateKey, value: PackedBytes)]
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        for (key, value) in writes { write.raw(value, into: key) }
+        for (key, value) in writes { write.raw(packed: value, into: key) }
         return .none
     }
 }
