@@ -1,6 +1,4 @@
 @testable import DecideCore
-import CDecideMemory
-import Foundation
 import Synchronization
 import Testing
 
@@ -143,57 +141,4 @@ import Testing
         #expect(growing.count == 1_000_000)
         #expect(growing.indices.allSatisfy { growing[$0].0 == UInt64($0) && growing[$0].1 == UInt64($0) &* 31 })
     }
-
-    #if os(Linux)
-    /// The mapping's `THPeligible` flag in /proc/self/smaps (whether the kernel would back it with
-    /// transparent huge pages), for the mapping that holds `address`.
-    static func hugePageEligible(_ address: UnsafeRawPointer) throws -> Bool {
-        // Read to its end: /proc files say they are empty, and a read sized by that stops early.
-        let file = try #require(FileHandle(forReadingAtPath: "/proc/self/smaps"), "no /proc/self/smaps")
-        defer { try? file.close() }
-        let smaps = try #require(try file.readToEnd())
-        let at = UInt(bitPattern: address)
-        var inside = false
-        for line in String(decoding: smaps, as: UTF8.self).split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
-                let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
-                inside = bounds.count == 2 && bounds[0] <= at && at < bounds[1]
-            } else if inside, fields.first == "THPeligible:" {
-                return fields.last == "1"
-            }
-        }
-        Issue.record("no mapping of \(address) in /proc/self/smaps")
-        return false
-    }
-
-    /// An index-sized zeroed array (a huge page or more) starts on a huge-page boundary and its
-    /// mapping asks for huge pages, so the entry table's index faults once per 2 MiB; an array
-    /// that grows at its end does not ask (the huge page it stops in would be resident whole:
-    /// `make bench`'s bytes per entry). Where the kernel gives no huge pages ("never"), only the
-    /// alignment is checked.
-    @Test func zeroedIndexArraysAskForHugePagesGrowingOnesDoNot() throws {
-        let huge = Int(decide_memory_huge_page_bytes())
-        #expect(huge == 2 << 20)
-        let mode = (FileManager.default.contents(atPath: "/sys/kernel/mm/transparent_hugepage/enabled"))
-            .map { String(decoding: $0, as: UTF8.self) } ?? "[never]"
-        for bytes in [huge, 4 * huge, 8 * huge + 4_096] {
-            let cells = GrowingArray<UInt64>(zeroedCount: bytes / 8)
-            let base = try #require(cells.withUnsafeBufferPointer { $0.baseAddress })
-            #expect(cells.isMapped)
-            #expect(UInt(bitPattern: base) % UInt(huge) == 0, "\(bytes) bytes at \(base): not on a huge-page boundary")
-            if !mode.contains("[never]") {
-                #expect(try Self.hugePageEligible(base), "\(bytes) bytes: the mapping does not ask for huge pages (THP \(mode))")
-            }
-            #expect(cells.withUnsafeBufferPointer { $0.allSatisfy { $0 == 0 } })
-        }
-        var growing = GrowingArray<UInt64>()
-        for number in 0 ..< UInt64(4 * huge / 8) { growing.append(number) }
-        let base = try #require(growing.withUnsafeBufferPointer { $0.baseAddress })
-        #expect(growing.isMapped && growing[growing.count - 1] == UInt64(4 * huge / 8 - 1))
-        if mode.contains("[madvise]") {
-            #expect(try !Self.hugePageEligible(base), "a growing array's mapping asks for huge pages")
-        }
-    }
-    #endif
 }

@@ -26,15 +26,6 @@ void decide_memory_populate(void *address, size_t bytes);
 /// Returns a mapping made by `decide_memory_map` or `decide_memory_remap` to the system.
 void decide_memory_unmap(void *address, size_t bytes);
 
-/// `decide_memory_map` for memory that is written all over soon after (a hash index): from
-/// `decide_memory_huge_page_bytes` on, it starts on a huge-page boundary and asks the kernel for
-/// transparent huge pages (a kernel that gives none ignores the advice). Unmapped and resized as
-/// the other mappings are.
-void *decide_memory_map_huge(size_t bytes);
-
-/// The size of a transparent huge page (Linux: 2 MiB; 0 elsewhere).
-size_t decide_memory_huge_page_bytes(void);
-
 /// The system's page size in bytes.
 size_t decide_memory_page_bytes(void);
 

@@ -48,11 +48,10 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
             return padded / page * page
         }
 
-        /// A fresh mapping of zeroed memory for at least `bytes`, and its size (whole pages); in
-        /// huge pages where the kernel gives them when `written all over` (`decide_memory_map_huge`).
-        static func mapZeroed(_ bytes: Int, writtenAllOver: Bool = false) -> (memory: UnsafeMutableRawPointer, bytes: Int) {
+        /// A fresh mapping of zeroed memory for at least `bytes`, and its size (whole pages).
+        static func mapZeroed(_ bytes: Int) -> (memory: UnsafeMutableRawPointer, bytes: Int) {
             let pages = pageRounded(bytes)
-            guard let mapped = writtenAllOver ? decide_memory_map_huge(pages) : decide_memory_map(pages) else { fatalError("GrowingArray: out of memory mapping \(pages) bytes") }
+            guard let mapped = decide_memory_map(pages) else { fatalError("GrowingArray: out of memory mapping \(pages) bytes") }
             return (mapped, pages)
         }
 
@@ -130,9 +129,7 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
     /// `count` elements whose memory is all zero bits: a large array is a fresh mapping (and a
     /// smaller one comes from `calloc`), pages nobody touched yet, so making it costs no pass
     /// over its memory (each page faults in when it is first written, spread over the writes).
-    /// Only for element types whose zero bits are a value (integers). Such an array (the entry
-    /// table's index) is written all over, so its mapping asks for huge pages
-    /// (`decide_memory_map_huge`; docs/benchmarks.md, "Huge pages for the index").
+    /// Only for element types whose zero bits are a value (integers).
     package init(zeroedCount count: Int) where Element: FixedWidthInteger {
         precondition(count >= 0, "GrowingArray: a negative count")
         guard count > 0 else { return }
@@ -141,7 +138,7 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
         precondition(!overflow, "GrowingArray: \(count) elements do not fit the address space")
         let raw: UnsafeMutableRawPointer
         if bytes >= Self.mappedMinimumBytes, decide_memory_maps() != 0 {
-            (raw, storage.mappedBytes) = Storage.mapZeroed(bytes, writtenAllOver: true)
+            (raw, storage.mappedBytes) = Storage.mapZeroed(bytes)
         } else {
             guard let allocated = calloc(count, MemoryLayout<Element>.stride) else {
                 fatalError("GrowingArray: out of memory making \(count) zeroed elements")
