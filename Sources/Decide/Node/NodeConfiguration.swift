@@ -61,7 +61,13 @@ extension Node {
         /// thread takes the lock ahead of sleeping ones, which keeps many deciding threads fast;
         /// past it, waiting threads are served first. Smaller serves waiters (a peer's deltas,
         /// a read behind a chore) sooner at some cost in throughput under contention; 0 hands
-        /// over whenever a woken thread loses the lock once.
+        /// over whenever a woken thread loses the lock once. With many more deciding threads
+        /// than processors, every queued thread waits past 100 µs and each decision waits for a
+        /// context switch: measured with 50 threads on 2 processors, 149 k decisions/s at 100 µs
+        /// and 710 k at 1,000 µs, while a peer's deltas waited 78–93 ms at 1,000 µs against
+        /// 6–16 ms at 100 µs (docs/benchmarks.md, "Fifty writer threads, not two"). Raise it
+        /// for a large thread pool whose throughput matters more than that delay, or give the
+        /// node fewer deciding threads.
         public var lockHandoffMicroseconds = 100
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
