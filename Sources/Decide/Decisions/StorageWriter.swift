@@ -114,7 +114,7 @@ public struct StorageWriter {
     /// Writes raw value bytes to an untyped key (`nil` deletes it). For tools such as syncnode;
     /// the bytes should be JSON so typed readers can decode them.
     public func raw(_ value: [UInt8]?, into key: StateKey) {
-        transaction.open { $0.writeRaw(value, into: key) }
+        raw(packed: value.map(PackedBytes.init), into: key)
     }
 
     /// Writes raw value bytes to an untyped key, expiring `lifetime` after this decision's
@@ -123,25 +123,20 @@ public struct StorageWriter {
     public func raw(_ value: [UInt8], into key: StateKey, expiringAfter lifetime: Duration?, ownedByThisNode: Bool = false) {
         transaction.open { transaction in
             let expiry = transaction.expiry(after: lifetime, of: "\(key)")
-            transaction.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
+            transaction.writeRaw(PackedBytes(value), into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode))
         }
-    }
-
-    /// Writes raw value bytes to an untyped key with `expiry` as it is (an instant already past
-    /// stores a value that reads as absent at once), owned by this node when `ownedByThisNode`.
-    /// For protocol front ends (Redis EXPIREAT, KEEPTTL, SET PX).
-    package func raw(_ value: [UInt8], into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
-        raw(packed: PackedBytes(value), into: key, expiry: expiry, ownedByThisNode: ownedByThisNode)
     }
 
     /// `raw(_:into:)` of bytes already packed, as the table will hold them: no copy between a
     /// front end's parser and the table (nil: a delete).
     package func raw(packed value: PackedBytes?, into key: StateKey) {
-        transaction.open { $0.writeRaw(packed: value, into: key) }
+        transaction.open { $0.writeRaw(value, into: key) }
     }
 
-    /// `raw(_:into:expiry:ownedByThisNode:)` of bytes already packed.
+    /// Writes packed value bytes to an untyped key with `expiry` as it is (an instant already
+    /// past stores a value that reads as absent at once), owned by this node when
+    /// `ownedByThisNode`. For protocol front ends (Redis EXPIREAT, KEEPTTL, SET PX).
     package func raw(packed value: PackedBytes, into key: StateKey, expiry: WriteExpiry, ownedByThisNode: Bool) {
-        transaction.open { $0.writeRaw(packed: value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode)) }
+        transaction.open { $0.writeRaw(value, into: key, options: WriteOptions(expiry: expiry, owned: ownedByThisNode)) }
     }
 }

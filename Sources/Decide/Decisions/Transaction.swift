@@ -200,12 +200,8 @@ final class Transaction: @unchecked Sendable {
         }
     }
 
-    func writeRaw(_ value: [UInt8]?, into key: StateKey, options: WriteOptions = .plain) {
-        store(key, value.map(PackedBytes.init), decoded: nil, options: options)
-    }
-
-    /// `writeRaw(_:into:options:)` of bytes already packed (a protocol front end's values).
-    func writeRaw(packed value: PackedBytes?, into key: StateKey, options: WriteOptions = .plain) {
+    /// Raw value bytes (nil: a delete), packed as the table holds them.
+    func writeRaw(_ value: PackedBytes?, into key: StateKey, options: WriteOptions = .plain) {
         store(key, value, decoded: nil, options: options)
     }
 
