@@ -13,18 +13,24 @@
 
 /// A thread asleep in the queue, on its own stack.
 struct decide_lock_waiter {
-    /// WAITING until an unlock pops it: RETRY (compete again) or HANDED (it owns the lock).
+    /// WAITING until an unlock pops it: RETRY (compete again), TURN (its turn has come: claim
+    /// the lock) or HANDED (it owns the lock).
     uint32_t signal;
-    /// Monotonic nanoseconds when it first queued.
-    uint64_t since;
+    /// Claims the lock (urgent, or its turn has come): handed the lock at the next unlock.
+    uint32_t claims;
     decide_lock_waiter *next;
 };
 
-enum { WAITING = 0, RETRY = 1, HANDED = 2 };
+enum { WAITING = 0, RETRY = 1, HANDED = 2, TURN = 3 };
 
 /// Rounds an arriving thread spins on a held lock before it queues: about a microsecond, a few
 /// times a decision's hold, and far less than a sleep and a wakeup.
 enum { SPIN_ROUNDS = 64 };
+
+/// Rounds a thread that claims the lock spins on its signal before it sleeps: the next unlock
+/// hands it the lock, usually within one decision's hold, and a thread already running takes
+/// it with no wakeup.
+enum { CLAIM_SPIN_ROUNDS = 4 * SPIN_ROUNDS };
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -85,6 +91,7 @@ void decide_lock_init(decide_lock_t *lock, uint64_t handoff_ns) {
     lock->head = NULL;
     lock->tail = NULL;
     lock->handoff_ns = handoff_ns;
+    lock->turn_ns = 0;
     lock->handoffs = 0;
     lock->sleeps = 0;
 }
@@ -93,35 +100,59 @@ void decide_lock_slow(decide_lock_t *lock, int manner) {
     decide_lock_waiter me = {WAITING, 0, NULL};
     int urgent = manner == DECIDE_LOCK_AS_URGENT;
     int spins = 0;
-    // Woken with RETRY and not yet tried: the WOKEN flag is ours to clear.
+    // Woken (RETRY or TURN) and not yet tried: the WOKEN flag is ours to clear.
     int woken = 0;
+    // Queued before (woken since, and lost): queues at the front again.
+    int queued_before = 0;
+    // This thread set SPINNING: the flag is ours to clear.
+    int spinning = 0;
+    // Woken with TURN: claims the lock as an urgent thread does.
+    int heir = 0;
     for (;;) {
-        // What keeps this thread from taking a free lock: a holder, handoff mode, and for a
-        // polite thread (until it is woken itself) a woken thread about to try.
+        // What keeps this thread from taking a free lock: a holder, a claiming thread (urgent,
+        // or an heir), and for a polite thread (until it is woken itself) a woken thread about
+        // to try.
         uint32_t blockers = DECIDE_LOCK_LOCKED | DECIDE_LOCK_HANDOFF;
         if (manner == DECIDE_LOCK_AS_POLITE && !woken) blockers |= DECIDE_LOCK_WOKEN;
         uint32_t state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
         if (!(state & blockers)) {
-            uint32_t taken = (state | DECIDE_LOCK_LOCKED) & ~(woken ? DECIDE_LOCK_WOKEN : 0u);
-            if (__atomic_compare_exchange_n(&lock->state, &state, taken, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+            uint32_t taken = (state | DECIDE_LOCK_LOCKED) & ~((woken ? DECIDE_LOCK_WOKEN : 0u) | (spinning ? DECIDE_LOCK_SPINNING : 0u));
+            if (__atomic_compare_exchange_n(&lock->state, &state, taken, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+                // A woken sleeper got in: the queue moved, so its head's turn starts now.
+                if (woken) __atomic_store_n(&lock->turn_ns, now_ns(), __ATOMIC_RELAXED);
+                return;
+            }
             continue;
         }
-        if (!(state & (DECIDE_LOCK_HANDOFF | (DECIDE_LOCK_WOKEN & blockers))) && spins < SPIN_ROUNDS) {
-            spins++;
-            relax();
-            continue;
+        // Spin only while the holder may let go soon (no claiming thread, no woken thread ahead
+        // of a polite one), and only one thread at a time besides an urgent one: the rest
+        // sleep, so threads beyond the holder and one spinner do not compete for processors.
+        // An heir does not spin: it claims the lock at once.
+        if (!(state & (DECIDE_LOCK_HANDOFF | (DECIDE_LOCK_WOKEN & blockers))) && spins < SPIN_ROUNDS && !heir) {
+            if (spinning || urgent) {
+                spins++;
+                relax();
+                continue;
+            }
+            if (!(state & DECIDE_LOCK_SPINNING)) {
+                if (__atomic_compare_exchange_n(&lock->state, &state, state | DECIDE_LOCK_SPINNING, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                    spinning = 1;
+                }
+                continue;
+            }
+            // Another thread spins: sleep.
         }
         queue_lock(lock);
-        int starving = urgent || (me.since != 0 && now_ns() - me.since > lock->handoff_ns);
         int queued = 0;
         state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
-        // Queue only while the lock is held (or handed over, or a woken thread is about to take
-        // it): an unlock after this sees QUEUED and takes the queue's lock, so it cannot miss
-        // this thread.
+        // Queue only while the lock is held (or an urgent thread waits for it, or a woken thread
+        // is about to take it): an unlock after this sees QUEUED and takes the queue's lock, so
+        // it cannot miss this thread.
         while (state & blockers) {
             uint32_t next = state | DECIDE_LOCK_QUEUED;
             if (woken) next &= ~DECIDE_LOCK_WOKEN;
-            if (starving) next |= DECIDE_LOCK_HANDOFF;
+            if (spinning) next &= ~DECIDE_LOCK_SPINNING;
+            if (urgent || heir) next |= DECIDE_LOCK_HANDOFF;
             if (__atomic_compare_exchange_n(&lock->state, &state, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
                 queued = 1;
                 break;
@@ -133,27 +164,41 @@ void decide_lock_slow(decide_lock_t *lock, int manner) {
             continue;
         }
         woken = 0;
+        spinning = 0;
         me.signal = WAITING;
-        if (me.since == 0 && !urgent) {
+        me.claims = (uint32_t)(urgent || heir);
+        // A newcomer to an empty queue starts the head's turn, unless a woken thread is out
+        // competing: that one comes back to the front, its turn still running. A woken thread
+        // that lost keeps its turn (restarting it would let a running thread keep the lock).
+        if (!lock->head && !queued_before && !(state & DECIDE_LOCK_WOKEN)) __atomic_store_n(&lock->turn_ns, now_ns(), __ATOMIC_RELAXED);
+        if (!queued_before && !urgent) {
             // A newcomer queues at the back.
-            me.since = now_ns();
             me.next = NULL;
             if (lock->tail) lock->tail->next = &me; else lock->head = &me;
             lock->tail = &me;
         } else {
-            // A thread woken before, which lost again, keeps its turn at the front; so does an
-            // urgent one, which has the lock handed to it at the next unlock.
-            if (me.since == 0) me.since = now_ns();
+            // A thread woken before, which lost again, keeps its place at the front; so does an
+            // urgent one, which has the lock handed to it at the next unlock (as does a woken
+            // thread whose turn has come).
             me.next = lock->head;
             lock->head = &me;
             if (!lock->tail) lock->tail = &me;
         }
+        queued_before = 1;
         lock->sleeps++;
         queue_unlock(lock);
         uint32_t signal;
-        while ((signal = __atomic_load_n(&me.signal, __ATOMIC_ACQUIRE)) == WAITING) futex_wait(&me.signal, WAITING);
+        int waits = 0;
+        while ((signal = __atomic_load_n(&me.signal, __ATOMIC_ACQUIRE)) == WAITING) {
+            if (me.claims && waits++ < CLAIM_SPIN_ROUNDS) {
+                relax();
+            } else {
+                futex_wait(&me.signal, WAITING);
+            }
+        }
         if (signal == HANDED) return;
         woken = 1;
+        heir = signal == TURN;
         spins = 0;
     }
 }
@@ -163,36 +208,44 @@ void decide_unlock_slow(decide_lock_t *lock) {
     uint32_t state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
     decide_lock_waiter *waiter = NULL;
     uint32_t signal = RETRY;
+    // The head's turn has come once it has waited the bound since the queue last moved.
+    int turn = lock->head && now_ns() - __atomic_load_n(&lock->turn_ns, __ATOMIC_RELAXED) > lock->handoff_ns;
     if (state & DECIDE_LOCK_HANDOFF) {
-        // Handoff mode: the head owns the lock from now on (LOCKED stays set).
+        // A claiming thread waits (urgent, or an heir whose turn came): the head owns the lock
+        // from now on (LOCKED stays set), and the next head's turn starts.
         waiter = lock->head;
         lock->head = waiter->next;
         if (!lock->head) lock->tail = NULL;
         uint32_t clear = 0;
         if (!lock->head) {
             clear = DECIDE_LOCK_HANDOFF | DECIDE_LOCK_QUEUED;
-        } else if (now_ns() - waiter->since <= lock->handoff_ns) {
-            // The thread served had not starved: back to barging after it.
+        } else if (!lock->head->claims) {
             clear = DECIDE_LOCK_HANDOFF;
         }
         if (clear) __atomic_fetch_and(&lock->state, ~clear, __ATOMIC_RELAXED);
+        __atomic_store_n(&lock->turn_ns, now_ns(), __ATOMIC_RELAXED);
         lock->handoffs++;
         signal = HANDED;
     } else {
-        // Barging mode: free the lock, and wake the head to compete unless a woken thread has
-        // not tried yet.
-        uint32_t set = 0;
-        if (!(state & DECIDE_LOCK_WOKEN) && lock->head) {
-            waiter = lock->head;
-            lock->head = waiter->next;
-            if (!lock->head) lock->tail = NULL;
-            set = DECIDE_LOCK_WOKEN;
-        }
-        uint32_t clear = DECIDE_LOCK_LOCKED | (lock->head ? 0u : DECIDE_LOCK_QUEUED);
+        // Barging: free the lock, and wake the head to compete for it unless a thread is about
+        // to take it anyway (a spinner, or a woken thread that has not tried yet). Once the
+        // head's turn has come it is woken despite a spinner, as the heir: running again, it
+        // claims the lock, and the unlock after that hands it over. The lock is never left
+        // idle for a wakeup. Only the spinner's flag can change meanwhile: a thread queues only
+        // under the queue's lock.
         uint32_t next;
         do {
-            next = (state & ~clear) | set;
+            int wake = lock->head && !(state & DECIDE_LOCK_WOKEN) && (turn || !(state & DECIDE_LOCK_SPINNING));
+            uint32_t clear = DECIDE_LOCK_LOCKED;
+            if (!lock->head || (wake && !lock->head->next)) clear |= DECIDE_LOCK_QUEUED;
+            next = (state & ~clear) | (wake ? DECIDE_LOCK_WOKEN : 0u);
+            waiter = wake ? lock->head : NULL;
         } while (!__atomic_compare_exchange_n(&lock->state, &state, next, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+        if (waiter) {
+            lock->head = waiter->next;
+            if (!lock->head) lock->tail = NULL;
+            if (turn) signal = TURN;
+        }
     }
     queue_unlock(lock);
     if (waiter) {

@@ -3,37 +3,46 @@
 
 #include <stdint.h>
 
-/// The lock around a node's state (Decide's `NodeLock`): a mutex that lets a running thread
-/// take it ahead of sleeping ones while waits are short, and hands it over in queue order once
-/// the thread at the head of the queue has waited longer than its bound (`handoff_ns`).
+/// The lock around a node's state (Decide's `NodeLock`): a mutex that lets running threads take
+/// it ahead of sleeping ones, and gives the longest sleeper a turn once per bound (`handoff_ns`).
 ///
-/// - Barging mode (the usual one): `decide_lock` takes a free lock at once, spinning briefly
-///   while it is held; a thread that must sleep queues at the back. An unlock frees the lock and
-///   wakes the head of the queue to compete for it (one at a time: while a woken thread has not
-///   tried, no other is woken). A thread that keeps running takes the lock many times in a row
-///   without a context switch.
-/// - Handoff mode: a woken thread that loses the lock again keeps its place at the front; if it
-///   has waited longer than the bound, it switches the lock to handoff mode. Then no arriving
-///   thread takes the lock: each unlock gives it to the head of the queue, which wakes owning
-///   it. The mode ends when the queue empties or the thread served had waited less than the
-///   bound. `decide_lock_urgent` queues at the front in handoff mode at once.
+/// - Barging: `decide_lock` takes a free lock at once. On a held lock one thread at a time
+///   spins briefly; the others queue at the back and sleep, so threads beyond the holder and
+///   that spinner do not compete for processors. An unlock frees the lock and wakes the head of
+///   the queue to compete for it, unless a spinner or an earlier woken thread is about to take
+///   it. A thread that keeps running takes the lock many times in a row without a context
+///   switch, however many threads ask.
+/// - Turns: once the head of the queue has waited the bound since the queue last moved (a
+///   handoff, or a woken thread taking the lock), the next unlock wakes it as the heir, even
+///   past a spinner. Running again and finding the lock held, the heir claims it: arriving
+///   threads queue instead of taking it, and the holder's unlock hands it over (the lock stays
+///   held). The heir spins briefly on its signal before it sleeps, so the lock is not left idle
+///   while a thread wakes. So the lock is handed over at most once per bound, plus once for
+///   each urgent request.
+/// - `decide_lock_urgent` claims the lock at once: it queues at the front, and the next unlock
+///   hands it the lock.
 ///
 /// Guarantees: mutual exclusion, with acquire and release ordering; no lost wakeup (a queued
-/// thread is woken by an unlock after it queued); sleepers are served in queue order; once the
-/// head of the queue has waited longer than the bound, the unlock after its next wakeup hands
-/// it the lock, and no arriving thread takes the lock before it. Not recursive. All fields zero
-/// is an unlocked lock with a bound of 0; `decide_lock_init` sets the bound.
+/// thread is woken by an unlock after it queued, or by the unlock of a spinner that takes the
+/// lock instead); sleepers are served in queue order; the head of the queue is woken by the
+/// first unlock past its turn, and once it claims the lock only an urgent thread takes it
+/// first. Not recursive. All fields zero is an unlocked lock with a bound of 0;
+/// `decide_lock_init` sets the bound.
 typedef struct decide_lock_waiter decide_lock_waiter;
 
 typedef struct {
-    /// DECIDE_LOCK_LOCKED | DECIDE_LOCK_QUEUED | DECIDE_LOCK_HANDOFF | DECIDE_LOCK_WOKEN, read and
-    /// written only with `__atomic` builtins (plain fields, so Swift imports the type).
+    /// DECIDE_LOCK_LOCKED | DECIDE_LOCK_QUEUED | DECIDE_LOCK_HANDOFF (a claiming thread waits:
+    /// the next unlock hands over) | DECIDE_LOCK_WOKEN | DECIDE_LOCK_SPINNING (a thread spins),
+    /// read and written only with `__atomic` builtins (plain fields, so Swift imports the type).
     uint32_t state;
     /// Guards the queue (0 free, 1 held, 2 held with sleepers): taken only on slow paths.
     uint32_t queue_lock;
     decide_lock_waiter *head;
     decide_lock_waiter *tail;
     uint64_t handoff_ns;
+    /// Monotonic nanoseconds when the head of the queue's turn began: when it queued into an
+    /// empty queue, or the queue last moved (a handoff, or a woken thread taking the lock).
+    uint64_t turn_ns;
     /// Counters for tests and diagnostics (`decide_lock_handoffs`, `decide_lock_sleeps`),
     /// changed under `queue_lock`.
     uint64_t handoffs;
@@ -45,6 +54,7 @@ enum {
     DECIDE_LOCK_QUEUED = 2u,
     DECIDE_LOCK_HANDOFF = 4u,
     DECIDE_LOCK_WOKEN = 8u,
+    DECIDE_LOCK_SPINNING = 16u,
 };
 
 /// Zeroes `lock` and sets its bound in nanoseconds.
@@ -70,8 +80,8 @@ static inline __attribute__((always_inline)) void decide_lock_as(decide_lock_t *
 /// Takes the lock, waiting as long as it takes.
 static inline __attribute__((always_inline)) void decide_lock(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_PLAIN); }
 
-/// Takes the lock ahead of every sleeping thread: when it must wait, it queues at the front in
-/// handoff mode, so the next unlock hands the lock to it. For the few threads whose waits hold
+/// Takes the lock ahead of every sleeping thread: when it must wait, it queues at the front and
+/// claims the lock, so the next unlock hands the lock to it. For the few threads whose waits hold
 /// up other machines (the one applying a peer's deltas), not for ordinary callers: used by
 /// many, it is a plain handoff lock.
 static inline __attribute__((always_inline)) void decide_lock_urgent(decide_lock_t *lock) { decide_lock_as(lock, DECIDE_LOCK_AS_URGENT); }
@@ -89,11 +99,16 @@ static inline __attribute__((always_inline)) void decide_unlock(decide_lock_t *l
                                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED), 1)) {
         return;
     }
+    // Only a spinner waits: free the lock and leave it to that thread.
+    if (expected == (DECIDE_LOCK_LOCKED | DECIDE_LOCK_SPINNING)
+        && __atomic_compare_exchange_n(&lock->state, &expected, DECIDE_LOCK_SPINNING, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        return;
+    }
     decide_unlock_slow(lock);
 }
 
-/// Times the lock was handed over in handoff mode, and times a thread queued to sleep on it (it
-/// may be woken before it sleeps): for tests and diagnostics.
+/// Times the lock was handed over (to an heir or an urgent thread), and times a thread queued to
+/// sleep on it (it may be woken before it sleeps): for tests and diagnostics.
 uint64_t decide_lock_handoffs(decide_lock_t *lock);
 uint64_t decide_lock_sleeps(decide_lock_t *lock);
 

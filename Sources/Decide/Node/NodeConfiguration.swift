@@ -56,18 +56,16 @@ extension Node {
         /// a power of two. A new value takes the place of one read less lately; 0 decodes on
         /// every read. The entries themselves are always kept.
         public var maxCachedDecodedValues = 65_536
-        /// How long a thread may wait for the node's lock before the lock is handed to it in
-        /// arrival order (docs/architecture.md, "The node's lock"). Below the bound, a running
-        /// thread takes the lock ahead of sleeping ones, which keeps many deciding threads fast;
-        /// past it, waiting threads are served first. Smaller serves waiters (a peer's deltas,
-        /// a read behind a chore) sooner at some cost in throughput under contention; 0 hands
-        /// over whenever a woken thread loses the lock once. With many more deciding threads
-        /// than processors, every queued thread waits past 100 µs and each decision waits for a
-        /// context switch: measured with 50 threads on 2 processors, 149 k decisions/s at 100 µs
-        /// and 710 k at 1,000 µs, while a peer's deltas waited 78–93 ms at 1,000 µs against
-        /// 6–16 ms at 100 µs (docs/benchmarks.md, "Fifty writer threads, not two"). Raise it
-        /// for a large thread pool whose throughput matters more than that delay, or give the
-        /// node fewer deciding threads.
+        /// How often the node's lock gives the longest-waiting thread a turn (docs/architecture.md,
+        /// "The node's lock"). Between turns, running threads take the lock ahead of sleeping
+        /// ones, which keeps many deciding threads fast: with fifty threads on two processors,
+        /// 483–668 k decisions/s, as fast as one thread (docs/benchmarks.md, "A turn per bound,
+        /// one spinner"). Once the first sleeper has waited this long since the queue last moved,
+        /// the next unlock wakes it and the lock is handed to it ahead of every thread but the one
+        /// applying a peer's deltas, which is served at the next unlock whatever this says. A
+        /// thread queued behind others waits about one bound for each of them. Smaller serves
+        /// sleepers (a read behind a chore) sooner and hands over more often; 0 gives a turn at
+        /// every unlock with a sleeper.
         public var lockHandoffMicroseconds = 100
         /// Where the node says what happened.
         public var logger = Logger(label: "decide.node")
