@@ -87,8 +87,8 @@ test: unit-test check-readme check-api docs test-transport-asan test-lock-tsan f
 
 # The node's lock (Sources/CDecideLock) under ThreadSanitizer, driven from C: the Swift runtime
 # and swift-testing do not run under TSan with this toolchain. Threads (urgent, polite and plain)
-# add to plain counters under the lock at three handoff bounds; TSan fails the run on any data
-# race.
+# add to plain counters under the lock: 8 of them at three bounds, then 48 (most asleep, one
+# spinning, heirs claiming); TSan fails the run on any data race.
 LOCK_STRESS_BIN := .build-lock/lock-stress
 SWIFT_RUNTIME_LIBS = $(abspath $(dir $(shell command -v swift))../lib/swift/linux)
 test-lock-tsan:

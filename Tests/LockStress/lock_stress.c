@@ -1,8 +1,9 @@
 // The node's lock (Sources/CDecideLock) under ThreadSanitizer, outside Swift: the Swift runtime
 // and swift-testing do not run under TSan here, so this C program drives the lock itself.
-// Threads, some of them urgent and some polite, add to plain counters inside the lock. TSan reports a data race
-// if any body's accesses are not ordered by the lock's acquire and release; the program checks
-// that no update was lost and that no two bodies overlapped. Run by `make test-lock-tsan`.
+// Threads (8, then 48), some of them urgent and some polite, add to plain counters inside the
+// lock. TSan reports a data race if any body's accesses are not ordered by the lock's acquire and
+// release; the program checks that no update was lost and that no two bodies overlapped. Run by
+// `make test-lock-tsan`.
 #include "CDecideLock.h"
 
 #include <pthread.h>
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum { THREADS = 8, ITERATIONS = 20000 };
+enum { MAX_THREADS = 48, ITERATIONS = 20000 };
 
 static decide_lock_t lock;
 static long counter;         // guarded by `lock`, plain on purpose
@@ -40,22 +41,25 @@ static void *work(void *argument) {
 
 int main(void) {
     // 0, a small bound and one never reached: a turn at every unlock with a sleeper, one per
-    // 100 µs, none (only the urgent threads are handed the lock).
-    const unsigned long long bounds[] = {0, 100000, 10000000000ull};
-    for (int round = 0; round < 3; round++) {
+    // 100 µs, none (only the urgent threads are handed the lock). Then many more threads than
+    // processors, so that most sleep while one spins and heirs claim the lock.
+    const unsigned long long bounds[] = {0, 100000, 10000000000ull, 100000};
+    const int thread_counts[] = {8, 8, 8, MAX_THREADS};
+    for (int round = 0; round < 4; round++) {
+        int count = thread_counts[round];
         decide_lock_init(&lock, bounds[round]);
         counter = 0;
         overlaps = 0;
-        pthread_t threads[THREADS];
-        for (long thread = 0; thread < THREADS; thread++) pthread_create(&threads[thread], NULL, work, (void *)thread);
-        for (int thread = 0; thread < THREADS; thread++) pthread_join(threads[thread], NULL);
-        if (counter != (long)THREADS * ITERATIONS || overlaps != 0) {
-            fprintf(stderr, "lock-stress: bound %llu ns: counter %ld (want %d), overlaps %ld\n",
-                    bounds[round], counter, THREADS * ITERATIONS, overlaps);
+        pthread_t threads[MAX_THREADS];
+        for (long thread = 0; thread < count; thread++) pthread_create(&threads[thread], NULL, work, (void *)thread);
+        for (int thread = 0; thread < count; thread++) pthread_join(threads[thread], NULL);
+        if (counter != (long)count * ITERATIONS || overlaps != 0) {
+            fprintf(stderr, "lock-stress: %d threads, bound %llu ns: counter %ld (want %ld), overlaps %ld\n",
+                    count, bounds[round], counter, (long)count * ITERATIONS, overlaps);
             return 1;
         }
-        printf("lock-stress: bound %llu ns: %ld updates, no overlap; %llu sleeps, %llu handoffs\n", bounds[round], counter,
-               (unsigned long long)decide_lock_sleeps(&lock), (unsigned long long)decide_lock_handoffs(&lock));
+        printf("lock-stress: %d threads, bound %llu ns: %ld updates, no overlap; %llu sleeps, %llu handoffs\n", count,
+               bounds[round], counter, (unsigned long long)decide_lock_sleeps(&lock), (unsigned long long)decide_lock_handoffs(&lock));
     }
     return 0;
 }
