@@ -12,6 +12,7 @@ final class OutboundQueues: Sendable {
     private final class Outbox: @unchecked Sendable {
         @exclusivity(unchecked) var wire: FrameBuffer
         @exclusivity(unchecked) var frameBytes = 0          // bytes `wire` counts for, prefixes and sealing included
+        @exclusivity(unchecked) var frames = 0              // frames in `wire`
         @exclusivity(unchecked) var committedBytes = 0      // `frameBytes` plus bytes handed to uv_write, not yet done
         @exclusivity(unchecked) var dirty = false
         @exclusivity(unchecked) var limitNoticePending = false
@@ -70,6 +71,7 @@ final class OutboundQueues: Sendable {
             return .overLimit(notify: notify)
         }
         box.wire.append(frame)
+        box.frames += 1
         box.frameBytes += bytes
         box.committedBytes += bytes
         if !box.dirty {
@@ -81,12 +83,13 @@ final class OutboundQueues: Sendable {
     }
 
     /// What the loop thread takes of one link: its queued frames as they go on the wire (each
-    /// a u32 length and its payload; the taker deallocates `bytes`), and the bytes the queue
-    /// counted for them (`release` gives those back once written).
+    /// a u32 length and its payload; the taker deallocates `bytes`), how many there are, and the
+    /// bytes the queue counted for them (`release` gives those back once written).
     struct Taken {
         let id: UInt64
         let bytes: UnsafeMutableRawPointer
         let count: Int
+        let frames: Int
         let queuedBytes: Int
     }
 
@@ -101,8 +104,9 @@ final class OutboundQueues: Sendable {
             for id in state.dirty {
                 guard let box = state.outboxes[id] else { continue }
                 if let wire = box.wire.take() {
-                    batches.append(Taken(id: id, bytes: wire.bytes, count: wire.count, queuedBytes: box.frameBytes))
+                    batches.append(Taken(id: id, bytes: wire.bytes, count: wire.count, frames: box.frames, queuedBytes: box.frameBytes))
                 }
+                box.frames = 0
                 box.frameBytes = 0
                 box.dirty = false
             }

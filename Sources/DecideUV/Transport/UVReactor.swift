@@ -484,8 +484,11 @@ final class UVReactor: @unchecked Sendable {
         guard queues.hasDirty else { return }
         let delay = pacing.delayNanoseconds(at: uv_hrtime())
         if delay > 0 { usleep(UInt32(delay / 1_000)) }
-        pacing.flushed(at: uv_hrtime())
+        let started = uv_hrtime()
+        var frames = 0
+        defer { pacing.flushed(at: started, frames: frames) }
         queues.takeDirty { taken in
+            frames += taken.frames
             guard let connection = connections[taken.id], connection.phase == .established else {
                 // Gone meanwhile: its frames are dropped, and so is its queue.
                 taken.bytes.deallocate()
