@@ -277,6 +277,7 @@ final class UVReactor: @unchecked Sendable {
             return
         }
         guard connection.phase == .established || connection.phase == .handshaking else { return }  // lingering: discard
+        pacing.read()
         let input = UnsafeRawBufferPointer(start: readBuffer, count: count)
         var offset = 0
         var delivered = false

@@ -31,12 +31,13 @@ extension UVTransport {
         public var keepaliveSeconds: UInt32
         /// Links (inbound and outbound, any state) at most; extra inbound ones are refused.
         public var maxConnections: Int
-        /// While links stream (the loop's previous write started less than this long ago and
-        /// carried more than one frame), each write waits this long first, so that the frames
-        /// queued meanwhile go out in the same write: a stream of small deltas then costs both
-        /// sides a system call per few hundred frames instead of per few. A frame after a quiet
-        /// spell, or after a write of one frame (a request and its reply), is written at once.
-        /// 0 writes at once always; at most 1,000 (docs/protocol.md §7).
+        /// While links stream (the loop's previous write started less than this long ago, and
+        /// carried more than one frame or was followed by no input), each write waits this long
+        /// first, so that the frames queued meanwhile go out in the same write: a stream of small
+        /// deltas then costs both sides a system call per few hundred frames instead of per few.
+        /// A frame after a quiet spell, or after a one-frame write that was answered (a request
+        /// and its reply), is written at once. 0 writes at once always; at most 1,000
+        /// (docs/protocol.md §7).
         public var flushCoalescingMicroseconds: UInt32 = 50
         /// Where link up / refused / closed lines go.
         public var logger: Logger
