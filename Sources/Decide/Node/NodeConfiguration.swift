@@ -59,7 +59,7 @@ extension Node {
         /// How often the node's lock gives the longest-waiting thread a turn (docs/architecture.md,
         /// "The node's lock"). Between turns, running threads take the lock ahead of sleeping
         /// ones, which keeps many deciding threads fast: with fifty threads on two processors,
-        /// 483–668 k decisions/s, as fast as one thread (docs/benchmarks.md, "A turn per bound,
+        /// 481–666 k decisions/s, as fast as one thread (docs/benchmarks.md, "A turn per bound,
         /// one spinner"). Once the first sleeper has waited this long since the queue last moved,
         /// the next unlock wakes it and the lock is handed to it ahead of every thread but the one
         /// applying a peer's deltas, which is served at the next unlock whatever this says. A
