@@ -208,8 +208,11 @@ void decide_unlock_slow(decide_lock_t *lock) {
     uint32_t state = __atomic_load_n(&lock->state, __ATOMIC_RELAXED);
     decide_lock_waiter *waiter = NULL;
     uint32_t signal = RETRY;
-    // The head's turn has come once it has waited the bound since the queue last moved.
-    int turn = lock->head && now_ns() - __atomic_load_n(&lock->turn_ns, __ATOMIC_RELAXED) > lock->handoff_ns;
+    // The head's turn has come once it has waited the bound since the queue last moved. The
+    // clock is read once, and only with a queue: a handoff (which always has one) starts the
+    // next turn at the same instant.
+    uint64_t now = lock->head ? now_ns() : 0;
+    int turn = lock->head && now - __atomic_load_n(&lock->turn_ns, __ATOMIC_RELAXED) > lock->handoff_ns;
     if (state & DECIDE_LOCK_HANDOFF) {
         // A claiming thread waits (urgent, or an heir whose turn came): the head owns the lock
         // from now on (LOCKED stays set), and the next head's turn starts.
@@ -223,7 +226,7 @@ void decide_unlock_slow(decide_lock_t *lock) {
             clear = DECIDE_LOCK_HANDOFF;
         }
         if (clear) __atomic_fetch_and(&lock->state, ~clear, __ATOMIC_RELAXED);
-        __atomic_store_n(&lock->turn_ns, now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&lock->turn_ns, now, __ATOMIC_RELAXED);
         lock->handoffs++;
         signal = HANDED;
     } else {
