@@ -487,7 +487,6 @@ final class UVReactor: @unchecked Sendable {
         if delay > 0 { usleep(UInt32(delay / 1_000)) }
         let started = uv_hrtime()
         var frames = 0
-        defer { pacing.flushed(at: started, frames: frames) }
         queues.takeDirty { taken in
             frames += taken.frames
             guard let connection = connections[taken.id], connection.phase == .established else {
@@ -514,6 +513,7 @@ final class UVReactor: @unchecked Sendable {
             }
             if status != 0 { writeFinished(batch, status: status, queued: true) }
         }
+        pacing.flushed(at: started, frames: frames)
     }
 
     private func writeFinished(_ batch: WriteBatch, status: Int32, queued: Bool) {
