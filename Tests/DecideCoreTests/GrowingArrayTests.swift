@@ -1,6 +1,9 @@
 @testable import DecideCore
 import Synchronization
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Serialized: the tests count live elements in one shared counter.
 @Suite(.serialized) struct GrowingArrayTests {
@@ -133,6 +136,96 @@ import Testing
         }
         #expect(Tracked.alive.load(ordering: .relaxed) == before, "elements leaked or were released twice")
     }
+
+    #if os(Linux)
+    /// Whether the page holding `address` is in memory (`mincore`); false for a page not mapped
+    /// at all (past the end of an array's mapping).
+    static func isResident(_ address: UnsafeRawPointer) -> Bool {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = UnsafeMutableRawPointer(bitPattern: Int(bitPattern: address) / page * page)!
+        var resident: UInt8 = 0
+        guard mincore(start, page, &resident) == 0 else {
+            #expect(errno == ENOMEM, "mincore failed: errno \(errno)")
+            return false
+        }
+        return resident & 1 != 0
+    }
+
+    /// Once mapped, an array appended to faults its pages in ahead, `populateAheadBytes` at a
+    /// time: an append that starts a new page finds it in memory already, except the one append
+    /// in each run of 16 pages that faults the run in (or a growth that moved the mapping); and
+    /// it never runs more than `populateAheadBytes` of pages ahead of its end.
+    @Test func appendsFindTheirPagesFaultedInAhead() {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let count = GrowingArray<UInt64>.mappedMinimumBytes / 8 * 3
+        var growing = GrowingArray<UInt64>()
+        var (newPages, notInMemory) = (0, 0)
+        for number in 0..<count {
+            let base = growing.withUnsafeBufferPointer { $0.baseAddress }
+            let landing = base.map { UnsafeRawPointer($0 + growing.count) }
+            let startsAPage = growing.isMapped && landing.map { Int(bitPattern: $0) % page == 0 } == true
+            let wasResident = startsAPage && Self.isResident(landing!)
+            growing.append(UInt64(number))
+            // Counted only within one mapping (no growth moved it).
+            if startsAPage, growing.withUnsafeBufferPointer({ $0.baseAddress }) == base {
+                newPages += 1
+                if !wasResident { notInMemory += 1 }
+            }
+        }
+        let pagesPerCall = GrowingArray<UInt64>.populateAheadBytes / page
+        #expect(newPages > 256)
+        #expect(notInMemory <= newPages / pagesPerCall + 2, "\(notInMemory) of \(newPages) pages were not faulted in ahead")
+        // Not more than `populateAheadBytes` (and the page the next element starts on) ahead.
+        let end = growing.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress! + $0.count) }
+        #expect(!Self.isResident(end + GrowingArray<UInt64>.populateAheadBytes + 2 * page))
+        #expect(growing.indices.allSatisfy { growing[$0] == UInt64($0) })
+    }
+
+    /// `populateAhead(bytes:)` faults in a mapped array's pages from its front, that many bytes
+    /// a call, until it says none are left; the elements keep their values (zeros, and those
+    /// written); an array in `malloc`'s memory, or one whose buffer a copy shares, answers false
+    /// at once.
+    @Test func populatingAheadFaultsPagesInFromTheFrontAndChangesNothing() {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let chunk = 16 * page
+        let count = GrowingArray<UInt64>.mappedMinimumBytes / 8 * 2
+        var cells = GrowingArray<UInt64>(zeroedCount: count)
+        #expect(cells.isMapped)
+        for index in stride(from: 0, to: count, by: 4_099) { cells[index] = UInt64(index) + 1 }
+        let base = cells.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress!) }
+        let perPage = page / 8
+        // Pages nobody wrote are not in memory until the call whose chunk holds them: the last
+        // one, and the last one of the first chunk.
+        func untouched(_ pages: Range<Int>) -> Int {
+            pages.last { pageNumber in !(pageNumber * perPage..<(pageNumber + 1) * perPage).contains { $0 % 4_099 == 0 } }!
+        }
+        let (untouched, untouchedFirst) = (untouched(0..<(count / perPage)), untouched(0..<(chunk / page)))
+        #expect(untouched * page > count * 8 / 2)
+        #expect(!Self.isResident(base + untouched * page) && !Self.isResident(base + untouchedFirst * page))
+        // A buffer a copy shares is left as it is (the copy's thread may be reading it).
+        var copy: GrowingArray<UInt64>? = cells
+        let populatedShared = cells.populateAhead(bytes: chunk)
+        #expect(!populatedShared)
+        #expect(!Self.isResident(base + untouchedFirst * page))
+        #expect(copy?[4_099] == 4_100)
+        copy = nil
+        var calls = 0
+        while cells.populateAhead(bytes: chunk) {
+            calls += 1
+            #expect(Self.isResident(base + calls * chunk - page))
+            #expect(Self.isResident(base + untouched * page) == (untouched * page < calls * chunk))
+        }
+        #expect(calls + 1 == count * 8 / chunk)
+        #expect((0..<(count * 8 / page)).allSatisfy { Self.isResident(base + $0 * page) })
+        for index in stride(from: 0, to: count, by: 997) {
+            #expect(cells[index] == (index % 4_099 == 0 ? UInt64(index) + 1 : 0))
+        }
+        let populatedPastTheEnd = cells.populateAhead(bytes: chunk)
+        var small = GrowingArray<UInt64>(zeroedCount: 1_000)
+        let populatedSmall = small.populateAhead(bytes: chunk)
+        #expect(!populatedPastTheEnd && !populatedSmall)
+    }
+    #endif
 
     /// A million small records, the size a node holds: every one reads back.
     @Test func holdsAMillionElements() {

@@ -153,6 +153,12 @@ package struct EntryTable: Sendable {
     private var drainReleased = 0
     /// Drained cells are handed back in runs of at least this many (128 KiB).
     private static let releaseCells = 16_384
+    /// Whether pages of a mapped `index` were not faulted in yet (`grow`, `drain`).
+    private var indexPopulating = false
+    /// Bytes of a new mapped index's pages each insert faults in ahead while it drains (16
+    /// pages, ~18 µs here): a new index of N pages is done in N / 16 inserts, by when about one
+    /// page in 32 was probed first; the old index drains in 8 N.
+    private static let populateBytesPerInsert = 64 << 10
 
     /// The cells of `draining` each insert moves, at least (and on to the end of a run of full
     /// cells). A growth at three quarters full doubles the index, which then takes a quarter of
@@ -1160,6 +1166,10 @@ package struct EntryTable: Sendable {
         while cells < minimumCells { cells <<= 1 }
         draining = index
         index = GrowingArray(zeroedCount: cells)
+        // Its pages faulted in ahead, a chunk now and one each insert while it drains
+        // (`drain`): a probe reads a cell before an insert writes it, and a page first read
+        // faults twice (docs/benchmarks.md, "Pages faulted in ahead").
+        indexPopulating = index.populateAhead(bytes: Self.populateBytesPerInsert)
         drainingCells = draining.count
         drained = 0
         drainReleased = 0
@@ -1171,6 +1181,7 @@ package struct EntryTable: Sendable {
     /// `index`, and on to the next empty cell: it stops only before an empty cell, so a key whose
     /// home cell was passed is in `index`. Frees `draining` once every cell is moved.
     private mutating func drain(cells budget: Int) {
+        if indexPopulating { indexPopulating = index.populateAhead(bytes: Self.populateBytesPerInsert) }
         let (cells, start, mask, indexMask) = (drainingCells, drainStart, drainingCells - 1, index.count - 1)
         var drained = self.drained
         var moved = 0
