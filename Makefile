@@ -88,12 +88,14 @@ test: unit-test check-readme check-api docs test-transport-asan test-lock-tsan f
 # The node's lock (Sources/CDecideLock) under ThreadSanitizer, driven from C: the Swift runtime
 # and swift-testing do not run under TSan with this toolchain. Threads (urgent, polite and plain)
 # add to plain counters under the lock: 8 of them at three bounds, then 48 (most asleep, one
-# spinning, heirs claiming); TSan fails the run on any data race.
+# spinning, heirs claiming), with turns timed by CLOCK_MONOTONIC and then by the processor's
+# counter (Sources/CDecideClock); TSan fails the run on any data race.
 LOCK_STRESS_BIN := .build-lock/lock-stress
 SWIFT_RUNTIME_LIBS = $(abspath $(dir $(shell command -v swift))../lib/swift/linux)
 test-lock-tsan:
 	mkdir -p $(dir $(LOCK_STRESS_BIN))
-	clang -O1 -g -fsanitize=thread -I Sources/CDecideLock/include Sources/CDecideLock/lock.c Tests/LockStress/lock_stress.c \
+	clang -O1 -g -fsanitize=thread -I Sources/CDecideLock/include -I Sources/CDecideClock/include \
+		Sources/CDecideLock/lock.c Sources/CDecideClock/clock.c Tests/LockStress/lock_stress.c \
 		-o $(LOCK_STRESS_BIN) -lpthread -L$(SWIFT_RUNTIME_LIBS) -ldispatch -lBlocksRuntime -Wl,-rpath,$(SWIFT_RUNTIME_LIBS)
 	TSAN_OPTIONS=halt_on_error=1 $(LOCK_STRESS_BIN)
 

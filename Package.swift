@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "CDecideHints"),
         // The node's lock (futex slow paths, inline fast paths), in C: Swift cannot wait on a
         // futex or spell a pause instruction.
-        .target(name: "CDecideLock"),
+        .target(name: "CDecideLock", dependencies: ["CDecideClock"]),
         // The real-time clock in milliseconds, read from the processor's counter between
         // `clock_gettime` calls: Swift cannot spell the counter read.
         .target(name: "CDecideClock"),

@@ -120,6 +120,8 @@ int decide_clock_counter_in_use(void) {
     return __atomic_load_n(&ticks_per_ms, __ATOMIC_RELAXED) != 0;
 }
 
+uint64_t decide_clock_ticks_per_ms(void) { return __atomic_load_n(&ticks_per_ms, __ATOMIC_RELAXED); }
+
 #else
 
 uint64_t decide_clock_realtime_ms_slow(uint64_t counter) {
@@ -128,5 +130,7 @@ uint64_t decide_clock_realtime_ms_slow(uint64_t counter) {
 }
 
 int decide_clock_counter_in_use(void) { return 0; }
+
+uint64_t decide_clock_ticks_per_ms(void) { return 0; }
 
 #endif

@@ -51,6 +51,12 @@ static inline uint64_t decide_clock_realtime_ms(void) { return decide_clock_real
 
 #endif
 
+/// The processor's time-stamp counter ticks per millisecond, as measured for the millisecond
+/// clock above; 0 where the counter is not used (not x86-64, another clock source, or the rate
+/// not measured yet: it is measured once a thread has read the millisecond clock over 20 ms).
+/// For code that times short spans with the counter (the node's lock, `CDecideLock`).
+uint64_t decide_clock_ticks_per_ms(void);
+
 /// Reads the clock through `clock_gettime` every time (for tests that compare the two).
 uint64_t decide_clock_realtime_ms_uncached(void);
 

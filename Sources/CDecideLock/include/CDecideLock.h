@@ -40,9 +40,11 @@ typedef struct {
     decide_lock_waiter *head;
     decide_lock_waiter *tail;
     uint64_t handoff_ns;
-    /// Monotonic nanoseconds when the head of the queue's turn began: when it queued into an
-    /// empty queue, or the queue last moved (a handoff, or a woken thread taking the lock).
-    uint64_t turn_ns;
+    /// When the head of the queue's turn began: when it queued into an empty queue, or the
+    /// queue last moved (a handoff, or a woken thread taking the lock). In the processor's
+    /// counter ticks where the millisecond clock measured their rate (`CDecideClock`), else in
+    /// monotonic nanoseconds (lock.c, `turn_clock`).
+    uint64_t turn_at;
     /// Counters for tests and diagnostics (`decide_lock_handoffs`, `decide_lock_sleeps`),
     /// changed under `queue_lock`.
     uint64_t handoffs;
