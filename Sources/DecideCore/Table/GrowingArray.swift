@@ -32,8 +32,8 @@ import Darwin
 /// Guarantees: value semantics (a copy is made when a shared buffer is written); elements are
 /// moved bitwise, which every Swift type without weak references allows (the records hold
 /// none); indices are checked on every access; faulting pages in ahead never changes an
-/// element, and costs at most `populateAheadBytes` of memory past the end of a mapped array's
-/// elements.
+/// element, and an append faults in at most `populateAheadBytes` and a page past the end of a
+/// mapped array's elements.
 package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection {
     package typealias Index = Int
 
@@ -123,8 +123,9 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
             appendLimit = newCapacity
         }
 
-        /// Faults in the pages of bytes `populatedBytes ..< end` (page-rounded, within the
-        /// mapping) and records them as populated. Only for a mapped array.
+        /// Faults in the pages of bytes from `start` (or from `populatedBytes`, if later) to
+        /// `end` (page-rounded, within the mapping) and records every page below `end` as
+        /// populated. Only for a mapped array.
         func populate(from start: Int, to end: Int) {
             let end = Swift.min(Self.pageRounded(end), mappedBytes)
             let page = Int(decide_memory_page_bytes())
