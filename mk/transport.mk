@@ -72,11 +72,12 @@ DEBUG_METRICS_MODULE := .build/debug/Modules/CoreMetrics.swiftmodule
 $(DEBUG_LOGGING_MODULE) $(DEBUG_METRICS_MODULE): | deps
 	$(SWIFT) build
 
-# engine-NAME.o from Sources/MODULE/NAME.c.
+# engine-NAME.o from Sources/MODULE/NAME.c, with every engine C module's headers in reach (the
+# lock includes the clock's).
 define fuzz_engine_c_object
 $(FUZZ_BUILD)/engine-$(1).o: Sources/$(2)/$(1).c $(FUZZ_ENGINE_HEADERS) | deps
 	mkdir -p $(FUZZ_BUILD)
-	clang -O2 -g -fsanitize=address -I Sources/$(2)/include -c Sources/$(2)/$(1).c -o $$@
+	clang -O2 -g -fsanitize=address $(foreach module,$(FUZZ_ENGINE_C_MODULES),-I Sources/$(module)/include) -c Sources/$(2)/$(1).c -o $$@
 endef
 $(eval $(call fuzz_engine_c_object,lock,CDecideLock))
 $(eval $(call fuzz_engine_c_object,clock,CDecideClock))
