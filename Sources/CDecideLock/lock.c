@@ -66,28 +66,31 @@ static uint64_t now_ns(void) {
     return (uint64_t)time.tv_sec * 1000000000u + (uint64_t)time.tv_nsec;
 }
 
-/// An instant for the turn bound, and the bound in the same unit.
+/// An instant of the turn clock, and its unit: the processor's counter where the millisecond
+/// clock measured its rate (`ticks_per_ms`; the kernel keeps time by it, so it agrees between
+/// processors), else CLOCK_MONOTONIC nanoseconds (`ticks_per_ms` 0). A contended unlock reads
+/// it once: `clock_gettime` there was 3 % of fifty deciding threads' time, a counter read is a
+/// few nanoseconds (docs/benchmarks.md, "The lock's turns timed by the counter"). When the unit
+/// changes (the rate becomes known, or is found wrong and dropped), one turn is measured across
+/// the two and may come early: one handoff more, nothing else.
 typedef struct {
     uint64_t now;
-    uint64_t bound;
+    uint64_t ticks_per_ms;
 } turn_clock_reading;
 
-/// The processor's counter where the millisecond clock measured its rate (the kernel keeps
-/// time by it, so it agrees between processors), else CLOCK_MONOTONIC nanoseconds. A contended
-/// unlock reads it once: `clock_gettime` there was 3 % of fifty deciding threads' time, a
-/// counter read is a few nanoseconds (docs/benchmarks.md, "The lock's turns timed by the
-/// counter"). When the unit changes (the rate becomes known, or is found wrong and dropped),
-/// one turn is measured across the two and may come early: one handoff more, nothing else.
-static turn_clock_reading turn_clock(const decide_lock_t *lock) {
+static turn_clock_reading turn_clock(void) {
 #if defined(__x86_64__)
     uint64_t rate = decide_clock_ticks_per_ms();
-    if (rate != 0) {
-        unsigned __int128 ticks = (unsigned __int128)lock->handoff_ns * rate / 1000000u;
-        uint64_t bound = ticks > UINT64_MAX ? UINT64_MAX : (uint64_t)ticks;
-        return (turn_clock_reading){__builtin_ia32_rdtsc(), bound};
-    }
+    if (rate != 0) return (turn_clock_reading){__builtin_ia32_rdtsc(), rate};
 #endif
-    return (turn_clock_reading){now_ns(), lock->handoff_ns};
+    return (turn_clock_reading){now_ns(), 0};
+}
+
+/// Whether `elapsed`, in `reading`'s unit, is past the lock's bound: in ticks compared as
+/// ticks × 10⁶ against nanoseconds × rate, in 128 bits, so nothing is divided on the unlock.
+static int past_bound(const decide_lock_t *lock, uint64_t elapsed, turn_clock_reading reading) {
+    if (reading.ticks_per_ms == 0) return elapsed > lock->handoff_ns;
+    return (unsigned __int128)elapsed * 1000000u > (unsigned __int128)lock->handoff_ns * reading.ticks_per_ms;
 }
 
 // The queue's own lock: 0 free, 1 held, 2 held and someone sleeps on it. Held for a few
@@ -144,7 +147,7 @@ void decide_lock_slow(decide_lock_t *lock, int manner) {
             uint32_t taken = (state | DECIDE_LOCK_LOCKED) & ~((woken ? DECIDE_LOCK_WOKEN : 0u) | (spinning ? DECIDE_LOCK_SPINNING : 0u));
             if (__atomic_compare_exchange_n(&lock->state, &state, taken, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
                 // A woken sleeper got in: the queue moved, so its head's turn starts now.
-                if (woken) __atomic_store_n(&lock->turn_at, turn_clock(lock).now, __ATOMIC_RELAXED);
+                if (woken) __atomic_store_n(&lock->turn_at, turn_clock().now, __ATOMIC_RELAXED);
                 return;
             }
             continue;
@@ -195,7 +198,7 @@ void decide_lock_slow(decide_lock_t *lock, int manner) {
         // A newcomer to an empty queue starts the head's turn, unless a woken thread is out
         // competing: that one comes back to the front, its turn still running. A woken thread
         // that lost keeps its turn (restarting it would let a running thread keep the lock).
-        if (!lock->head && !queued_before && !(state & DECIDE_LOCK_WOKEN)) __atomic_store_n(&lock->turn_at, turn_clock(lock).now, __ATOMIC_RELAXED);
+        if (!lock->head && !queued_before && !(state & DECIDE_LOCK_WOKEN)) __atomic_store_n(&lock->turn_at, turn_clock().now, __ATOMIC_RELAXED);
         if (!queued_before && !urgent) {
             // A newcomer queues at the back.
             me.next = NULL;
@@ -236,9 +239,9 @@ void decide_unlock_slow(decide_lock_t *lock) {
     // The head's turn has come once it has waited the bound since the queue last moved. The
     // clock is read once, and only with a queue: a handoff (which always has one) starts the
     // next turn at the same instant.
-    turn_clock_reading clock = lock->head ? turn_clock(lock) : (turn_clock_reading){0, 0};
+    turn_clock_reading clock = lock->head ? turn_clock() : (turn_clock_reading){0, 0};
     uint64_t now = clock.now;
-    int turn = lock->head && now - __atomic_load_n(&lock->turn_at, __ATOMIC_RELAXED) > clock.bound;
+    int turn = lock->head && past_bound(lock, now - __atomic_load_n(&lock->turn_at, __ATOMIC_RELAXED), clock);
     if (state & DECIDE_LOCK_HANDOFF) {
         // A claiming thread waits (urgent, or an heir whose turn came): the head owns the lock
         // from now on (LOCKED stays set), and the next head's turn starts.
