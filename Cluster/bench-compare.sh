@@ -231,6 +231,7 @@ run_benchmark() {
     record "${name}_${test}_p${pipeline}_server_cpu_us" "$(per_request_us $(( user1 + system1 - user0 - system0 )) "$requests")"
     record "${name}_${test}_p${pipeline}_server_user_us" "$(per_request_us $(( user1 - user0 )) "$requests")"
     record "${name}_${test}_p${pipeline}_client_cpu_percent" "$(echo "$client" | awk -v ns=$((finished - start)) '{ printf "%.0f", ($1 + $2) * 1e11 / ns }')"
+    record "${name}_${test}_p${pipeline}_client_cpu_us" "$(echo "$client" | awk -v n="$requests" '{ printf "%.3f", ($1 + $2) * 1e6 / n }')"
     if [ $test = set ]; then
         wait_for 120 "$name's second server to hold every write" "$converged"
         end=$(date +%s%N)
@@ -329,6 +330,7 @@ for pipeline in 1 16; do
         lower=$(echo $test | tr 'A-Z' 'a-z')
         row "server CPU time per request, $test -P $pipeline (redis-benchmark itself busy $(client_cpu redis_${lower}_p${pipeline}) / $(client_cpu syncnode_${lower}_p${pipeline}) of a core)" us redis_${lower}_p${pipeline}_server_cpu_us syncnode_${lower}_p${pipeline}_server_cpu_us
         row "of which user space, $test -P $pipeline" us redis_${lower}_p${pipeline}_server_user_us syncnode_${lower}_p${pipeline}_server_user_us
+        row "redis-benchmark's own CPU time per request, $test -P $pipeline (the client, one thread)" us redis_${lower}_p${pipeline}_client_cpu_us syncnode_${lower}_p${pipeline}_client_cpu_us
     done
     row "second server's CPU time per SET -P $pipeline, until it holds all (Redis replica vs syncnode peer 2)" us redis_set_p${pipeline}_second_cpu_us syncnode_set_p${pipeline}_second_cpu_us
 done
@@ -370,6 +372,7 @@ BLOCK="$WORK/block.md"
     echo "redis-benchmark rows: the same command line against both servers (\`-n\` the key count × the pipeline depth); the Redis stream and the library;"
     echo "$ROUNDS alternating rounds (\`COMPARE_ROUNDS\`), each running both sides back to back (each redis-benchmark line against both servers in turn, the first alternating by round): each figure is the median round; Decide ÷ Redis is the median of the rounds' own ratios, with their range, and the goal is judged on it."
     echo "Server CPU rows: user and system time of all the server's threads per request (less is better), the user-space part of it, and how busy redis-benchmark (one thread) was against each server; near 100 %, the rate rows measure the client as much as the server, and the CPU rows tell the servers apart."
+    echo "Client rows: redis-benchmark's own user and system time per request against each server. When it was busy most of the run, a rate row is about 1 ÷ this figure: the two rates then differ by what the client spent, and a server's own cost shows in its CPU rows only."
     echo "Second server rows: the replica's (peer 2's) user and system time per SET, from the run's start until it holds every write. Client, server and second server share the machine's $CORES cores, so what one spends the others do not get."
     echo "Reproduce with \`make bench-compare\` (\`COMPARE_KEYS=N\` to change the key count)."
     echo
