@@ -113,6 +113,26 @@ def main():
     versions = {json.dumps(json.loads(b.execute_command("DECIDE.GET", k))["version"], sort_keys=True) for k in keys}
     check("every key of the MSET carries one version on B", len(versions) == 1, f"{len(versions)} versions")
 
+    # A transaction, as redis-py sends one (pipeline() is MULTI ... EXEC): one decision, each
+    # command seeing the writes of those before it.
+    with a.pipeline() as tx:
+        tx.set("py:tx:a", "1").get("py:tx:a").set("py:tx:b", "2", nx=True).set("py:tx:b", "3", nx=True)
+        tx.mget("py:tx:a", "py:tx:b").delete("py:tx:never")
+        replies = tx.execute()
+    check("MULTI/EXEC through redis-py's pipeline() answers each command, reads seeing the block's writes",
+          replies == [True, b"1", True, None, [b"1", b"2"], 0], repr(replies))
+    check("B holds the transaction's writes", eventually(lambda: b.mget("py:tx:a", "py:tx:b") == [b"1", b"2"]))
+    versions = {json.dumps(json.loads(b.execute_command("DECIDE.GET", k))["version"], sort_keys=True) for k in ("py:tx:a", "py:tx:b")}
+    check("the transaction's keys carry one version on B", len(versions) == 1, f"{len(versions)} versions")
+    try:
+        with a.pipeline() as tx:
+            tx.set("py:tx:c", "1").incr("py:tx:c")
+            tx.execute()
+        check("a transaction holding a refused command is aborted", False, "EXEC succeeded")
+    except redis.ResponseError as error:
+        check("a transaction holding a refused command is aborted, nothing written",
+              "last-writer-wins" in str(error) and a.get("py:tx:c") is None, str(error))
+
     # Pipelining, DEL, EXISTS, SCAN.
     pipe = a.pipeline(transaction=False)
     for i in range(1000):

@@ -3,7 +3,8 @@
 /// node alive).
 ///
 /// Guarantees: every read within one call sees one consistent state (no other decision commits
-/// in between), plus the writes the current decision has made so far.
+/// in between); the typed reads see it with the writes the current decision has made so far,
+/// `entry(_:)` without them (an entry has a version, and they have none until the commit).
 public struct StorageReader {
     let transaction: TransactionReference
 
@@ -36,7 +37,8 @@ public struct StorageReader {
     }
 
     /// The stored entry of an untyped key (nil when never written, or expired); includes
-    /// tombstones. A live expiring value carries its `expiresAtMilliseconds`.
+    /// tombstones. A live expiring value carries its `expiresAtMilliseconds`. It is the entry as
+    /// the last commit left it: a write of this decision to `key` does not show here.
     public func entry(_ key: StateKey) -> Entry? {
         transaction.open { $0.entry(for: key) }
     }

@@ -1,12 +1,13 @@
 import Decide
 import DecideCore
 
-/// The decision behind EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and PERSIST: renewing or ending a
+/// The work behind EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and PERSIST (run as a decision of its
+/// own, or as a step of a MULTI block's, through `KeyAccess`): renewing or ending a
 /// key's lifetime is a write of its current value with the new expiry, so it replicates and
 /// wins like any write (docs/consistency.md, "Expiring keys"); an owned value stays owned, by
 /// this node from then on. Judged on this node's state when the decision runs, as Redis judges
 /// it on the master.
-struct KeyExpiry: Decision {
+struct KeyExpiry: Sendable {
     enum Change: Sendable {
         /// Expire at this hybrid-clock instant (Unix milliseconds); an instant not after the
         /// decision's time deletes the key, as Redis does.
@@ -38,28 +39,28 @@ struct KeyExpiry: Decision {
     let condition: Condition
     let outcome = Outcome()
 
-    func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        guard let entry = read.entry(key), let value = entry.packedValue else { return .none }
+    /// The change, through `access` (alone, or as one command of a MULTI … EXEC block).
+    func apply(_ access: inout KeyAccess) {
+        guard let entry = access.entry(key), let value = entry.value else { return }
         let current = entry.expiresAtMilliseconds
         switch change {
         case .persist:
-            guard current != nil else { return .none }
-            write.raw(packed: value, into: key, expiry: .never, ownedByThisNode: entry.ownedByWriter)
+            guard current != nil else { return }
+            access.set(value, into: key, expiry: .never, owned: entry.owned)
         case .at(let instant):
             switch condition {
             case .always: break
-            case .ifNone: guard current == nil else { return .none }
-            case .ifSome: guard current != nil else { return .none }
-            case .ifGreater: guard let current, instant > current else { return .none }
-            case .ifLess: guard instant < (current ?? .max) else { return .none }
+            case .ifNone: guard current == nil else { return }
+            case .ifSome: guard current != nil else { return }
+            case .ifGreater: guard let current, instant > current else { return }
+            case .ifLess: guard instant < (current ?? .max) else { return }
             }
-            if instant <= read.nowMilliseconds {
-                write.raw(packed: nil, into: key)
+            if instant <= access.nowMilliseconds {
+                access.set(nil, into: key)
             } else {
-                write.raw(packed: value, into: key, expiry: .at(milliseconds: instant), ownedByThisNode: entry.ownedByWriter)
+                access.set(value, into: key, expiry: .at(milliseconds: instant), owned: entry.owned)
             }
         }
         outcome.changed = true
-        return .none
     }
 }

@@ -1,11 +1,12 @@
 import Decide
 import DecideCore
 
-/// The decision behind the Redis-protocol writes that need to know what a key held (SET with
-/// NX, XX or GET; SETNX, GETSET, GETDEL, DEL, UNLINK, MSET): every write of one command is one
-/// decision, so it commits with one version and applies whole on every replica. Conditions
-/// are judged on this node's state when the decision runs (docs/operations.md).
-struct KeyWrites: Decision {
+/// The work behind the Redis-protocol writes that need to know what a key held (SET with
+/// NX, XX or GET; SETNX, GETSET, GETDEL, DEL, UNLINK, MSET, SETEX): every write of one command
+/// is part of one decision (the command's own, or its MULTI block's), so it commits with one
+/// version and applies whole on every replica. Conditions are judged on this node's state
+/// when the decision runs (docs/operations.md).
+struct KeyWrites: Sendable {
     enum Condition: Sendable {
         case always
         /// Only when the key holds no value (NX).
@@ -53,20 +54,21 @@ struct KeyWrites: Decision {
         self.owned = owned
     }
 
-    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+    /// The writes, through `access` (alone, or as one command of a MULTI … EXEC block).
+    func apply(_ access: inout KeyAccess) {
         var previous: [PackedBytes?] = []
         var previousExpiry: [UInt64?] = []
         previous.reserveCapacity(writes.count)
         for (key, _) in writes {
-            let entry = read.entry(key)
-            previous.append(entry?.packedValue)
+            let entry = access.entry(key)
+            previous.append(entry?.value)
             if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
         }
         outcome.previous = previous
         switch condition {
         case .always: break
-        case .ifAbsent: guard previous.allSatisfy({ $0 == nil }) else { return .none }
-        case .ifPresent: guard previous.allSatisfy({ $0 != nil }) else { return .none }
+        case .ifAbsent: guard previous.allSatisfy({ $0 == nil }) else { return }
+        case .ifPresent: guard previous.allSatisfy({ $0 != nil }) else { return }
         }
         outcome.wrote = true
         var deletedKeys = Set<StateKey>()
@@ -76,7 +78,7 @@ struct KeyWrites: Decision {
                 outcome.deleted += 1
             }
             guard let value else {
-                write.raw(packed: nil, into: key)
+                access.set(nil, into: key)
                 continue
             }
             let resolved: WriteExpiry
@@ -84,8 +86,7 @@ struct KeyWrites: Decision {
             case .given(let given): resolved = given
             case .keep: resolved = previousExpiry[index].map { .at(milliseconds: $0) } ?? .never
             }
-            write.raw(packed: value, into: key, expiry: resolved, ownedByThisNode: owned)
+            access.set(value, into: key, expiry: resolved, owned: owned)
         }
-        return .none
     }
 }

@@ -5,6 +5,7 @@ enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
+    case multi, exec, discard, unwatch
     case subscribe, unsubscribe, psubscribe, punsubscribe
     case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget, decideLease, decideRelease, decideRekey
 
@@ -80,6 +81,10 @@ enum RESPCommand: Int, CaseIterable {
         case .info: return Info(name: "info", arity: -1, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
         case .config: return Info(name: "config", arity: -2, flags: ["loading", "stale"], firstKey: 0, lastKey: 0, step: 0)
         case .time: return Info(name: "time", arity: 1, flags: ["loading", "stale", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .multi: return Info(name: "multi", arity: 1, flags: ["noscript", "loading", "stale", "fast", "allow_busy"], firstKey: 0, lastKey: 0, step: 0)
+        case .exec: return Info(name: "exec", arity: 1, flags: ["noscript", "loading", "stale", "skip_slowlog"], firstKey: 0, lastKey: 0, step: 0)
+        case .discard: return Info(name: "discard", arity: 1, flags: ["noscript", "loading", "stale", "fast", "allow_busy"], firstKey: 0, lastKey: 0, step: 0)
+        case .unwatch: return Info(name: "unwatch", arity: 1, flags: ["noscript", "loading", "stale", "fast", "allow_busy"], firstKey: 0, lastKey: 0, step: 0)
         case .subscribe: return Info(name: "subscribe", arity: -2, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .unsubscribe: return Info(name: "unsubscribe", arity: -1, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .psubscribe: return Info(name: "psubscribe", arity: -2, flags: ["pubsub", "noscript", "loading", "stale"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
@@ -134,8 +139,12 @@ enum RESPCommand: Int, CaseIterable {
     static let refused: [String: String] = {
         var reasons: [String: String] = [:]
         let counter = "under last-writer-wins two nodes changing the same number at once would lose one change; keep one key per writer (NAME[writer]) and add them up when reading, or compute the new value and SET it from one place"
-        for name in ["incr", "incrby", "incrbyfloat", "decr", "decrby", "append", "setrange", "setbit", "bitfield"] {
+        for name in ["incr", "incrby", "incrbyfloat", "decr", "decrby"] {
             reasons[name] = counter
+        }
+        let part = "under last-writer-wins two nodes changing parts of one string at once would lose one change; compute the whole new value and SET it"
+        for name in ["append", "setrange", "setbit", "bitfield"] {
+            reasons[name] = part
         }
         let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list, set, hash or sorted set at once would lose one change; store one key per member instead (NAME[ID])"
         for name in ["lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "linsert", "lset", "lrem", "ltrim", "lmove", "rpoplpush",
@@ -144,10 +153,11 @@ enum RESPCommand: Int, CaseIterable {
                      "zadd", "zincrby", "zrem", "zrange", "zscore", "zcard", "pfadd", "pfmerge", "xadd", "xdel", "xtrim", "geoadd"] {
             reasons[name] = structure
         }
-        let transaction = "a decision is Decide's unit of atomicity: MSET writes several keys as one decision, applied whole on every node"
-        for name in ["multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro", "fcall", "function", "script"] {
-            reasons[name] = transaction
+        let script = "a decision is Decide's unit of atomicity: MULTI … EXEC (or MSET) runs several commands as one decision, applied whole on every node"
+        for name in ["eval", "evalsha", "eval_ro", "fcall", "function", "script"] {
+            reasons[name] = script
         }
+        reasons["watch"] = "a check that no other client changed a key before EXEC needs one server to order every write, and every replica here accepts writes; use MULTI … EXEC (one decision) with SET NX / XX, judged on this node"
         reasons["getex"] = "not offered: read with GET, then renew with EXPIRE or PERSIST (each a write that replicates)"
         reasons["waitaof"] = "there is no append-only file: WAIT counts the peers that applied the writes at their own durability level (docs/consistency.md)"
         reasons["publish"] = "channels here carry keyspace notifications of Decide's changes only; publish by writing a key"

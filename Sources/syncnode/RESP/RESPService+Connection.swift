@@ -139,6 +139,7 @@ extension RESPService {
 
     func reset(_ session: RESPSession) {
         dropSubscriptions(session)
+        session.block = nil
         session.protocolVersion = 2
         session.name = nil
         session.authenticated = configuration.password == nil

@@ -8,17 +8,15 @@ import DecideRESP
 /// hybrid-clock instant (docs/consistency.md, "Expiring keys").
 extension RESPService {
     /// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT key time [NX | XX | GT | LT], and PERSIST key.
-    func expire(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        guard let key = key(arguments[1], into: &writer) else { return }
+    func prepareExpire(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
+        guard let key = key(arguments[1], into: &writer) else { return nil }
         if command == .persist {
             let decision = KeyExpiry(key: key, change: .persist, condition: .always)
-            guard commit(decision, "PERSIST", into: &writer) else { return }
-            writer.integer(decision.outcome.changed ? 1 : 0)
-            return
+            return PreparedWrite(command: .persist, apply: decision.apply) { $0.integer(decision.outcome.changed ? 1 : 0) }
         }
         guard let amount = Self.integer(arguments[2]) else {
             writer.error("ERR value is not an integer or out of range")
-            return
+            return nil
         }
         var condition = KeyExpiry.Condition.always
         for option in arguments.dropFirst(3) {
@@ -29,16 +27,16 @@ extension RESPService {
             else if Self.matches(option, "LT") { next = .ifLess }
             else {
                 writer.error("ERR Unsupported option \(String(decoding: option, as: UTF8.self))")
-                return
+                return nil
             }
             switch (condition, next) {
             case (.always, _): condition = next
             case (.ifNone, _), (_, .ifNone):
                 writer.error("ERR NX and XX, GT or LT options at the same time are not compatible")
-                return
+                return nil
             case (.ifGreater, .ifLess), (.ifLess, .ifGreater):
                 writer.error("ERR GT and LT options at the same time are not compatible")
-                return
+                return nil
             default: condition = next
             }
         }
@@ -47,11 +45,10 @@ extension RESPService {
         let absolute = command == .expireat || command == .pexpireat
         guard let instant = Self.expiryInstant(amount, inSeconds: inSeconds, absolute: absolute, now: node.nowMilliseconds) else {
             writer.error("ERR invalid expire time in '\(name)' command")
-            return
+            return nil
         }
         let decision = KeyExpiry(key: key, change: .at(milliseconds: instant), condition: condition)
-        guard commit(decision, name.uppercased(), into: &writer) else { return }
-        writer.integer(decision.outcome.changed ? 1 : 0)
+        return PreparedWrite(command: command, apply: decision.apply) { $0.integer(decision.outcome.changed ? 1 : 0) }
     }
 
     /// TTL / PTTL / EXPIRETIME / PEXPIRETIME key: -2 when the key holds no value, -1 when it
@@ -60,11 +57,18 @@ extension RESPService {
     func ttl(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
         let (entry, now) = node.read { read in (read.entry(key), read.nowMilliseconds) }
-        guard let entry, !entry.isTombstone else {
+        Self.replyLifetime(command, expiringAt: entry.flatMap { $0.isTombstone ? nil : .some($0.expiresAtMilliseconds) },
+                           now: now, into: &writer)
+    }
+
+    /// TTL / PTTL / EXPIRETIME / PEXPIRETIME's reply for a key whose value expires at
+    /// `instant` (`.some(nil)`: never), or holds none (nil), at `now`.
+    static func replyLifetime(_ command: RESPCommand, expiringAt instant: UInt64??, now: UInt64, into writer: inout RESPWriter) {
+        guard let instant else {
             writer.integer(-2)
             return
         }
-        guard let instant = entry.expiresAtMilliseconds else {
+        guard let instant else {
             writer.integer(-1)
             return
         }
@@ -78,15 +82,15 @@ extension RESPService {
     }
 
     /// SETEX key seconds value, PSETEX key milliseconds value.
-    func setex(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+    func prepareSetex(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
         guard let amount = Self.integer(arguments[2]), amount > 0,
               let lifetime = Self.lifetimeMilliseconds(amount, inSeconds: command == .setex) else {
             writer.error("ERR invalid expire time in '\(command.name)' command")
-            return
+            return nil
         }
-        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[3], into: &writer) else { return }
-        guard commit(KeyWrites(writes: [(key, value)], expiry: .given(.after(milliseconds: lifetime))), command.name.uppercased(), into: &writer) else { return }
-        writer.simpleString("OK")
+        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[3], into: &writer) else { return nil }
+        let decision = KeyWrites(writes: [(key, value)], expiry: .given(.after(milliseconds: lifetime)))
+        return PreparedWrite(command: command, apply: decision.apply) { $0.simpleString("OK") }
     }
 
     /// A positive lifetime in milliseconds, nil when it overflows the clock's range.

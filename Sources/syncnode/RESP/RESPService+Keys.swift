@@ -159,63 +159,75 @@ extension RESPService {
     /// Every write command; runs on the loop, or off it when the node waits for the disk (so
     /// it touches no session state).
     func write(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        if command == .decidePut || command == .decideDelete {
+            decideWrite(command, arguments, into: &writer)
+            return
+        }
+        guard let prepared = prepareWrite(command, arguments, into: &writer) else { return }
+        if let plain = prepared.plainSet {
+            guard commit(RawWrite(key: plain.key, value: plain.value), "SET", into: &writer) else { return }
+        } else {
+            guard commit(prepared, prepared.command.name.uppercased(), into: &writer) else { return }
+        }
+        prepared.reply(&writer)
+    }
+
+    /// A keyspace write command read from its arguments, not yet run: nil (with the error
+    /// written) when they are wrong. Every write command of the keyspace but DECIDE.PUT and
+    /// DECIDE.DELETE; alone it is one decision (`write`), between MULTI and EXEC one step of
+    /// the block's decision (`exec`).
+    func prepareWrite(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
         switch command {
-        case .set: set(arguments, into: &writer)
+        case .set: return prepareSet(arguments, into: &writer)
         case .setnx:
-            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
+            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
             let decision = KeyWrites(writes: [(key, value)], condition: .ifAbsent)
-            guard commit(decision, "SETNX", into: &writer) else { return }
-            writer.integer(decision.outcome.wrote ? 1 : 0)
+            return PreparedWrite(command: command, apply: decision.apply) { $0.integer(decision.outcome.wrote ? 1 : 0) }
         case .getset:
-            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
+            guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
             let decision = KeyWrites(writes: [(key, value)])
-            guard commit(decision, "GETSET", into: &writer) else { return }
-            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
+            return PreparedWrite(command: command, apply: decision.apply) { ValueMapping.reply(decision.outcome.previous[0], into: &$0) }
         case .getdel:
-            guard let key = key(arguments[1], into: &writer) else { return }
+            guard let key = key(arguments[1], into: &writer) else { return nil }
             let decision = KeyWrites(writes: [(key, nil)], deleteOnlyLive: true)
-            guard commit(decision, "GETDEL", into: &writer) else { return }
-            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
+            return PreparedWrite(command: command, apply: decision.apply) { ValueMapping.reply(decision.outcome.previous[0], into: &$0) }
         case .mset:
             guard arguments.count % 2 == 1 else {
                 writer.error("ERR wrong number of arguments for 'mset' command")
-                return
+                return nil
             }
             var writes: [(StateKey, PackedBytes?)] = []
             writes.reserveCapacity(arguments.count / 2)
             var index = 1
             while index < arguments.count {
                 guard let key = key(arguments[index], into: &writer),
-                      let value = storedValue(arguments[index + 1], into: &writer) else { return }
+                      let value = storedValue(arguments[index + 1], into: &writer) else { return nil }
                 writes.append((key, value))
                 index += 2
             }
-            guard commit(KeyWrites(writes: writes), "MSET", into: &writer) else { return }
-            writer.simpleString("OK")
+            let decision = KeyWrites(writes: writes)
+            return PreparedWrite(command: command, apply: decision.apply) { $0.simpleString("OK") }
         case .del, .unlink:
             var writes: [(StateKey, PackedBytes?)] = []
             for argument in arguments.dropFirst() {
-                guard let key = key(argument, into: &writer) else { return }
+                guard let key = key(argument, into: &writer) else { return nil }
                 writes.append((key, nil))
             }
             let decision = KeyWrites(writes: writes, deleteOnlyLive: true)
-            guard commit(decision, command == .del ? "DEL" : "UNLINK", into: &writer) else { return }
-            writer.integer(decision.outcome.deleted)
-        case .decidePut, .decideDelete:
-            decideWrite(command, arguments, into: &writer)
+            return PreparedWrite(command: command, apply: decision.apply) { $0.integer(decision.outcome.deleted) }
         case .expire, .pexpire, .expireat, .pexpireat, .persist:
-            expire(command, arguments, into: &writer)
+            return prepareExpire(command, arguments, into: &writer)
         case .setex, .psetex:
-            setex(command, arguments, into: &writer)
+            return prepareSetex(command, arguments, into: &writer)
         default:
-            preconditionFailure("\(command) is not a write")
+            preconditionFailure("\(command) is not a keyspace write")
         }
     }
 
     /// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-seconds |
     /// PXAT unix-milliseconds | KEEPTTL] [OWNED] (OWNED is Decide's: the value belongs to this
     /// node, docs/consistency.md "Node-owned keys").
-    private func set(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+    private func prepareSet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
         var condition = KeyWrites.Condition.always
         var returnPrevious = false
         var expiry = KeyWrites.Expiry.never
@@ -237,37 +249,35 @@ extension RESPService {
             } else if expiry == .never, let unit = Self.setExpiryUnit(option) {
                 guard index < arguments.count else {
                     writer.error("ERR syntax error")
-                    return
+                    return nil
                 }
                 guard let amount = Self.integer(arguments[index]) else {
                     writer.error("ERR value is not an integer or out of range")
-                    return
+                    return nil
                 }
                 index += 1
                 guard let milliseconds = Self.lifetimeMilliseconds(amount, inSeconds: unit.seconds) else {
                     writer.error("ERR invalid expire time in 'set' command")
-                    return
+                    return nil
                 }
                 expiry = .given(unit.absolute ? .at(milliseconds: milliseconds) : .after(milliseconds: milliseconds))
             } else {
                 writer.error("ERR syntax error")
-                return
+                return nil
             }
         }
-        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return }
-        if condition == .always && !returnPrevious && expiry == .never && !owned {
-            guard commit(RawWrite(key: key, value: value), "SET", into: &writer) else { return }
-            writer.simpleString("OK")
-            return
-        }
+        guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
         let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
-        guard commit(decision, "SET", into: &writer) else { return }
-        if returnPrevious {
-            ValueMapping.reply(decision.outcome.previous[0], into: &writer)
-        } else if decision.outcome.wrote {
-            writer.simpleString("OK")
-        } else {
-            writer.null()
+        let plain = condition == .always && !returnPrevious && expiry == .never && !owned
+        let repliesPrevious = returnPrevious
+        return PreparedWrite(command: .set, apply: decision.apply, plainSet: plain ? (key, value) : nil) { writer in
+            if repliesPrevious {
+                ValueMapping.reply(decision.outcome.previous[0], into: &writer)
+            } else if plain || decision.outcome.wrote {
+                writer.simpleString("OK")
+            } else {
+                writer.null()
+            }
         }
     }
 
@@ -282,9 +292,9 @@ extension RESPService {
 
     /// Runs `decision`; false (with the error written) when it was aborted.
     @discardableResult
-    func commit(_ decision: some Decision, _ name: String, into writer: inout RESPWriter) -> Bool {
+    func commit(_ decision: some Decision, _ name: @autoclosure () -> String, into writer: inout RESPWriter) -> Bool {
         if case .aborted(let reason) = node.decide(decision) {
-            writer.error("ERR \(name) refused, nothing written: \(reason)")
+            writer.error("ERR \(name()) refused, nothing written: \(reason)")
             return false
         }
         return true

@@ -186,7 +186,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             }
             totalCommands += 1
             session.commandsProcessed += 1
-            if let set = plainSet(arguments, session: session) {
+            if session.block == nil, let set = plainSet(arguments, session: session) {
                 batch.append(key: set.key, value: set.value)
                 if batch.isFull { commit(&batch, into: &session.writer) }
                 continue
@@ -361,11 +361,17 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     private func execute(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) -> Outcome {
         let name = arguments[0]
         guard let command = RESPCommand.named(name) else {
+            session.block?.aborted = true
             refuseUnknown(arguments, into: &session.writer)
             return .done
         }
         if let refusal = refusal(of: command, argumentCount: arguments.count, session: session) {
+            session.block?.aborted = true
             session.writer.error(refusal)
+            return .done
+        }
+        if session.block != nil && !Self.runsInsideBlock(command) {
+            enqueue(command, arguments, session: session)
             return .done
         }
         if command.writes && node.acknowledgesAfterDisk {
@@ -402,6 +408,10 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         case .info: info(arguments, into: &session.writer)
         case .config: config(arguments, into: &session.writer)
         case .time: time(into: &session.writer)
+        case .multi: multi(session)
+        case .exec: exec(session, server: server)
+        case .discard: discard(session)
+        case .unwatch: session.writer.simpleString("OK")
         case .subscribe, .psubscribe: subscribe(arguments, patterns: command == .psubscribe, session: session)
         case .unsubscribe, .punsubscribe: unsubscribe(arguments, patterns: command == .punsubscribe, session: session)
         case .decideGet: decideGet(arguments, into: &session.writer)

@@ -31,6 +31,8 @@ final class RESPSession {
     var dump: DumpCursor?
     /// QUIT or a protocol error: nothing more is read or answered.
     @exclusivity(unchecked) var finished = false
+    /// The commands received since MULTI, run by EXEC as one decision (nil: no block open).
+    @exclusivity(unchecked) var block: QueuedBlock?
     /// Its SETs waiting in the service's turn batch, answered when that commits.
     @exclusivity(unchecked) var waitingSets = 0
     let createdMilliseconds: UInt64

@@ -1,0 +1,78 @@
+import Decide
+import DecideCore
+
+/// The reads and writes of untyped keys that a keyspace command makes inside a decision.
+///
+/// A command alone reads the node's state (`StorageReader.entry`) and writes through the
+/// decision's writer. The commands of a MULTI … EXEC block run one after another inside one
+/// decision, and each must see what the ones before it wrote, as Redis runs them: then the
+/// access is made `tracking`, and a key written earlier in the block reads as that write
+/// (`StorageReader.entry` shows the stored state, without the decision's own writes).
+///
+/// Guarantees: `value`, `entry` and `expiresAtMilliseconds` answer as of the decision's instant
+/// (`nowMilliseconds`), a value expired at it reading as absent; a tracking access answers for
+/// a key written through it with that write.
+struct KeyAccess {
+    /// What a key holds as this access reads it.
+    struct Held {
+        /// The value (nil: a tombstone).
+        var value: PackedBytes?
+        /// When it expires (Unix milliseconds, hybrid clock), nil when it never does.
+        var expiresAtMilliseconds: UInt64?
+        /// Whether it is owned by the node that wrote it (docs/consistency.md, "Node-owned keys").
+        var owned: Bool
+    }
+
+    let read: StorageReader
+    let write: StorageWriter
+    /// Whether reads see the writes made through this access (MULTI … EXEC).
+    let tracking: Bool
+    /// The decision's instant: lifetimes are measured from it.
+    let nowMilliseconds: UInt64
+    /// The keys written through this access when `tracking`, with what they now hold.
+    private var written: [StateKey: Held] = [:]
+
+    init(read: StorageReader, write: StorageWriter, tracking: Bool) {
+        self.read = read
+        self.write = write
+        self.tracking = tracking
+        self.nowMilliseconds = read.nowMilliseconds
+    }
+
+    /// What `key` holds: nil when it was never written or its value expired; a tombstone is
+    /// `Held` with a nil value.
+    func entry(_ key: StateKey) -> Held? {
+        if tracking, let held = written[key] {
+            if let instant = held.expiresAtMilliseconds, instant <= nowMilliseconds { return nil }
+            return held
+        }
+        guard let entry = read.entry(key) else { return nil }
+        return Held(value: entry.packedValue, expiresAtMilliseconds: entry.expiresAtMilliseconds, owned: entry.ownedByWriter)
+    }
+
+    /// The value `key` holds, nil when none.
+    func value(_ key: StateKey) -> PackedBytes? {
+        entry(key)?.value
+    }
+
+    /// Writes `value` (nil: deletes) into `key`.
+    mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false) {
+        guard let value else {
+            write.raw(packed: nil, into: key)
+            if tracking { written[key] = Held(value: nil, expiresAtMilliseconds: nil, owned: false) }
+            return
+        }
+        write.raw(packed: value, into: key, expiry: expiry, ownedByThisNode: owned)
+        guard tracking else { return }
+        let instant: UInt64?
+        switch expiry {
+        case .never: instant = nil
+        case .at(let milliseconds): instant = milliseconds
+        case .after(let lifetime):
+            // As the commit sets it, from the decision's instant (it commits at or after it).
+            let (sum, overflow) = nowMilliseconds.addingReportingOverflow(lifetime)
+            instant = overflow ? HLCTimestamp.maxPhysicalMilliseconds : min(sum, HLCTimestamp.maxPhysicalMilliseconds)
+        }
+        written[key] = Held(value: value, expiresAtMilliseconds: instant, owned: owned)
+    }
+}
