@@ -13,10 +13,7 @@ extension SyncNodeTests {
         @Test func strictWritesWaitForTheDiskWithoutHoldingOtherClients() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let configure: (inout RunSettings.Flags) -> Void = {
-                $0.dataDirectory = directory.path
-                $0.durability = "strict"
-            }
+            let configure = strictDurability(in: directory)
             let disk = StoreFaults()
             try await withPeer("strict", disk: disk, configure: configure) { peer in
                 #expect(peer.node.acknowledgesAfterDisk)

@@ -404,6 +404,14 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
+/// Flags for a peer that keeps its state in `directory` and answers writes once on disk.
+func strictDurability(in directory: TemporaryDirectory) -> (inout RunSettings.Flags) -> Void {
+    { flags in
+        flags.dataDirectory = directory.path
+        flags.durability = "strict"
+    }
+}
+
 /// Runs `body` with a started peer, and stops it after (also when `body` throws).
 func withPeer(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil, disk: StoreFaults? = nil,
               configure: (inout RunSettings.Flags) -> Void = { _ in },

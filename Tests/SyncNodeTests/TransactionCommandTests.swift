@@ -164,10 +164,7 @@ extension SyncNodeTests {
         @Test func strictDurabilityAnswersTheBlockOnceOnDisk() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let configure: (inout RunSettings.Flags) -> Void = {
-                $0.dataDirectory = directory.path
-                $0.durability = "strict"
-            }
+            let configure = strictDurability(in: directory)
             let disk = StoreFaults()
             try await withPeer("strict-block", disk: disk, configure: configure) { peer in
                 let client = try peer.client()
