@@ -8,7 +8,8 @@
 # (Cluster/chaos_check.py) asserts that every peer converged to the same state and that no
 # acknowledged write was lost: each key's final version is at least every acknowledged write's
 # version, and an equal version carries that write's value; keys written only once must hold
-# their one value, so a loss cannot hide behind a later write.
+# their one value, so a loss cannot hide behind a later write. MULTI blocks (the Redis protocol)
+# must never show half: both keys of a pair or neither, with one version.
 #
 #   CHAOS_SECONDS   how long the nemesis runs (default 60; `make test` runs 20)
 #   CHAOS_SEED      the nemesis's seed (default: from the clock; printed for a replay)
@@ -133,11 +134,23 @@ wait_until 60 "a full mesh of five" linked_all || { echo "chaos: the five peers 
 
 # Writers, one per peer: keys written once (once[nK-i]) and keys everyone overwrites
 # (shared[j]); each `put --wait 2` is a line of the history: node, exit status, the JSON value
-# sent, the CLI's output.
+# sent, the CLI's output. Every third write is a MULTI block on a connection of its own
+# instead: a pair of keys written once (pair[nK-i-a], pair[nK-i-b]) and a shared key, then
+# WAIT 2; a line of the block history: node, the pair's value, the replies as received.
 writer() {
     local node=$1 index=0 out status key value
     while true; do
         index=$((index + 1))
+        if [ $((index % 3)) -eq 0 ]; then
+            # One connection of our own (bash's /dev/tcp), not redis-cli: redis-cli reconnects
+            # after a reset and sends the rest of the block outside it, which is half a block by
+            # the client's doing. QUIT closes the connection once everything is answered.
+            request=$(printf 'MULTI\r\nSET pair[n%s-%s-a] %s\r\nSET pair[n%s-%s-b] %s\r\nSET shared[%s] b%s-%s\r\nEXEC\r\nWAIT 2 1500\r\nQUIT\r\n' \
+                "$node" "$index" "$index" "$node" "$index" "$index" "$((index % 7))" "$node" "$index")
+            out=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\n" "$1" >&3 && cat <&3' _ "$request" 2>&1)
+            printf '%s\t%s\t%s\n' "$node" "$index" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/blocks.n$node"
+            continue
+        fi
         if [ $((index % 2)) -eq 0 ]; then
             key="once[n$node-$index]" value="$index"
         else
@@ -203,4 +216,5 @@ converged() {
 converged_ok=1
 wait_until 90 "the five dumps to be identical" converged || converged_ok=0
 cat "$RUN_DIR"/history.n* > "$RUN_DIR/history"
-"$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED"
+cat "$RUN_DIR"/blocks.n* > "$RUN_DIR/blocks" 2>/dev/null || : > "$RUN_DIR/blocks"
+"$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED" "$RUN_DIR/blocks"

@@ -6,13 +6,55 @@ Under last-writer-wins a key's final entry must have a version at least that of 
 acknowledged for it, and an entry of the same version must carry that write's value. Keys
 written once (`once[...]`) must hold exactly their one write when it was acknowledged.
 
-usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED
+MULTI blocks (BLOCKS, the replies received for each block) write a pair of keys once, pair[nK-i-a]
+and pair[nK-i-b]: after convergence each pair is whole (both keys, one version, one value) or
+absent; a block EXEC answered and WAIT 2 acknowledged must be there; a block EXEC refused must
+not.
+
+usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS]
 """
 import json
 import re
 import sys
 
 PUT = re.compile(r"^ok (?P<key>\S+) version (?P<ms>\d+)\.(?P<logical>\d+)@(?P<node>\S+)$")
+PAIR = re.compile(r'^pair\["(?P<block>n\d+-\d+)-(?P<side>[ab])"\]$')
+# The replies (RESP lines) of MULTI, three SETs queued, EXEC's array of three +OK.
+COMMITTED_BLOCK = ["+OK", "+QUEUED", "+QUEUED", "+QUEUED", "*3", "+OK", "+OK", "+OK"]
+
+
+def check_blocks(blocks_path, final, problems):
+    """The MULTI blocks: whole or absent after convergence; acknowledged ones present, refused
+    ones absent. Returns (acknowledged, refused, unknown) counts."""
+    pairs = {}
+    for key, stored in final.items():
+        match = PAIR.match(key)
+        if match:
+            pairs.setdefault(match["block"], {})[match["side"]] = stored
+    for block, sides in pairs.items():
+        if set(sides) != {"a", "b"}:
+            problems.append(f"block {block}: only pair[{block}-{''.join(sides)}] after convergence: half a MULTI block")
+        elif sides["a"] != sides["b"]:
+            problems.append(f"block {block}: its two keys differ: {sides['a']} and {sides['b']}")
+    acknowledged = refused = unknown = 0
+    with open(blocks_path) as history:
+        for record in history:
+            node, index, output = record.rstrip("\n").split("\t", 2)
+            parts = [part for part in output.split("|") if part]
+            block = f"n{node}-{index}"
+            # Then WAIT's count (":N") and QUIT's +OK.
+            if parts[:8] == COMMITTED_BLOCK and len(parts) > 8 and parts[8][1:].isdigit() and int(parts[8][1:]) >= 2:
+                acknowledged += 1
+                held = pairs.get(block, {})
+                if set(held) != {"a", "b"} or held["a"][1] != int(index):
+                    problems.append(f"block {block}: EXEC answered and WAIT 2 acknowledged, after convergence {held or 'absent'}")
+            elif len(parts) > 4 and parts[4].startswith("-ERR EXEC refused"):
+                refused += 1
+                if block in pairs:
+                    problems.append(f"block {block}: EXEC refused, yet {pairs[block]} after convergence")
+            else:
+                unknown += 1
+    return acknowledged, refused, unknown
 
 
 def version_key(ms, logical, node):
@@ -65,6 +107,11 @@ def main():
     print(f"chaos: {acknowledged} acknowledged writes ({once_keys} to keys written once), "
           f"{unacknowledged} committed without enough acknowledgements, {failed} refused or unreachable; "
           f"{len(final)} keys after healing")
+    if len(sys.argv) > 5:
+        blocks = check_blocks(sys.argv[5], final, problems)
+        print(f"chaos: MULTI blocks: {blocks[0]} acknowledged, {blocks[1]} refused, {blocks[2]} unacknowledged or cut off")
+        if blocks[0] == 0:
+            problems.append("no MULTI block was acknowledged: the block check proves nothing")
     if not converged:
         problems.insert(0, "the five peers did not converge to identical dumps within 90 s of healing")
     if acknowledged == 0:
