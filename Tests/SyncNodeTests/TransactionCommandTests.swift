@@ -158,6 +158,15 @@ extension SyncNodeTests {
                 #expect(replies[3].errorText?.contains("writes were made") == true, "\(replies[3])")
                 #expect(replies[4].errorText?.contains("maxReplyBytes") == true, "\(replies[4])")
                 #expect(try client.call("MGET", "after", "big") == .array([bulk("1"), bulk("small")]))
+                // Each argument kept is charged its keeping too (64 bytes), so many short commands
+                // are bounded by the memory they take: `SET kN v` counts 3 + 3 × 64 bytes.
+                let counted = try CustomEndpoint(on: peer) { $0.limits.maxRequestBytes = 4096 }
+                defer { counted.stop() }
+                let short = try counted.client()
+                #expect(try short.call("MULTI") == ok)
+                for index in 0 ..< 20 { #expect(try short.call("SET", "s\(index % 10)", "v") == .simple("QUEUED")) }
+                #expect(try short.call("SET", "s0", "v").errorText?.hasPrefix("ERR transaction past its bounds") == true)
+                #expect(try short.call("DISCARD") == ok)
             }
         }
 

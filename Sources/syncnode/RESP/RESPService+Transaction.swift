@@ -14,7 +14,8 @@ import Dispatch
 /// - between MULTI and EXEC a keyspace command (`queueable`) is answered `+QUEUED` and kept; any
 ///   other command, an unknown one, one with the wrong number of arguments, or one past the
 ///   block's bounds (`maxArguments` commands, `maxRequestBytes` of arguments, as one request)
-///   is answered with an error and makes EXEC answer `EXECABORT`, nothing run;
+///   is answered with an error and makes EXEC answer `EXECABORT`, nothing run (each argument
+///   is counted with `queuedArgumentOverheadBytes` beside its bytes);
 /// - EXEC answers an array with each command's reply, in order; a command whose arguments are
 ///   wrong (a syntax error, a value that is not UTF-8) answers its error in its place and the
 ///   others run; conditions (NX, XX, GT, LT) are judged on this node when EXEC runs;
@@ -41,6 +42,11 @@ extension RESPService {
     static func runsInsideBlock(_ command: RESPCommand) -> Bool {
         command == .exec || command == .discard || command == .multi || command == .quit || command == .reset
     }
+
+    /// What keeping one argument costs beyond its bytes (its array's header and the
+    /// allocator's), charged against the block's bound so that it bounds memory, not only
+    /// payload.
+    static let queuedArgumentOverheadBytes = 64
 
     /// MULTI: starts a block.
     func multi(_ session: RESPSession) {
@@ -70,7 +76,7 @@ extension RESPService {
             return
         }
         guard let block = session.block else { return }
-        let bytes = arguments.reduce(0) { $0 + $1.count }
+        let bytes = arguments.reduce(0) { $0 + $1.count + Self.queuedArgumentOverheadBytes }
         let limits = configuration.limits
         guard block.commands.count < limits.maxArguments, block.argumentBytes + bytes <= limits.maxRequestBytes else {
             refuseInBlock("ERR transaction past its bounds (\(limits.maxArguments) commands, \(limits.maxRequestBytes) bytes of arguments): EXEC in smaller blocks", session)
@@ -173,7 +179,8 @@ extension RESPService {
 final class QueuedBlock {
     /// Each command with its arguments (copied: the parser's buffer moves on).
     var commands: [(command: RESPCommand, arguments: [ArraySlice<UInt8>])] = []
-    /// The bytes of every argument kept, against `RESPLimits.maxRequestBytes`.
+    /// The bytes of every argument kept, each with `queuedArgumentOverheadBytes`, against
+    /// `RESPLimits.maxRequestBytes`.
     var argumentBytes = 0
     /// A command was refused while queuing: EXEC answers EXECABORT.
     var aborted = false
