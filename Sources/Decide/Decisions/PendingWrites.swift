@@ -380,10 +380,16 @@ package enum WriteExpiry: Sendable, Equatable {
     /// The entry's `expiresAtMilliseconds` for a decision at `timestamp` (within the clock's
     /// range, as `Entry` keeps it).
     func instant(committedAt timestamp: HLCTimestamp) -> UInt64? {
+        instant(atMilliseconds: timestamp.physicalMilliseconds)
+    }
+
+    /// The expiry instant of a write made at `now` (hybrid-clock Unix milliseconds): a lifetime
+    /// counts from `now`, saturating at the clock's range; nil for `.never`.
+    package func instant(atMilliseconds now: UInt64) -> UInt64? {
         switch self {
         case .never: return nil
         case .after(let lifetime):
-            let (sum, overflow) = timestamp.physicalMilliseconds.addingReportingOverflow(lifetime)
+            let (sum, overflow) = now.addingReportingOverflow(lifetime)
             return overflow ? HLCTimestamp.maxPhysicalMilliseconds : min(sum, HLCTimestamp.maxPhysicalMilliseconds)
         case .at(let instant): return instant
         }

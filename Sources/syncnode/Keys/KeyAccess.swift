@@ -9,9 +9,9 @@ import DecideCore
 /// access is made `tracking`, and a key written earlier in the block reads as that write
 /// (`StorageReader.entry` shows the stored state, without the decision's own writes).
 ///
-/// Guarantees: `value`, `entry` and `expiresAtMilliseconds` answer as of the decision's instant
-/// (`nowMilliseconds`), a value expired at it reading as absent; a tracking access answers for
-/// a key written through it with that write.
+/// Guarantees: `entry` and `value` answer as of the decision's instant (`nowMilliseconds`), a
+/// value expired at it reading as absent; a tracking access answers for a key written through
+/// it with that write.
 struct KeyAccess {
     /// What a key holds as this access reads it.
     struct Held {
@@ -64,15 +64,7 @@ struct KeyAccess {
         }
         write.raw(packed: value, into: key, expiry: expiry, ownedByThisNode: owned)
         guard tracking else { return }
-        let instant: UInt64?
-        switch expiry {
-        case .never: instant = nil
-        case .at(let milliseconds): instant = milliseconds
-        case .after(let lifetime):
-            // As the commit sets it, from the decision's instant (it commits at or after it).
-            let (sum, overflow) = nowMilliseconds.addingReportingOverflow(lifetime)
-            instant = overflow ? HLCTimestamp.maxPhysicalMilliseconds : min(sum, HLCTimestamp.maxPhysicalMilliseconds)
-        }
-        written[key] = Held(value: value, expiresAtMilliseconds: instant, owned: owned)
+        // As the commit sets it, from the decision's instant (it commits at or after it).
+        written[key] = Held(value: value, expiresAtMilliseconds: expiry.instant(atMilliseconds: nowMilliseconds), owned: owned)
     }
 }

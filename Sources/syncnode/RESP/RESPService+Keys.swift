@@ -28,18 +28,18 @@ extension RESPService {
     }
 
     func mget(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        var keys: [StateKey] = []
-        keys.reserveCapacity(arguments.count - 1)
-        for argument in arguments.dropFirst() {
-            guard let key = key(argument, into: &writer) else { return }
-            keys.append(key)
-        }
+        guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
         // The keys' table lines are fetched together, not one miss per key (`prefetchGets`).
         node.prefetchValues(stableHashes: keys.map(\.stableHash))
         let values = node.read { read in keys.map { read.entry($0)?.packedValue } }
+        Self.replyValues(values, maxReplyBytes: configuration.maxReplyBytes, into: &writer)
+    }
+
+    /// MGET's reply for `values`, in order, or its refusal when it would pass `maxReplyBytes`.
+    static func replyValues(_ values: [PackedBytes?], maxReplyBytes: Int, into writer: inout RESPWriter) {
         let replyBytes = values.reduce(0) { $0 + 16 + ($1?.count ?? 0) }
-        guard replyBytes <= configuration.maxReplyBytes else {
-            writer.error("ERR MGET would reply \(replyBytes) bytes, more than maxReplyBytes \(configuration.maxReplyBytes): ask for fewer keys")
+        guard replyBytes <= maxReplyBytes else {
+            writer.error("ERR MGET would reply \(replyBytes) bytes, more than maxReplyBytes \(maxReplyBytes): ask for fewer keys")
             return
         }
         writer.arrayHeader(values.count)
@@ -48,18 +48,31 @@ extension RESPService {
         }
     }
 
-    func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+    /// The keys named by `arguments`, in order; nil (with the error written) at the first that
+    /// is not a valid key.
+    func stateKeys(_ arguments: ArraySlice<ArraySlice<UInt8>>, into writer: inout RESPWriter) -> [StateKey]? {
         var keys: [StateKey] = []
-        for argument in arguments.dropFirst() {
-            guard let key = key(argument, into: &writer) else { return }
+        keys.reserveCapacity(arguments.count)
+        for argument in arguments {
+            guard let key = key(argument, into: &writer) else { return nil }
             keys.append(key)
         }
+        return keys
+    }
+
+    func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
         writer.integer(node.read { read in keys.reduce(0) { $0 + (read.entry($1)?.packedValue == nil ? 0 : 1) } })
     }
 
     func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        writer.simpleString(node.read { $0.entry(key)?.packedValue } == nil ? "none" : "string")
+        writer.simpleString(Self.typeName(holding: node.read { $0.entry(key)?.packedValue }))
+    }
+
+    /// TYPE's answer for a key holding `value` (nil: none).
+    static func typeName(holding value: PackedBytes?) -> String {
+        value == nil ? "none" : "string"
     }
 
     func dbsize(into writer: inout RESPWriter) {
@@ -208,12 +221,8 @@ extension RESPService {
             let decision = KeyWrites(writes: writes)
             return PreparedWrite(command: command, apply: decision.apply) { $0.simpleString("OK") }
         case .del, .unlink:
-            var writes: [(StateKey, PackedBytes?)] = []
-            for argument in arguments.dropFirst() {
-                guard let key = key(argument, into: &writer) else { return nil }
-                writes.append((key, nil))
-            }
-            let decision = KeyWrites(writes: writes, deleteOnlyLive: true)
+            guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return nil }
+            let decision = KeyWrites(writes: keys.map { ($0, nil) }, deleteOnlyLive: true)
             return PreparedWrite(command: command, apply: decision.apply) { $0.integer(decision.outcome.deleted) }
         case .expire, .pexpire, .expireat, .pexpireat, .persist:
             return prepareExpire(command, arguments, into: &writer)

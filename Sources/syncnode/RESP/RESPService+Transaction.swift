@@ -87,7 +87,7 @@ extension RESPService {
         session.writer.simpleString("QUEUED")
     }
 
-    /// Answers `message` for a command refused inside a block, and marks the block aborted.
+    /// Answers `message` for a refused command, and marks the open block (if any) aborted.
     func refuseInBlock(_ message: String, _ session: RESPSession) {
         session.block?.aborted = true
         session.writer.error(message)
@@ -138,32 +138,22 @@ extension RESPService {
                 let held = access.entry(key)
                 switch command {
                 case .get: ValueMapping.reply(held?.value, into: &writer)
-                case .type: writer.simpleString(held?.value == nil ? "none" : "string")
+                case .type: writer.simpleString(Self.typeName(holding: held?.value))
                 default:
                     Self.replyLifetime(command, expiringAt: held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
                                        now: access.nowMilliseconds, into: &writer)
                 }
             }
         case .mget, .exists:
-            var keys: [StateKey] = []
-            for argument in arguments.dropFirst() {
-                guard let key = key(argument, into: &writer) else { return .reply(writer.bytes) }
-                keys.append(key)
-            }
+            guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return .reply(writer.bytes) }
             let maxReplyBytes = configuration.maxReplyBytes
-            return .read { [keys] access, writer in
+            return .read { access, writer in
                 let values = keys.map { access.value($0) }
                 if command == .exists {
                     writer.integer(values.reduce(0) { $0 + ($1 == nil ? 0 : 1) })
-                    return
+                } else {
+                    Self.replyValues(values, maxReplyBytes: maxReplyBytes, into: &writer)
                 }
-                let replyBytes = values.reduce(0) { $0 + 16 + ($1?.count ?? 0) }
-                guard replyBytes <= maxReplyBytes else {
-                    writer.error("ERR MGET would reply \(replyBytes) bytes, more than maxReplyBytes \(maxReplyBytes): ask for fewer keys")
-                    return
-                }
-                writer.arrayHeader(values.count)
-                for value in values { ValueMapping.reply(value, into: &writer) }
             }
         default:
             guard let prepared = prepareWrite(command, arguments, into: &writer) else { return .reply(writer.bytes) }

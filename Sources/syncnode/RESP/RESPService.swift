@@ -366,8 +366,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             return .done
         }
         if let refusal = refusal(of: command, argumentCount: arguments.count, session: session) {
-            session.block?.aborted = true
-            session.writer.error(refusal)
+            refuseInBlock(refusal, session)
             return .done
         }
         if session.block != nil && !Self.runsInsideBlock(command) {
