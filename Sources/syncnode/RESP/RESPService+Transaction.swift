@@ -44,8 +44,9 @@ extension RESPService {
     }
 
     /// What keeping one argument costs beyond its bytes (its array's header and the
-    /// allocator's), charged against the block's bound so that it bounds memory, not only
-    /// payload.
+    /// allocator's), charged against the block's bound so that many short arguments are bounded
+    /// by what they hold, not only by their payload. The charge is below the whole cost: a
+    /// queued SET's step prepared at EXEC holds about as much again (docs/operations.md).
     static let queuedArgumentOverheadBytes = 64
 
     /// MULTI: starts a block.
