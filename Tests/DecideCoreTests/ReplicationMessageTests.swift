@@ -30,7 +30,7 @@ import Testing
         case 9: return .streamAck(round: UInt64(gen.int(0...Int.max)), seq: UInt64(gen.int(0...Int.max)))
         case 10: return .refusal(reason: "removed \(gen.int(0...1_000))")
         case 11: return .ackRequest(timestamp: UInt64(gen.int(0...Int.max)), deltas: UInt64(gen.int(0...Int.max)))
-        case 12: return .applied(timestamp: UInt64(gen.int(0...Int.max)))
+        case 12: return .applied(timestamp: UInt64(gen.int(0...Int.max)), covered: UInt64(gen.int(0...Int.max)))
         default: return .leave
         }
     }

@@ -43,6 +43,39 @@ import Testing
         }
     }
 
+    /// Issue 58: two nodes acquire in the same instant, each asking the other to acknowledge.
+    /// Each acknowledges the other's write (it holds it or a newer one), so both used to be told
+    /// "acquired". The acquirer now reads the lease again after the wait: the rival's delta
+    /// precedes its acknowledgement on the link, so the lower version sees it lost.
+    @Test(arguments: SimulationTests.seeds(SimulationTests.defaultSeedCount / 50, salt: 0x1EA5F))
+    func twoNodesAcquiringInTheSameInstantAreNeverBothTold(seed: UInt64) {
+        let cluster = SimCluster(seed: seed, ids: ["a", "b"])
+        #expect(cluster.runUntilConverged(maxMilliseconds: 30_000), "\(cluster.describe())")
+        cluster.run(milliseconds: 1_000)
+        let boxes = ["a", "b"].map { id in
+            let box = Box()
+            cluster.members[id]!.replicator.acquireLease("scheduler", for: .seconds(5), acknowledgedBy: .peers(1),
+                                                         timeoutMilliseconds: 2_000) { box.outcome = $0 }
+            return box
+        }
+        var waited: UInt64 = 0
+        while boxes.contains(where: { $0.outcome == nil }) && waited < 3_000 {
+            cluster.run(milliseconds: 10)
+            waited += 10
+        }
+        let acquired = boxes.compactMap { box -> Lease? in
+            if case .acquired(let lease, _)? = box.outcome { return lease }
+            return nil
+        }
+        #expect(acquired.count <= 1, "both were told they hold it: \(acquired), \(cluster.describe())")
+        // The one told it holds the lease is the one both nodes store.
+        if let holder = acquired.first {
+            cluster.run(milliseconds: 500)
+            for id in ["a", "b"] { #expect(cluster.node(id).lease(on: "scheduler")?.fence == holder.fence) }
+        }
+        #expect(boxes.allSatisfy { $0.outcome != nil }, "an acquisition never settled")
+    }
+
     @Test(arguments: SimulationTests.seeds(SimulationTests.defaultSeedCount / 50, salt: 0x1EA5E))
     func oneHolderAtATimeWhileWholeThenTwoDuringAPartitionFencedApart(seed: UInt64) {
         let cluster = AcknowledgementTests.linkedCluster(seed: seed)

@@ -168,6 +168,47 @@ import Testing
         for peer in [a, b, c] { await peer.stop() }
     }
 
+    /// Issue 58, scenario 2 on real links: b runs strict and its disk fails. b keeps applying a's
+    /// deltas in memory, and must answer "not held" from then on: it used to keep saying the
+    /// deltas were on disk (its last durable ticket was old), and a write acknowledged by it was
+    /// gone once both processes died. A write its disk took before the failure is acknowledged.
+    @Test(.timeLimit(.minutes(2))) func aStrictPeerWhoseDiskFailedAcknowledgesNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("decide-ack-strict-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let a = try Peer("a", seeds: [])
+        let disk = StoreFaults()
+        let b = try Peer("b", seeds: [a.address]) { node, _ in
+            node.dataDirectory = directory
+            node.storeFileWrapper = disk.wrap
+            node.durability = .strict
+        }
+        #expect(await eventually { a.connectedPeers() == ["b"] && b.connectedPeers() == ["a"] })
+        let put = AcknowledgementTests.Put.self
+        let kept = await a.replicator.decide(put.init(key: StateKey(name: "kept"), value: Array("1".utf8)),
+                                             acknowledgedBy: .peers(1), timeout: .seconds(5))
+        #expect(kept.acknowledgedBy == ["b"], "a write b's disk took was not acknowledged: \(kept)")
+
+        disk.crash()
+        // A write of b's own makes its store try the disk and find it gone.
+        _ = b.node.decide(put.init(key: StateKey(name: "probe"), value: Array("1".utf8)))
+        #expect(await eventually { b.node.storeFailure != nil }, "b's store never noticed its disk failed")
+        for index in 0..<3 {
+            let key = StateKey(name: "lost\(index)")
+            let lost = await a.replicator.decide(put.init(key: key, value: Array("1".utf8)), acknowledgedBy: .peers(1), timeout: .milliseconds(500))
+            #expect(lost.acknowledgedBy.isEmpty, "b acknowledged \(key.name) after its disk failed")
+        }
+        // b did apply them, in memory: it answered no because it cannot keep them, not because
+        // they never reached it.
+        #expect(await eventually { b.node.entry(for: StateKey(name: "lost2")) != nil })
+        let waited = await withCheckedContinuation { continuation in
+            a.replicator.waitForAcknowledgements(of: a.replicator.newestOwnDecisionTimestamp, required: 1, timeoutMilliseconds: 500) {
+                continuation.resume(returning: $0.acknowledgedBy)
+            }
+        }
+        #expect(waited.isEmpty, "WAIT counted b after its disk failed")
+        for peer in [a, b] { await peer.stop() }
+    }
+
     @Test(.timeLimit(.minutes(2))) func aGracefulLeaveIsReportedAndNotRedialled() async throws {
         let a = try Peer("a", seeds: [])
         let b = try Peer("b", seeds: [a.address])

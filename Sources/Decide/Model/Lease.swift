@@ -19,8 +19,9 @@ public struct Lease: Hashable, Sendable {
 
     /// `fence` as one number for a resource to compare (its raw hybrid timestamp). Two leases
     /// share a token only if two nodes that had not heard of each other acquired them in the
-    /// same millisecond and logical tick; a resource that refuses a token not above the
-    /// highest it accepted is safe even then.
+    /// same millisecond and logical tick; a resource that refuses a token below the highest it
+    /// accepted, and an equal one from another holder, is safe even then (docs/consistency.md,
+    /// "The fencing token").
     public var fencingToken: UInt64 { fence.timestamp.rawValue }
 
     /// The key a lease on `resource` is stored under.
@@ -130,6 +131,14 @@ extension Replicator {
                 let expiry = WriteExpiry.after(milliseconds: Transaction.milliseconds(of: lifetime) ?? 0)
                 let lease = Lease(resource: resource, holder: node.id, fence: version,
                                   expiresAtMilliseconds: expiry.instant(committedAt: version.timestamp) ?? 0)
+                // Read again after the wait: a rival acquisition with a higher version that
+                // reached this node meanwhile (from the peer that acknowledged, whose answer
+                // follows its own delta on the link) wins, and this one is not held.
+                let stored = node.lease(on: resource)
+                guard stored?.fence == version else {
+                    return completion(stored.map { .heldByOther($0) }
+                        ?? .notAcknowledged(lease, acknowledgedBy: acknowledged.acknowledgedBy, required: acknowledged.required))
+                }
                 completion(acknowledged.isComplete
                     ? .acquired(lease, acknowledgedBy: acknowledged.acknowledgedBy)
                     : .notAcknowledged(lease, acknowledgedBy: acknowledged.acknowledgedBy, required: acknowledged.required))

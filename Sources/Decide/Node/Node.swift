@@ -214,6 +214,7 @@ public final class Node: Sendable {
                 }
                 core.recordChanges(writes.writes)
                 core.committedDecisions += 1
+                core.newestOwnDecision = timestamp.rawValue
                 if tapping {
                     tappedWrites = writes.writes.indices.map { Delta.Write(key: writes.key(at: $0), entry: writes.entry(at: $0, version: version)) }
                 }

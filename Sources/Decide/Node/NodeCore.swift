@@ -14,6 +14,9 @@ final class NodeCore: @unchecked Sendable {
         var clock: HybridLogicalClock
         var changes: ChangeLog
         var committedDecisions: UInt64 = 0
+        /// The timestamp (raw) of this node's newest committed decision since it started (0:
+        /// none): what `WAIT` waits for.
+        var newestOwnDecision: UInt64 = 0
         var observing = false
         var listening = false
         /// Whether a `LocalCommitSender` was set (its load is skipped when not).
@@ -106,6 +109,10 @@ final class NodeCore: @unchecked Sendable {
     var committedDecisions: UInt64 {
         get { hot.value.committedDecisions }
         set { hot.value.committedDecisions = newValue }
+    }
+    var newestOwnDecision: UInt64 {
+        get { hot.value.newestOwnDecision }
+        set { hot.value.newestOwnDecision = newValue }
     }
     /// The keys of the newest changes, and the count of all of them.
     private var changes: ChangeLog {

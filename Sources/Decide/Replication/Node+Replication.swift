@@ -46,6 +46,16 @@ extension Node {
     /// Whether applies must reach the disk before they are acknowledged (strict durability).
     package var acknowledgesAfterDisk: Bool { waitsForDisk }
 
+    /// Why this node's store no longer takes writes (it failed or closed), nil while it does or
+    /// when there is none: such a node acknowledges nothing (docs/consistency.md, "Writes
+    /// acknowledged by replicas").
+    package var storeFailure: StorageError? { persists ? store.failure : nil }
+
+    /// The timestamp (raw) of this node's newest committed decision since it started, 0 for
+    /// none. Read under the node's lock, so every decision committed before the read is at or
+    /// below it and every one after is above it.
+    package var newestOwnDecisionTimestamp: UInt64 { core.withLock { $0.newestOwnDecision } }
+
     package func removeCommitListener(_ id: UInt64) {
         core.withLock { core in
             core.commitListeners[id] = nil

@@ -85,8 +85,8 @@ public final class Replicator: @unchecked Sendable {
     private let writeRefusal = Mutex<String?>(nil)
     /// Callers of `decide(_:acknowledgedBy:...)` waiting for their peers, by id.
     private let waiters = Mutex<(next: UInt64, byID: [UInt64: AcknowledgementWaiter])>((0, [:]))
-    /// The store ticket of the newest batch of deltas applied here (strict durability: an
-    /// `applied` answer waits for it).
+    /// The store ticket of the newest batch of deltas or catch-up entries applied here (strict
+    /// durability: an `applied` answer waits for it).
     private let lastAppliedTicket = Mutex<UInt64>(0)
     /// Publishes counts, gauges and latencies to swift-metrics (nil when turned off).
     private let metrics: ReplicationMetrics?
@@ -348,8 +348,8 @@ public final class Replicator: @unchecked Sendable {
                                 timeoutMilliseconds: timeoutMilliseconds, completion: completion)
     }
 
-    /// Waits until `required` peers acknowledged this node's decisions up to `timestamp` (raw;
-    /// `lastBroadcastTimestamp` for "everything so far"), or `timeoutMilliseconds` pass, and
+    /// Waits until `required` peers hold this node's decisions up to `timestamp` (raw;
+    /// `newestOwnDecisionTimestamp` for "everything so far"), or `timeoutMilliseconds` pass, and
     /// calls `completion` once. For Redis-protocol WAIT.
     package func waitForAcknowledgements(of timestamp: UInt64, commit: Commit = .unchanged, required: Int,
                                          timeoutMilliseconds: UInt64, completion: @escaping @Sendable (Acknowledged) -> Void) {
@@ -373,8 +373,32 @@ public final class Replicator: @unchecked Sendable {
         }
     }
 
-    /// The timestamp (raw) of the newest decision of this node sent to its peers (0: none).
-    package var lastBroadcastTimestamp: UInt64 { state.withLock { $0.lastBroadcast } }
+    /// The timestamp (raw) of this node's newest decision since it started, linked or not (0:
+    /// none): what "every write so far" waits for.
+    package var newestOwnDecisionTimestamp: UInt64 { node.newestOwnDecisionTimestamp }
+
+    /// The peer on `connection` says what it holds: the waiters it completes are settled, after
+    /// every delta that link brought before the answer was applied.
+    private func handleApplied(timestamp: UInt64, covered: UInt64, from connection: ConnectionID) {
+        state.withLock { $0.peerHolds(appliedUpTo: timestamp, covered: covered, on: connection) }
+        settleWaiters(now: clock.nowMilliseconds())
+    }
+
+    /// What this node answers a peer that asks what it holds (`ackRequest`) or is told of its
+    /// coverage: `upTo` and `covered` as they stand, once everything applied so far is stored
+    /// when the node runs strict; zeros when its store stopped taking writes, since nothing
+    /// more can be promised at its durability level. May wait for the disk: never called on
+    /// the transport's thread under strict durability.
+    private func heldAnswer(upTo: UInt64, covered: UInt64) -> ReplicationMessage {
+        if node.acknowledgesAfterDisk {
+            let ticket = lastAppliedTicket.withLock { $0 }
+            if node.waitUntilDurable(ticket) != nil { return .applied(timestamp: 0, covered: 0) }
+        }
+        // Checked after the wait: a delta applied in memory only (its store had failed) was
+        // counted above, and the failure is set by then.
+        guard node.storeFailure == nil else { return .applied(timestamp: 0, covered: 0) }
+        return .applied(timestamp: upTo, covered: covered)
+    }
 
     /// Completes the waiters that have their acknowledgements, or whose time is up (or all of
     /// them once the engine stopped), outside the locks.
@@ -488,7 +512,6 @@ public final class Replicator: @unchecked Sendable {
     private func send(bytes frame: UnsafeRawBufferPointer, timestamp stamp: HLCTimestamp) {
         let timestamp = stamp.rawValue
         let connections = state.withLock { state in
-            state.lastBroadcast = max(state.lastBroadcast, timestamp)
             let connections = state.linkOrder
             for connection in connections {
                 state.deltaCounts[connection.rawValue, default: .init()].noteQueued(timestamp)
@@ -529,6 +552,10 @@ public final class Replicator: @unchecked Sendable {
     func transport(_ transport: any Transport, didConnect connection: ConnectionID, peer: PeerInfo) {
         let now = clock.nowMilliseconds()
         let actions = state.withLock { state in state.connected(connection, peer: peer, now: now) }
+        // Read after the link is in `linkOrder`, under the node's lock (`sendCommit` runs under
+        // it): every decision above this one is queued on the link.
+        let newest = node.newestOwnDecisionTimestamp
+        state.withLock { $0.noteOwnBeforeOpen(newest, on: connection) }
         perform(actions)
     }
 
@@ -608,13 +635,12 @@ public final class Replicator: @unchecked Sendable {
             // Judged as soon as an offset is known, not at the next tick: a node whose clock is
             // off stops deciding one round trip after its links come up.
             checkClock()
-        case .applied(let timestamp):
-            state.withLock { state in
-                if state.peers[connection] != nil, timestamp > state.deltaCounts[connection.rawValue]?.peerApplied ?? 0 {
-                    state.deltaCounts[connection.rawValue, default: .init()].peerApplied = timestamp
-                }
-            }
-            settleWaiters(now: now)
+        case .applied where inbound != nil:
+            // After the deltas queued before it: a waiter that reads what it waited for (a
+            // lease) then sees what the peer had sent it first.
+            enqueue(message, bytes: frame.count, on: inbound!, from: connection, peerID: peerID)
+        case let .applied(timestamp, covered):
+            handleApplied(timestamp: timestamp, covered: covered, from: connection)
         case .leave:
             let actions = state.withLock { $0.peerLeft(connection) }
             logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
@@ -809,18 +835,13 @@ public final class Replicator: @unchecked Sendable {
             // The deltas this link brought before the request are applied (arrival order); when
             // their count is the sender's, none was lost on the way. Under strict durability,
             // they are on disk once the newest applied batch is.
-            let complete = state.withLock { ($0.deltaCounts[connection.rawValue]?.applied ?? 0) == deltas }
-            let upTo = complete ? timestamp : 0
-            if node.acknowledgesAfterDisk {
-                let ticket = lastAppliedTicket.withLock { $0 }
-                if node.waitUntilDurable(ticket) != nil {
-                    // The store failed: nothing more can be promised on disk.
-                    _ = send(.applied(timestamp: 0), to: connection)
-                    return
-                }
+            let (complete, covered) = state.withLock {
+                (($0.deltaCounts[connection.rawValue]?.applied ?? 0) == deltas, $0.coverage(ofPeerOn: connection))
             }
-            _ = send(.applied(timestamp: upTo), to: connection)
-        case .gossip, .ping, .ack, .leave, .refusal, .streamAck, .applied:
+            _ = send(heldAnswer(upTo: complete ? timestamp : 0, covered: covered), to: connection)
+        case let .applied(timestamp, covered):
+            handleApplied(timestamp: timestamp, covered: covered, from: connection)
+        case .gossip, .ping, .ack, .leave, .refusal, .streamAck:
             break  // never queued: `transport(_:didReceive:from:)` handles them on the transport's thread
         }
     }
@@ -1022,7 +1043,26 @@ public final class Replicator: @unchecked Sendable {
 
     private func finishWalk(_ round: UInt64, on connection: ConnectionID, synced: Bool) {
         let now = clock.nowMilliseconds()
-        perform(state.withLock { $0.endWalk(round, on: connection, synced: synced, now: now) })
+        let (actions, raised) = state.withLock { state -> (ReplicatorActions, UInt64?) in
+            let before = state.coverage(ofPeerOn: connection)
+            let actions = state.endWalk(round, on: connection, synced: synced, now: now)
+            let after = state.coverage(ofPeerOn: connection)
+            return (actions, after > before ? after : nil)
+        }
+        perform(actions)
+        if let raised { tellCoverage(raised, to: connection) }
+    }
+
+    /// Tells the peer on `connection` that this node now holds everything it held when its
+    /// clock read `covered` (a clean walk proved it), so its waiters count this node for
+    /// decisions made before the link opened. Strict: once what the walk applied is on disk,
+    /// off the transport's thread.
+    private func tellCoverage(_ covered: UInt64, to connection: ConnectionID) {
+        guard node.acknowledgesAfterDisk else {
+            send(heldAnswer(upTo: 0, covered: covered), to: connection)
+            return
+        }
+        durableAcks.async { [self] in send(heldAnswer(upTo: 0, covered: covered), to: connection) }
     }
 
     private func handleSummary(round: UInt64, seq: UInt64, peerClock: UInt64, last: Bool, groups: [ReplicationMessage.SummaryGroup],
@@ -1142,6 +1182,7 @@ public final class Replicator: @unchecked Sendable {
             return violation(connection, peerID, "entries out of turn")
         }
         let outcome = node.applyCatchUp(batch)
+        if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
         let now = clock.nowMilliseconds()
         let done = state.withLock { state in
             state.withWalk(round, on: connection) { walk -> Bool in

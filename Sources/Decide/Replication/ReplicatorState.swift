@@ -66,8 +66,14 @@ struct ReplicatorState {
         var clockOffsetMilliseconds: Int64?
     }
 
-    /// Acknowledged writes: what each link carried (kept beside `Link`, a plain value, so the
-    /// per-delta counting touches no reference counts).
+    /// Acknowledged writes: what each link carried, and what its peer says it holds (kept
+    /// beside `Link`, a plain value, so the per-delta counting touches no reference counts).
+    ///
+    /// A peer holds this node's decisions up to `t` when it said it holds everything this node
+    /// held at `t` (`peerCovered`, proven by its clean catch-up), or when it holds every decision
+    /// from before the link opened (`peerCovered >= ownBeforeOpen`) and acknowledged the link's
+    /// deltas through `t`: every decision after `ownBeforeOpen` is queued on the link
+    /// (docs/consistency.md, "Writes acknowledged by replicas").
     struct DeltaCounts {
         /// Sending side: the timestamps (raw) of the first delta queued on the link and of the
         /// first one dropped from it (queue full), and how many were queued. Only the deltas
@@ -76,8 +82,14 @@ struct ReplicatorState {
         var firstQueued: UInt64?
         var firstDropped: UInt64?
         var queued: UInt64 = 0
+        /// This node's newest decision (raw) when the link opened: every later one is queued
+        /// on it. Nil until read (the link then counts by coverage only).
+        var ownBeforeOpen: UInt64?
         /// What the peer last said it applied (`applied`), raw.
         var peerApplied: UInt64 = 0
+        /// The peer holds everything this node held when its clock read this (raw): what it
+        /// last said in `applied`.
+        var peerCovered: UInt64 = 0
         /// Receiving side: deltas the link brought that were applied here (a dropped or
         /// refused one is not counted, so the peer's count and this one never match again).
         var applied: UInt64 = 0
@@ -88,9 +100,11 @@ struct ReplicatorState {
             queued &+= 1
         }
 
-        /// Whether the peer holds this node's decision of timestamp `timestamp`, by what it
-        /// acknowledged on this link.
+        /// Whether the peer holds this node's decisions up to `timestamp` (raw): each of them,
+        /// or a newer write of its keys.
         func acknowledges(_ timestamp: UInt64) -> Bool {
+            if peerCovered >= timestamp { return true }
+            guard let before = ownBeforeOpen, peerCovered >= before else { return false }
             guard let first = firstQueued, first <= timestamp, peerApplied >= timestamp else { return false }
             if let dropped = firstDropped, timestamp >= dropped { return false }
             return true
@@ -102,12 +116,36 @@ struct ReplicatorState {
     /// `Dictionary`.
     var deltaCounts = NumberMap<DeltaCounts>()
 
-    /// The ids of the peers on open links that acknowledged this node's decision of
-    /// `timestamp` (all of them for 0: nothing to hold), sorted.
+    /// The ids of the peers on open links that hold this node's decisions up to `timestamp`
+    /// (all of them for 0: nothing to hold), sorted.
     func acknowledging(_ timestamp: UInt64) -> [String] {
         peers.filter { connection, link in
             !link.closing && (timestamp == 0 || deltaCounts[connection.rawValue]?.acknowledges(timestamp) == true)
         }.values.map(\.nodeID).sorted()
+    }
+
+    /// Records this node's newest decision when link `connection` opened (read after the link
+    /// was added, under the node's lock). Nothing for a link that is gone.
+    mutating func noteOwnBeforeOpen(_ timestamp: UInt64, on connection: ConnectionID) {
+        guard peers[connection] != nil else { return }
+        deltaCounts[connection.rawValue, default: .init()].ownBeforeOpen = timestamp
+    }
+
+    /// What the peer on `connection` says it holds (an `applied` answer). Nothing for a link
+    /// that is gone.
+    mutating func peerHolds(appliedUpTo timestamp: UInt64, covered: UInt64, on connection: ConnectionID) {
+        guard peers[connection] != nil else { return }
+        var counts = deltaCounts[connection.rawValue] ?? .init()
+        counts.peerApplied = max(counts.peerApplied, timestamp)
+        counts.peerCovered = max(counts.peerCovered, covered)
+        deltaCounts[connection.rawValue] = counts
+    }
+
+    /// This node's proven coverage of the peer on `connection` (raw clock of the peer's; 0 when
+    /// unknown): it holds everything the peer held when its clock read this.
+    func coverage(ofPeerOn connection: ConnectionID) -> UInt64 {
+        guard let link = peers[connection] else { return 0 }
+        return members[link.nodeID]?.covered ?? 0
     }
 
     struct Member {
@@ -194,8 +232,6 @@ struct ReplicatorState {
     /// The connections of `peers`, sorted by id: the order deltas are sent in, which must not
     /// depend on hashing (the simulator replays seeds).
     private(set) var linkOrder: [ConnectionID] = []
-    /// The timestamp (raw) of the newest local decision broadcast: what `WAIT` waits for.
-    var lastBroadcast: UInt64 = 0
     var members: [String: Member] = [:]
     /// Removals whose full records `members` no longer holds (past `maxMembers` of them).
     var forgotten: ForgottenMembers

@@ -17,6 +17,7 @@ package final class InMemoryStore: NodeStore {
     package func appendUpserts(clock: HLCTimestamp, offering upserts: ((borrowing StateKey, () -> Entry) -> Void) -> Void) -> UInt64 { 0 }
     package func wakeWriterIfAsked() {}
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { nil }
+    package var failure: StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}
 }

@@ -58,6 +58,9 @@ package protocol NodeStore: AnyObject, Sendable {
     /// Waits until the commit with `ticket`, and every one before it, is on disk; returns the
     /// error instead when the store failed first.
     func waitUntilDurable(_ ticket: UInt64) -> StorageError?
+    /// The error that makes the store refuse writes from now on (it failed or closed), nil
+    /// while it takes them. Never waits; once set, it stays set.
+    var failure: StorageError? { get }
     /// Waits until everything appended so far is on disk.
     func flush() throws(StorageError)
     /// Flushes, then closes the store; later `admit` calls return `.closed`. Idempotent.

@@ -101,6 +101,8 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
 
     package func waitUntilDurable(_ ticket: UInt64) -> StorageError? { queue.waitUntilDurable(ticket) }
 
+    package var failure: StorageError? { queue.failure }
+
     package func flush() throws(StorageError) {
         if let error = queue.flush() { throw error }
     }

@@ -188,6 +188,15 @@ final class StoreWriteQueue: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// The error the store stopped with (failed or closed), nil while it takes writes: one
+    /// atomic load while it runs.
+    var failure: StorageError? {
+        guard stopped.load(ordering: .acquiring) else { return nil }
+        condition.lock()
+        defer { condition.unlock() }
+        return stopError
+    }
+
     func waitUntilDurable(_ ticket: UInt64) -> StorageError? {
         condition.lock()
         defer { condition.unlock() }

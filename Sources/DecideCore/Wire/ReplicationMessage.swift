@@ -46,9 +46,12 @@ package enum ReplicationMessage: Hashable, Sendable {
     /// on the same link, so it arrives after it. `deltas` is how many deltas the sender queued
     /// on this link so far: the receiver answers yes only if it applied exactly that many.
     case ackRequest(timestamp: UInt64, deltas: UInt64)
-    /// The answer to `ackRequest`: every delta this link brought, up to this timestamp, is
-    /// applied here at this node's durability level (0: not so).
-    case applied(timestamp: UInt64)
+    /// The answer to `ackRequest`: every delta this link brought, up to `timestamp`, is applied
+    /// here at this node's durability level (0: not so), and this node holds everything the
+    /// asker held when the asker's hybrid clock read `covered` (raw; proven by a clean
+    /// catch-up, 0 for none), at the same level. A node whose store stopped taking writes
+    /// answers 0 for both. Also sent unasked (`timestamp` 0) when `covered` rises.
+    case applied(timestamp: UInt64, covered: UInt64)
 
     public static let deltaType: UInt8 = 1
     public static let digestType: UInt8 = 2
@@ -276,9 +279,10 @@ package struct ReplicationCodec: Sendable {
                 writer.writeUInt64(timestamp)
                 writer.writeUInt64(deltas)
             }
-        case .applied(let timestamp):
+        case let .applied(timestamp, covered):
             return frame(ReplicationMessage.appliedType) { writer in
                 writer.writeUInt64(timestamp)
+                writer.writeUInt64(covered)
             }
         }
     }
@@ -418,7 +422,7 @@ package struct ReplicationCodec: Sendable {
         case ReplicationMessage.ackRequestType:
             message = .ackRequest(timestamp: try reader.readUInt64("ackRequest.timestamp"), deltas: try reader.readUInt64("ackRequest.deltas"))
         case ReplicationMessage.appliedType:
-            message = .applied(timestamp: try reader.readUInt64("applied.timestamp"))
+            message = .applied(timestamp: try reader.readUInt64("applied.timestamp"), covered: try reader.readUInt64("applied.covered"))
         default:
             throw .unknownMessageType(type)
         }

@@ -13,11 +13,12 @@ package enum WireProtocol {
     /// The lowest protocol version this build speaks. Version 2 seals links that have a cluster
     /// secret (and hides the hello's identity); version 1, which only authenticated them, is no
     /// longer spoken, so no peer can talk a link down to it. Version 3 changes the digest's
-    /// entry hash (`DigestHash`): a version 2 peer would find every bucket different in every
-    /// walk, so it is refused at the handshake instead (docs/protocol.md, "Versions").
-    package static let minSupportedVersion: UInt16 = 3
+    /// entry hash (`DigestHash`). Version 4 adds the coverage to the `applied` answer: a version
+    /// 3 peer's answers could not count for acknowledged writes, so it is refused at the
+    /// handshake instead (docs/protocol.md, "Versions").
+    package static let minSupportedVersion: UInt16 = 4
     /// The highest protocol version this build speaks.
-    package static let maxSupportedVersion: UInt16 = 3
+    package static let maxSupportedVersion: UInt16 = 4
     /// Before the handshake completes, no frame may be larger than this: a peer that has not
     /// proven anything cannot make the node buffer more.
     package static let maxHandshakeFrameBytes = 1024

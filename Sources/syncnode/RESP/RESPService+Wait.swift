@@ -22,7 +22,7 @@ extension RESPService {
         }
         let milliseconds = timeout == 0 ? Self.maxWaitMilliseconds : min(UInt64(timeout), Self.maxWaitMilliseconds)
         let answer = answerLater(session, server: server)
-        replicator.waitForAcknowledgements(of: replicator.lastBroadcastTimestamp, required: required,
+        replicator.waitForAcknowledgements(of: replicator.newestOwnDecisionTimestamp, required: required,
                                            timeoutMilliseconds: milliseconds) { acknowledged in
             answer { writer in writer.integer(acknowledged.acknowledgedBy.count) }
         }
