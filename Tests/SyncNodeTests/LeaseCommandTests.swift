@@ -1,6 +1,7 @@
 import Decide
 import DecideCore
 import DecideRESP
+import DecideTesting
 import Foundation
 import Testing
 @testable import syncnode
@@ -41,6 +42,39 @@ extension SyncNodeTests {
                 #expect(try onA.call("DECIDE.LEASE", "nightly", "10", "WAIT").errorText?.hasPrefix("ERR syntax error") == true)
                 #expect(try onA.call("DECIDE.RELEASE", "nightly", "x").errorText?.hasPrefix("ERR DECIDE.RELEASE") == true)
                 #expect(try onA.call("PING") == .simple("PONG"))
+            }
+        }
+
+        /// Issue 58: under strict durability DECIDE.LEASE and DECIDE.RELEASE waited for fsync on
+        /// the loop thread, so one lease held every client. With the disk held, another client
+        /// is answered, and the lease answers once its write is on disk.
+        @Test func strictLeasesWaitForTheDiskOffTheLoop() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let disk = StoreFaults()
+            try await withPeer("strict-lease", disk: disk, configure: strictDurability(in: directory)) { peer in
+                let holder = try peer.client()
+                let other = try peer.client()
+                disk.stall()
+                var released = false
+                defer { if !released { disk.resume() } }
+                try holder.send("DECIDE.LEASE", "nightly", "60000")
+                disk.waitUntilAWriteIsHeld()
+                #expect(try other.call("PING") == .simple("PONG"), "a lease waiting for the disk held another client")
+                #expect(!holder.hasData(within: 0.2), "the lease answered before it was on disk")
+                disk.resume()
+                let lease = try Self.json(try holder.reply())
+                #expect(lease["acquired"] as? Bool == true)
+                let token = try #require(lease["fencingToken"] as? UInt64)
+
+                disk.stall()
+                try holder.send("DECIDE.RELEASE", "nightly", String(token))
+                disk.waitUntilAWriteIsHeld()
+                #expect(try other.call("PING") == .simple("PONG"), "a release waiting for the disk held another client")
+                #expect(!holder.hasData(within: 0.2), "the release answered before it was on disk")
+                disk.resume()
+                released = true
+                #expect(try holder.reply() == .integer(1))
             }
         }
     }

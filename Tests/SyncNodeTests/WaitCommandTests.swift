@@ -31,5 +31,33 @@ extension SyncNodeTests {
                 #expect(try client.reply() == bulk("1"))
             }
         }
+
+        /// Issue 58, scenario 1: a takes writes alone, then b links. WAIT used to answer 1 the
+        /// moment the link was up (it waited for the newest *broadcast*, and none had been), while
+        /// b held nothing. Now every answer of 1 means b holds all of a's writes; and once b's
+        /// catch-up has run, WAIT does answer 1.
+        @Test func waitCountsALateLinkedPeerOnlyOnceItHoldsTheEarlierWrites() async throws {
+            try await withPeer("a") { a in
+                let client = try a.client()
+                let keys = (0 ..< 5_000).map { "early\($0)" }
+                for chunk in stride(from: 0, to: keys.count, by: 500) {
+                    let pairs = keys[chunk ..< chunk + 500].flatMap { [$0, "v"] }
+                    #expect(try client.call(bytes: [Array("MSET".utf8)] + pairs.map { Array($0.utf8) }) == ok)
+                }
+                try await withPeer("b", peers: [a.listenAddress]) { b in
+                    #expect(await eventually { a.isConnected(to: "b") })
+                    let onB = try b.client()
+                    var counted = 0
+                    let deadline = Date().addingTimeInterval(20)
+                    while counted < 3 && Date() < deadline {
+                        guard try client.call("WAIT", "1", "200") == .integer(1) else { continue }
+                        counted += 1
+                        let held = try onB.call(bytes: [Array("EXISTS".utf8)] + keys.map { Array($0.utf8) })
+                        #expect(held == .integer(Int64(keys.count)), "WAIT counted b, which holds \(held) of \(keys.count) earlier writes")
+                    }
+                    #expect(counted == 3, "WAIT never counted b after its catch-up")
+                }
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Decide
+import Dispatch
 import DecideCore
 import DecideRESP
 import DecideUV
@@ -11,7 +12,9 @@ import DecideUV
 ///   held);
 /// - `DECIDE.RELEASE RESOURCE FENCING-TOKEN` ends this node's lease of that token early: 1, or 0
 ///   when the stored lease is another.
-/// The client's later commands wait while a lease waits for acknowledgements.
+/// The client's later commands wait while a lease waits for acknowledgements. Under strict
+/// durability both run off the loop thread (their decisions wait for the disk), so other
+/// clients go on meanwhile.
 extension RESPService {
     func lease(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) {
         guard let resource = String(validating: arguments[1], as: UTF8.self), !resource.isEmpty else {
@@ -42,10 +45,19 @@ extension RESPService {
             }
         }
         let answer = answerLater(session, server: server)
-        replicator.acquireLease(resource, for: .milliseconds(lifetime), ownedByHolder: owned, acknowledgedBy: .peers(peers),
-                                timeoutMilliseconds: timeout) { outcome in
-            answer { writer in Self.reply(outcome, resource: resource, into: &writer) }
+        offLoopUnderStrictDurability { [replicator, owned, peers, timeout] in
+            replicator.acquireLease(resource, for: .milliseconds(lifetime), ownedByHolder: owned, acknowledgedBy: .peers(peers),
+                                    timeoutMilliseconds: timeout) { outcome in
+                answer { writer in Self.reply(outcome, resource: resource, into: &writer) }
+            }
         }
+    }
+
+    /// Runs `body` at once, or, when decisions wait for the disk (strict durability), on
+    /// another thread: the loop thread never waits for fsync.
+    private func offLoopUnderStrictDurability(_ body: @escaping @Sendable () -> Void) {
+        guard node.acknowledgesAfterDisk else { return body() }
+        DispatchQueue.global().async(execute: body)
     }
 
     private static func reply(_ outcome: LeaseOutcome, resource: String, into writer: inout RESPWriter) {
@@ -68,16 +80,24 @@ extension RESPService {
         }
     }
 
-    func release(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+    func release(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) {
         guard let resource = String(validating: arguments[1], as: UTF8.self), !resource.isEmpty,
               let token = UInt64(String(decoding: arguments[2], as: UTF8.self)) else {
-            writer.error("ERR DECIDE.RELEASE RESOURCE FENCING-TOKEN (a non-empty UTF-8 resource, a whole number)")
+            session.writer.error("ERR DECIDE.RELEASE RESOURCE FENCING-TOKEN (a non-empty UTF-8 resource, a whole number)")
             return
         }
         guard let lease = node.lease(on: resource), lease.fencingToken == token, lease.holder == node.id else {
-            writer.integer(0)
+            session.writer.integer(0)
             return
         }
-        writer.integer(replicator.releaseLease(lease) ? 1 : 0)
+        guard node.acknowledgesAfterDisk else {
+            session.writer.integer(replicator.releaseLease(lease) ? 1 : 0)
+            return
+        }
+        let answer = answerLater(session, server: server)
+        offLoopUnderStrictDurability { [replicator] in
+            let released = replicator.releaseLease(lease)
+            answer { writer in writer.integer(released ? 1 : 0) }
+        }
     }
 }

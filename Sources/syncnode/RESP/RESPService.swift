@@ -385,7 +385,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .wait: wait(arguments, session: session, server: server)
         case .decideLease: lease(arguments, session: session, server: server)
-        case .decideRelease: release(arguments, into: &session.writer)
+        case .decideRelease: release(arguments, session: session, server: server)
         case .decideRekey: rekey(into: &session.writer)
         case .mget: mget(arguments, into: &session.writer)
         case .exists: exists(arguments, into: &session.writer)
