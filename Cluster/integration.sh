@@ -42,6 +42,10 @@
 #       its data (its stored clock still ahead) it refuses too; 300 s behind, it refuses, and
 #       refuses their entries; with the right clock and fresh data it decides again and all three
 #       hold the same entries
+#   (u) acknowledgement means held (issue 58): u1 takes a write alone; u3 links 300 s behind and
+#       refuses it: WAIT 1 on u1 answers 0 while u3 holds nothing. u2 runs strict on a 3 MiB
+#       tmpfs filled until its store fails: it still applies u1's writes in memory, and WAIT 1
+#       answers 0 for them
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -59,15 +63,18 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 p m1 m2 w load join)
+PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 p m1 m2 w u1 u2 u3 load join)
 PYTHON="${PYTHON:-$ROOT/.build-venv/bin/python}"
 passed=0
 failed=0
 
+# The small disk of (u), mounted over u2's data directory (root only).
+SMALL_DISK="$RUN_DIR/u2/data"
 cleanup() {
     for name in "${PEERS[@]}"; do
         peer_stop "$name" TERM >/dev/null 2>&1 || peer_stop "$name" KILL >/dev/null 2>&1 || true
     done
+    if mountpoint -q "$SMALL_DISK" 2>/dev/null; then umount "$SMALL_DISK" || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -900,6 +907,54 @@ if [ $wait_status -eq 0 ] && [[ "$wait_out" == *"acknowledged by 2 of 2 peers"* 
 else
     fail "(q) an acknowledged write survives its writer's kill -9" "put: exit $wait_status $wait_out; b: $on_b; c: $on_c"
 fi
+
+# --- (u) -----------------------------------------------------------------------------------
+# Issue 58's first two scenarios on real processes: WAIT counts only a peer that holds every
+# write made before it, at its durability level (docs/consistency.md, "Writes acknowledged by
+# replicas"). A cluster of its own.
+acks=(--cluster acks)
+if peer_start u1 127.0.0.1:0 127.0.0.1:0 "${acks[@]}" && [ "$(rcli u1 SET 'alone' before-anyone)" = OK ]; then
+    if PEER_WALLCLOCK_SHIFT_MS=-300000 peer_start u3 127.0.0.1:0 127.0.0.1:0 "${acks[@]}" --peer "$(peer_listen u1)" \
+        && wait_until 10 "u1 linked to u3" linked u1 u3; then
+        behind_wait=$(rcli u1 WAIT 1 1000)
+        behind_get=$(rcli u3 GET alone)
+        if [ "$behind_wait" = 0 ] && [ -z "$behind_get" ]; then
+            pass "(u) u3 linked 300 s behind refuses u1's earlier write: WAIT 1 on u1 answers 0, and u3 indeed holds nothing"
+        else
+            fail "(u) WAIT counts a peer that holds nothing" "WAIT 1 1000 on u1: $behind_wait; GET alone on u3: '$behind_get'"
+        fi
+    else
+        fail "(u) u3 starts 300 s behind and links to u1" "see $RUN_DIR/u3/log"
+    fi
+    peer_stop u3 >/dev/null 2>&1
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "SKIPPED (u) a strict peer on a full disk: mounting a tmpfs needs root"
+    elif mkdir -p "$SMALL_DISK" && mount -t tmpfs -o size=3m tmpfs "$SMALL_DISK" \
+        && peer_start u2 127.0.0.1:0 127.0.0.1:0 "${acks[@]}" --durability strict --peer "$(peer_listen u1)" \
+        && wait_until 10 "u1 linked to u2" linked u1 u2 && wait_until 20 "u2 to hold u1's earlier write" value_is u2 alone '"before-anyone"'; then
+        before_fill=$(rcli u1 WAIT 1 5000)
+        # 80 values of 60 KB through u1: 4.8 MB for a 3 MiB disk.
+        filler=$(head -c 60000 /dev/zero | tr '\0' x)
+        for index in $(seq 1 80); do rcli u1 SET "fill$index" "$filler" >/dev/null; done
+        failed_store=0
+        wait_until 20 "u2's store to fail" grep -q "later decisions are refused" "$RUN_DIR/u2/log" && failed_store=1
+        [ "$(rcli u1 SET 'after-the-disk' lost-on-u2)" = OK ]
+        full_wait=$(rcli u1 WAIT 1 1000)
+        in_memory=0; wait_until 10 "u2 to apply the write in memory" value_is u2 'after-the-disk' '"lost-on-u2"' && in_memory=1
+        if [ "$before_fill" = 1 ] && [ $failed_store = 1 ] && [ "$full_wait" = 0 ] && [ $in_memory = 1 ]; then
+            pass "(u) u2 strict on a full 3 MiB disk: it applies u1's write in memory, and WAIT 1 on u1 answers 0 (it answered 1 before the disk filled)"
+        else
+            fail "(u) a strict peer whose store failed acknowledges nothing" "WAIT before the fill: $before_fill; store failed: $failed_store; WAIT after: $full_wait; applied in memory: $in_memory; $(grep -m2 -E 'store|refused' "$RUN_DIR/u2/log" | tr '\n' ' ')"
+        fi
+    else
+        fail "(u) u2 starts strict on a 3 MiB tmpfs and links to u1" "see $RUN_DIR/u2/log"
+    fi
+    peer_stop u2 KILL >/dev/null 2>&1
+    if mountpoint -q "$SMALL_DISK"; then umount "$SMALL_DISK"; fi
+else
+    fail "(u) u1 starts and takes a write" "see $RUN_DIR/u1/log"
+fi
+peer_stop u1 >/dev/null 2>&1
 
 # --- (k) -----------------------------------------------------------------------------------
 # The other peers stop first: both cores go to the two measured here.
