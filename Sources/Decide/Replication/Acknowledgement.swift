@@ -9,11 +9,13 @@ public enum AcknowledgementTarget: Hashable, Sendable {
 
 /// What became of a decision made with `Replicator.decide(_:acknowledgedBy:timeout:)`.
 ///
-/// Guarantees: every node in `acknowledgedBy` applied the decision's delta (or a newer one of
-/// this node's) at its own durability level before it said so — on disk under strict
-/// durability — and said so on the link the delta travelled; a node that lost a delta of
-/// this link (a queue dropped), or was not linked when it was sent, is not counted, however
-/// it later got the decision. So the count is never more than the replicas that hold it.
+/// Guarantees: every node in `acknowledgedBy` held the decision and every decision this node
+/// committed before it (or a newer write of each of their keys) at its own durability level —
+/// on disk under strict durability — when it said so: by the deltas of the link it answered
+/// on, and by a clean catch-up for what was written before that link opened. A node that lost
+/// a delta of its link (a queue dropped) counts only once a catch-up proves it holds it, and
+/// one whose store stopped taking writes does not count. So the count is never more than the
+/// replicas that hold it (docs/consistency.md, "Writes acknowledged by replicas").
 public struct Acknowledged: Hashable, Sendable {
     /// The decision's own outcome on this node.
     public let commit: Commit
