@@ -42,6 +42,9 @@
 #       its data (its stored clock still ahead) it refuses too; 300 s behind, it refuses, and
 #       refuses their entries; with the right clock and fresh data it decides again and all three
 #       hold the same entries
+#   (flood) a stranger trying to hold 1,100 idle sockets to a peer's --listen: its link stays up
+#       and comes back after its peer's kill -9; over a thousand refusals, at most 30 log lines
+#       (Cluster/handshake_flood.sh)
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -900,6 +903,10 @@ if [ $wait_status -eq 0 ] && [[ "$wait_out" == *"acknowledged by 2 of 2 peers"* 
 else
     fail "(q) an acknowledged write survives its writer's kill -9" "put: exit $wait_status $wait_out; b: $on_b; c: $on_c"
 fi
+
+# --- (flood) -------------------------------------------------------------------------------
+source Cluster/handshake_flood.sh
+check_handshake_flood
 
 # --- (k) -----------------------------------------------------------------------------------
 # The other peers stop first: both cores go to the two measured here.
