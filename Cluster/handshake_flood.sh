@@ -80,6 +80,14 @@ check_handshake_flood() {
     else
         fail "(flood) flood2 links with flood1 again under the flood" "flood1 sees flood2 as '$(link_of flood1 flood2)'"
     fi
+    # Its dials while flood2 was away failed for want of flood2, never for want of a slot.
+    local starved
+    starved=$(tail -n +"$((skip + 1))" "$log" | grep -c 'connect failed.*too many connections')
+    if [ "$starved" -eq 0 ]; then
+        pass "(flood) none of flood1's own dials was refused for want of a connection slot"
+    else
+        fail "(flood) flood1's own dials keep their slots under the flood" "$starved dials failed with 'too many connections'"
+    fi
     kill -TERM "$flood_pid" 2>/dev/null
     wait "$flood_pid" 2>/dev/null
     local seconds lines refused closed
