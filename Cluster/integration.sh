@@ -46,6 +46,9 @@
 #       refuses it: WAIT 1 on u1 answers 0 while u3 holds nothing. u2 runs strict on a 3 MiB
 #       tmpfs filled until its store fails: it still applies u1's writes in memory, and WAIT 1
 #       answers 0 for them
+#   (flood) a stranger trying to hold 1,100 idle sockets to a peer's --listen: its link stays up
+#       and comes back after its peer's kill -9; over a thousand refusals, at most 30 log lines
+#       (Cluster/handshake_flood.sh)
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -955,6 +958,10 @@ else
     fail "(u) u1 starts and takes a write" "see $RUN_DIR/u1/log"
 fi
 peer_stop u1 >/dev/null 2>&1
+
+# --- (flood) -------------------------------------------------------------------------------
+source Cluster/handshake_flood.sh
+check_handshake_flood
 
 # --- (k) -----------------------------------------------------------------------------------
 # The other peers stop first: both cores go to the two measured here.

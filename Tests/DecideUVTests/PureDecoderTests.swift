@@ -1,3 +1,5 @@
+import DecideCore
+import Foundation
 import Testing
 @testable import DecideUV
 
@@ -99,13 +101,58 @@ struct PureDecoderTests {
 
 @Suite("docs/protocol.md")
 struct ProtocolDocTests {
-    @Test("the example hello of §8 is what the encoder writes")
+    static func document() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+    }
+
+    @Test("the example hello of §8 is what the encoder writes, at the versions this build speaks")
     func exampleHello() {
-        let hello = HandshakeMessage.hello(Hello(minVersion: 1, maxVersion: 1, hasSecret: false, nonce: Array(0 ..< 32),
-                                                 clusterName: "test", nodeID: "b", listenAddress: ""))
-        let expected: [UInt8] = [0x32, 0, 0, 0, 0xF1, 0x44, 0x43, 0x44, 0x45, 1, 0, 1, 0, 0] + Array(0 ..< 32)
+        let versions = WireProtocol.minSupportedVersion ... WireProtocol.maxSupportedVersion
+        #expect(versions == 3 ... 3, "§8's example shows versions 3..3")
+        let hello = HandshakeMessage.hello(Hello(minVersion: versions.lowerBound, maxVersion: versions.upperBound, hasSecret: false,
+                                                 nonce: Array(0 ..< 32), clusterName: "test", nodeID: "b", listenAddress: ""))
+        let expected: [UInt8] = [0x32, 0, 0, 0, 0xF1, 0x44, 0x43, 0x44, 0x45, 3, 0, 3, 0, 0] + Array(0 ..< 32)
             + [4, 0x74, 0x65, 0x73, 0x74, 1, 0x62, 0]
         #expect(WireProtocol.frame(hello.encoded()) == expected)
         #expect(WireProtocol.frame(HandshakeMessage.proof([]).encoded()) == [1, 0, 0, 0, 0xF2])
+    }
+
+    @Test("§4.5 names the versions this build speaks")
+    func versions() throws {
+        let text = try Self.document()
+        #expect(text.contains("This build speaks \(WireProtocol.minSupportedVersion)…\(WireProtocol.maxSupportedVersion)."))
+    }
+
+    @Test("the example ping of §8 is what the engine's codec writes, plain and sealed")
+    func examplePing() throws {
+        let text = try Self.document()
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined(separator: " ") }
+        let ping = WireProtocol.frame(ReplicationCodec().encode(.ping(nonce: 1)))
+        #expect(text.contains("a ping with nonce 1, `\(hex(ping))`"))
+        // Sealed: that frame is the plaintext of one record, then the tag.
+        let record = ping.count + LinkSealer.overheadBytes
+        #expect(text.contains("one record of \(record) bytes of payload (`\(hex(Array(WireProtocol.frame([UInt8](repeating: 0, count: record)).prefix(4))))`"))
+    }
+
+    @Test("§3's table of replication message types lists exactly the types the codec decodes")
+    func messageTypes() throws {
+        let codec = ReplicationCodec()
+        let types: [Int] = Array(1 ..< Int(WireProtocol.firstTransportType))
+        let decoded = types.filter { (type: Int) -> Bool in
+            do {
+                _ = try codec.decode([UInt8(truncatingIfNeeded: type)] + [UInt8](repeating: 0, count: 64))
+                return true
+            } catch {
+                if let wireError = error as? WireDecodeError, case .unknownMessageType = wireError { return false }
+                return true   // known, only not these bytes
+            }
+        }
+        let lines = try Self.document().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let header = try #require(lines.firstIndex(of: "| type | message |"))
+        let documented = lines[(header + 2)...].prefix { $0.hasPrefix("| ") }.compactMap { line in
+            Int(line.dropFirst(2).prefix { $0 != " " })
+        }
+        #expect(documented == decoded)
     }
 }

@@ -13,11 +13,18 @@ final class RawClient {
     /// True once the peer closed (EOF or reset).
     private(set) var closedByPeer = false
 
-    /// Connects to `address` (`127.0.0.1:P` or `[::1]:P`). `receiveBufferBytes` shrinks SO_RCVBUF.
-    init(connectTo address: String, receiveBufferBytes: Int32? = nil) throws {
+    /// Connects to `address` (`127.0.0.1:P` or `[::1]:P`). `receiveBufferBytes` shrinks SO_RCVBUF;
+    /// `sourceHost` binds the local end to that address first (any port): `127.0.0.2` makes a
+    /// stranger on another loopback address.
+    init(connectTo address: String, receiveBufferBytes: Int32? = nil, sourceHost: String? = nil) throws {
         let target = SocketAddress(literal: HostPort(address)!)!
         fd = socket(target.family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
+        if let sourceHost {
+            let local = SocketAddress(literal: HostPort(host: sourceHost, port: 0))!
+            let length = socklen_t(local.family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
+            guard local.withSockaddr({ bind(fd, $0, length) }) == 0 else { Glibc.close(fd); throw POSIXError(.EADDRNOTAVAIL) }
+        }
         if var size = receiveBufferBytes {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }

@@ -22,8 +22,12 @@ struct Handshake {
         case refusedByPeer(Refusal)
     }
 
-    /// The secrets this side accepts, the first being the one it proves and seals with.
-    private let keyring: [[UInt8]]
+    /// The secrets this side accepts, the first being the one it proves and seals with. A
+    /// rotation replaces it while the handshake runs (`updateKeyring`).
+    private var keyring: [[UInt8]]
+    /// The secret this side's proof was computed under, once it was sent: it derives the keys
+    /// this side seals with, whatever the keyring became since.
+    private var provedSecret: [UInt8]?
     private let outbound: Bool
     private let localHello: Hello
     private let localHelloBytes: [UInt8]
@@ -41,6 +45,16 @@ struct Handshake {
         localHello = Hello(minVersion: versions.lowerBound, maxVersion: versions.upperBound, hasSecret: !secrets.isEmpty,
                            nonce: nonce, clusterName: clusterName, nodeID: nodeID, listenAddress: listenAddress)
         localHelloBytes = HandshakeMessage.hello(localHello).encoded()
+    }
+
+    /// Replaces the keyring of a handshake in progress (a rotation): the peer's proof, when it
+    /// comes, is verified against `secrets` only, and a proof not yet sent proves `secrets[0]`.
+    /// A proof already sent stays what it was; `Step.established`'s sealer names the secret it
+    /// used (`sendSecret`), for the caller to check against the keyring of that moment.
+    /// `secrets` is empty exactly when the keyring was (a transport keeps having a secret or not).
+    mutating func updateKeyring(_ secrets: [[UInt8]]) {
+        precondition(secrets.isEmpty == keyring.isEmpty, "a handshake cannot gain or lose its secret")
+        keyring = secrets
     }
 
     /// The first payload to send: this side's hello (with a secret: versions, flags and nonce only).
@@ -108,6 +122,7 @@ struct Handshake {
         peerHelloBytes = bytes
         version = high
         guard let secret = keyring.first else { return .send([HandshakeMessage.proof([]).encoded()]) }
+        provedSecret = secret
         let mac = HMAC<SHA256>.authenticationCode(for: transcript(senderIsDialer: outbound),
                                                   using: key(.proof, secret: secret, senderIsDialer: outbound))
         let identity = HandshakeMessage.encodeIdentity(clusterName: localHello.clusterName, nodeID: localHello.nodeID,
@@ -147,7 +162,11 @@ struct Handshake {
         }
         var known = peer
         (known.clusterName, known.nodeID, known.listenAddress) = identity
-        let mine = keyring[0]
+        // The secret the peer verified this side's proof under: proof before verification on
+        // every stream (a proof comes only after the hello it answers, §4.5).
+        guard let mine = provedSecret else {
+            return .refuse(Refusal(code: .protocolViolation, reason: "proof before hello"), log: "peer sent a proof before this side proved")
+        }
         let sealer = LinkSealer(
             sendKey: key(.traffic, secret: mine, senderIsDialer: outbound),
             receiveKey: key(.traffic, secret: secret, senderIsDialer: senderIsDialer),

@@ -37,6 +37,9 @@ final class UVConnection {
     var peer: PeerInfo?
     /// `close` was called from a delegate callback: deliver nothing more; the close runs next turn.
     var closeRequested = false
+    /// What it holds of the reactor's `ConnectionBudget`, given back when its handles are gone
+    /// (`.none` for a connection refused at accept).
+    var slot: ConnectionBudget.Slot = .none
     /// Handles not yet reported closed by libuv (0, 1 or 2).
     var openHandles = 0
     private let liveCounter: LiveCounter

@@ -33,6 +33,17 @@ final class UVReactor: @unchecked Sendable {
     /// One read buffer for every connection: libuv reads into it and `onRead` consumes it at once.
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: readBufferBytes, alignment: 16)
 
+    /// Who may hold a connection slot: inbound handshakes in all and per address, inbound
+    /// connections, this node's dials (`ConnectionBudget`).
+    private var budget: ConnectionBudget
+    /// Which refusals of inbound connections get a line of their own, and how many there were.
+    private var refusalLog: RefusalLog
+    /// Logs the counts of refusals `refusalLog` only counted; made on the loop thread when first
+    /// needed, closed by `shutdownAll`, freed by `deinit`.
+    private var refusalTimer: UnsafeMutablePointer<uv_timer_t>?
+    /// When `refusalTimer` is set to fire (loop milliseconds), nil when it is not.
+    private var refusalTimerDue: UInt64?
+
     let liveConnections = LiveCounter()
     let liveBatches = LiveCounter()
     let liveListeners = LiveCounter()
@@ -44,6 +55,11 @@ final class UVReactor: @unchecked Sendable {
         queues = OutboundQueues(maxOutboundBytes: configuration.maxOutboundBytes)
         pacing = FlushPacing(coalescingMicroseconds: configuration.flushCoalescingMicroseconds)
         keyring = configuration.keyring
+        budget = ConnectionBudget(maxConnections: configuration.maxConnections,
+                                  reservedOutboundConnections: configuration.reservedOutboundConnections,
+                                  maxInboundHandshakes: configuration.maxInboundHandshakes,
+                                  maxInboundHandshakesPerAddress: configuration.maxInboundHandshakesPerAddress)
+        refusalLog = RefusalLog(intervalMilliseconds: configuration.refusalLogIntervalMilliseconds)
         logger = configuration.logger
         logger[metadataKey: "node"] = "\(configuration.nodeID)"
         eventLoop = try UVEventLoop(afterTasks: { [unowned self] in flush() })
@@ -51,6 +67,7 @@ final class UVReactor: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
+        refusalTimer?.deallocate()
     }
 
     // MARK: Listening
@@ -83,24 +100,110 @@ final class UVReactor: @unchecked Sendable {
 
     private func accept(on listener: UVListener, status: Int32) {
         guard status == 0 else {
-            logger.warning("accept failed", metadata: ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(status))"])
+            logRefusal(.acceptFailed, "accept failed") { ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(status))"] }
             return
         }
         guard !stopping, !listener.closing else { return }
         let connection = makeConnection(outbound: false, remoteAddress: "?")
         let acceptStatus = uv_accept(decide_uv_tcp_as_stream(listener.tcp), connection.stream)
         guard acceptStatus == 0 else {
-            logger.warning("accept failed", metadata: ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(acceptStatus))"])
+            logRefusal(.acceptFailed, "accept failed") { ["listen": "\(listener.boundAddress)", "error": "\(UVError.text(acceptStatus))"] }
             closeHandles(connection)
             return
         }
         connection.remoteAddress = peerName(connection)
-        if connections.count > configuration.maxConnections {
-            close(connection, reason: .refused("too many connections (\(configuration.maxConnections))"),
-                  refusal: Refusal(code: .tooManyConnections, reason: "too many connections"))
-            return
+        switch budget.admitInbound(from: HostPort(connection.remoteAddress)?.host ?? connection.remoteAddress) {
+        case .success(let slot):
+            connection.slot = slot
+            beginHandshake(connection)
+        case .failure(let refusal):
+            shed(connection, refusal)
         }
-        beginHandshake(connection)
+    }
+
+    /// Turns away an inbound connection the budget did not admit, at once: a refusal the kernel
+    /// takes now or never (a few bytes to a fresh socket), then both handles close. No linger,
+    /// no timer, no slot held, and a line only as `logRefusal` allows: a flood of connections
+    /// costs the loop an accept and a close each.
+    private func shed(_ connection: UVConnection, _ refusal: ConnectionBudget.Refusal) {
+        let kind: RefusalLog.Kind
+        let text: String
+        switch refusal {
+        case .addressHandshakesFull:
+            kind = .tooManyFromAddress
+            text = "too many handshakes in progress from this address (\(configuration.maxInboundHandshakesPerAddress))"
+        case .handshakesFull:
+            kind = .tooManyHandshakes
+            text = "too many handshakes in progress (\(configuration.maxInboundHandshakes))"
+        case .inboundShareFull, .connectionsFull:
+            kind = .tooManyConnections
+            text = "too many connections (\(budget.inboundShare) inbound of \(configuration.maxConnections))"
+        }
+        var frame = WireProtocol.frame(HandshakeMessage.refusal(Refusal(code: .tooManyConnections, reason: text)).encoded())
+        frame.withUnsafeMutableBytes { raw in
+            var buffer = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
+            _ = uv_try_write(connection.stream, &buffer, 1)
+        }
+        logRefusal(kind, "link refused") {
+            ["conn": "\(connection.id)", "address": "\(connection.remoteAddress)", "reason": "\(DisconnectReason.refused(text))"]
+        }
+        closeHandles(connection)
+    }
+
+    // MARK: Refusal lines
+
+    /// Logs one refusal of an inbound connection, unless a line of its kind went out less than
+    /// `refusalLogIntervalMilliseconds` ago: then it is counted, and the count logged when the
+    /// interval has passed (`RefusalLog`).
+    private func logRefusal(_ kind: RefusalLog.Kind, _ message: Logger.Message, _ metadata: () -> Logger.Metadata) {
+        switch refusalLog.note(kind, atMilliseconds: uv_now(loop)) {
+        case .log(let earlier, let window):
+            var all = metadata()
+            if earlier > 0 {
+                all["also-refused"] = "\(earlier)"
+                all["in-last-ms"] = "\(window)"
+            }
+            logger.warning(message, metadata: all)
+        case .count:
+            armRefusalTimer()
+        }
+    }
+
+    private func logRefusalCount(_ summary: RefusalLog.Summary) {
+        logger.warning("connections refused", metadata: [
+            "count": "\(summary.count)", "in-last-ms": "\(summary.windowMilliseconds)", "reason": "\(summary.kind)",
+        ])
+    }
+
+    /// Sets `refusalTimer` to fire when the next count falls due.
+    private func armRefusalTimer() {
+        guard !stopping, let due = refusalLog.nextDueMilliseconds, refusalTimerDue != due else { return }
+        let timer: UnsafeMutablePointer<uv_timer_t>
+        if let existing = refusalTimer {
+            timer = existing
+        } else {
+            timer = .allocate(capacity: 1)
+            let status = uv_timer_init(loop, timer)
+            precondition(status == 0, "uv_timer_init failed: \(UVError.text(status))")
+            refusalTimer = timer
+        }
+        let now = uv_now(loop)
+        refusalTimerDue = due
+        uv_timer_start(timer, { timer in
+            let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(timer!.pointee.loop)).takeUnretainedValue()
+            reactor.refusalTimerFired()
+        }, due > now ? due - now : 0, 0)
+    }
+
+    private func refusalTimerFired() {
+        refusalTimerDue = nil
+        for summary in refusalLog.due(atMilliseconds: uv_now(loop)) { logRefusalCount(summary) }
+        armRefusalTimer()
+    }
+
+    /// Refusals of inbound connections so far, by kind (logged or only counted).
+    func refusalTotals() -> [RefusalLog.Kind: UInt64] {
+        Dictionary(uniqueKeysWithValues: RefusalLog.Kind.allCases.map { ($0, refusalLog.total($0)) })
     }
 
     // MARK: Connecting
@@ -154,11 +257,12 @@ final class UVReactor: @unchecked Sendable {
     }
 
     private func startConnect(to address: SocketAddress, label: String) {
-        guard connections.count < configuration.maxConnections else {
-            failConnect(label, .networkError("too many connections (\(configuration.maxConnections))"))
+        guard case .success(let slot) = budget.admitOutbound() else {
+            failConnect(label, .networkError("too many connections (\(configuration.maxConnections), \(budget.outbound) of them dials)"))
             return
         }
         let connection = makeConnection(outbound: true, remoteAddress: label)
+        connection.slot = slot
         startHandshakeTimer(connection)
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
         request.pointee.data = Unmanaged.passUnretained(connection).toOpaque()
@@ -196,8 +300,11 @@ final class UVReactor: @unchecked Sendable {
     private func makeConnection(outbound: Bool, remoteAddress: String) -> UVConnection {
         let id = nextID
         nextID += 1
+        // Eight bytes a draw of the system's generator (one getrandom call each), not one.
         var random = SystemRandomNumberGenerator()
-        let nonce = (0 ..< WireProtocol.nonceBytes).map { _ in UInt8.random(in: 0 ... 255, using: &random) }
+        var nonce: [UInt8] = []
+        nonce.reserveCapacity(WireProtocol.nonceBytes)
+        while nonce.count < WireProtocol.nonceBytes { withUnsafeBytes(of: random.next()) { nonce.append(contentsOf: $0) } }
         let handshake = Handshake(clusterName: configuration.clusterName, nodeID: configuration.nodeID,
                                   listenAddress: advertisedAddress, secrets: keyring,
                                   outbound: outbound, nonce: nonce, versions: configuration.protocolVersions)
@@ -365,6 +472,13 @@ final class UVReactor: @unchecked Sendable {
         case .established(let payloads, let hello, let version, let sealer):
             if !payloads.isEmpty { writeDirect(connection, payloads) }
             connection.sealer = sealer
+            if let sealer, !sealsUnderAccepted(sealer) {
+                // Its proof was sent under a secret retired while the handshake ran: it must not
+                // become a link. The refusal goes sealed, after that proof, so the peer opens it.
+                let text = "the handshake used a cluster secret retired meanwhile (sends under \(sealer.sendSecret), receives under \(sealer.receiveSecret)); redial"
+                close(connection, reason: .refused(text), refusal: Refusal(code: .badProof, reason: "cluster secret retired during the handshake"))
+                return
+            }
             establish(connection, hello: hello, version: version)
         case .refuse(let refusal, let text):
             let reason: DisconnectReason
@@ -382,6 +496,7 @@ final class UVReactor: @unchecked Sendable {
     private func establish(_ connection: UVConnection, hello: Hello, version: UInt16) {
         uv_timer_stop(connection.timer)
         connection.phase = .established
+        budget.authenticated(&connection.slot)
         let overhead = connection.sealer == nil ? 0 : LinkSealer.overheadBytes
         connection.decoder.maxFrameBytes = connection.sealer == nil
             ? configuration.maxFrameBytes : LinkSealer.maxRecordBytes(maxFrameBytes: configuration.maxFrameBytes)
@@ -420,9 +535,12 @@ final class UVReactor: @unchecked Sendable {
             ])
             if let transport, let delegate { delegate.transport(transport, didDisconnect: id, reason: reason) }
         } else {
-            logger.warning(connection.outbound ? "connect failed" : "link refused", metadata: [
-                "conn": "\(connection.id)", "address": "\(connection.remoteAddress)", "reason": "\(reason)",
-            ])
+            let metadata: Logger.Metadata = ["conn": "\(connection.id)", "address": "\(connection.remoteAddress)", "reason": "\(reason)"]
+            if connection.outbound || reason == .closedLocally {
+                logger.warning(connection.outbound ? "connect failed" : "link refused", metadata: metadata)
+            } else {
+                logRefusal(Self.refusalKind(reason, refusal), "link refused") { metadata }
+            }
             if connection.outbound, let transport, let delegate {
                 delegate.transport(transport, didFailToConnect: connection.remoteAddress, reason: reason)
             }
@@ -444,6 +562,20 @@ final class UVReactor: @unchecked Sendable {
         }
     }
 
+    /// Which line budget the refusal of an inbound handshake counts against.
+    private static func refusalKind(_ reason: DisconnectReason, _ refusal: Refusal?) -> RefusalLog.Kind {
+        switch refusal?.code {
+        case .handshakeTimeout?: return .handshakeTimeout
+        case .badProof?: return .wrongSecret
+        case .malformed?, .protocolViolation?: return .malformed
+        case .unsupportedVersion?, .clusterMismatch?, .secretRequired?, .secretNotConfigured?, .tooManyConnections?, .other?:
+            return .refusedHandshake
+        case nil:
+            if case .refused = reason { return .refusedHandshake }
+            return .closedDuringHandshake
+        }
+    }
+
     /// `uv_close` on both handles; the connection is released when both callbacks ran.
     private func closeHandles(_ connection: UVConnection) {
         guard connection.phase != .closed else { return }
@@ -452,7 +584,10 @@ final class UVReactor: @unchecked Sendable {
             let connection = UVConnection.from(handle!.pointee.data)
             let reactor = Unmanaged<UVReactor>.fromOpaque(uv_loop_get_data(handle!.pointee.loop)).takeUnretainedValue()
             connection.openHandles -= 1
-            if connection.openHandles == 0 { reactor.connections.removeValue(forKey: connection.id) }
+            if connection.openHandles == 0 {
+                reactor.budget.release(&connection.slot)
+                reactor.connections.removeValue(forKey: connection.id)
+            }
         }
         uv_close(decide_uv_tcp_as_handle(connection.tcp), onClose)
         uv_close(decide_uv_timer_as_handle(connection.timer), onClose)
@@ -536,20 +671,34 @@ final class UVReactor: @unchecked Sendable {
         }
     }
 
-    /// New handshakes accept `secrets` (the first is proved and sealed with); established links
-    /// whose either direction was derived from a secret no longer accepted are closed, so they
-    /// redial and seal under one that is.
+    /// New handshakes accept `secrets` (the first is proved and sealed with), and so do the
+    /// handshakes in progress: a peer's proof that arrives later verifies only under `secrets`,
+    /// and one whose own proof went out under a secret no longer accepted is refused when it
+    /// completes (`handshakeFrame`). Established links whose either direction was derived from a
+    /// secret no longer accepted are closed, so they redial and seal under one that is. So once
+    /// this returns, no link is or becomes sealed under a retired secret.
     func updateKeyring(_ secrets: [[UInt8]]) {
         keyring = secrets
-        let accepted = Set(secrets.map(SecretFingerprint.init))
         logger.info("cluster secrets changed", metadata: [
             "accepted": "\(secrets.map { SecretFingerprint($0).description }.joined(separator: ","))",
         ])
-        for connection in connections.values where connection.phase == .established {
-            guard let sealer = connection.sealer,
-                  !accepted.contains(sealer.sendSecret) || !accepted.contains(sealer.receiveSecret) else { continue }
-            close(connection, reason: .closedLocally, refusal: nil)
+        for connection in connections.values.sorted(by: { $0.id < $1.id }) {
+            switch connection.phase {
+            case .connecting, .handshaking:
+                connection.handshake.updateKeyring(secrets)
+            case .established:
+                guard let sealer = connection.sealer, !sealsUnderAccepted(sealer) else { continue }
+                close(connection, reason: .closedLocally, refusal: nil)
+            case .lingering, .closed:
+                break
+            }
         }
+    }
+
+    /// Whether both directions of `sealer` were derived from secrets of the current keyring.
+    private func sealsUnderAccepted(_ sealer: LinkSealer) -> Bool {
+        let accepted = Set(keyring.map(SecretFingerprint.init))
+        return accepted.contains(sealer.sendSecret) && accepted.contains(sealer.receiveSecret)
     }
 
     /// `send` was refused for `id`: tell the delegate (once per refusal streak).
@@ -577,6 +726,8 @@ final class UVReactor: @unchecked Sendable {
     /// Closes every listener, connection and lookup; the loop ends when their callbacks ran.
     func shutdownAll() {
         stopping = true
+        for summary in refusalLog.remaining(atMilliseconds: uv_now(loop)) { logRefusalCount(summary) }
+        if let refusalTimer { uv_close(decide_uv_timer_as_handle(refusalTimer), nil) }
         for listener in listeners { listener.close() }
         listeners.removeAll()
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {

@@ -225,6 +225,13 @@ public final class UVTransport: Transport, @unchecked Sendable {
 
     /// Bytes queued or handed to `uv_write` for `connection` and not yet written (0 when unknown).
     public func outboundBytes(for connection: ConnectionID) -> Int { outboundBytes(of: connection) }
+    /// Inbound connections refused before they authenticated, by why, since `start` (each
+    /// counted whether it had a log line of its own or not); empty when not running.
+    func inboundRefusals() -> [RefusalLog.Kind: UInt64] {
+        let reactor = self.reactor
+        return (try? onLoop { () throws(UVTransportError) -> [RefusalLog.Kind: UInt64] in reactor.refusalTotals() }) ?? [:]
+    }
+
     /// Live connection objects, write batches and listeners (all zero after `shutdown`).
     package var liveResources: (connections: Int, writeBatches: Int, listeners: Int) {
         (reactor.liveConnections.current, reactor.liveBatches.current, reactor.liveListeners.current)

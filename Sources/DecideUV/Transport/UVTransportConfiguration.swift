@@ -25,12 +25,36 @@ extension UVTransport {
         /// Bytes (length prefixes included) queued or in flight per link before `send` answers
         /// `.overLimit`.
         public var maxOutboundBytes: Int
-        /// A link whose handshake has not completed by then is closed.
+        /// A connection whose handshake has not completed this long after it was accepted (or,
+        /// for a dial, after `connect` began) is closed: a stranger holds a handshake slot
+        /// (`maxInboundHandshakes`) for at most this long.
         public var handshakeTimeoutMilliseconds: UInt64
         /// TCP keepalive idle time; 0 turns keepalive off.
         public var keepaliveSeconds: UInt32
-        /// Links (inbound and outbound, any state) at most; extra inbound ones are refused.
+        /// Connections (inbound and outbound, any phase) at most. An inbound one past its share
+        /// (`maxConnections - reservedOutboundConnections`) is refused and closed at once; a dial
+        /// past all of them fails with `didFailToConnect`.
         public var maxConnections: Int
+        /// Of `maxConnections`, the slots only this node's own dials may take: inbound
+        /// connections, authenticated or not, never hold more than `maxConnections -
+        /// reservedOutboundConnections`, so nobody connecting to `listen` can keep this node from
+        /// dialling its peers. 0 up to `maxConnections - 1`; 128 by default.
+        public var reservedOutboundConnections: Int = 128
+        /// Inbound connections still in their handshake (not yet authenticated), at most, from
+        /// all addresses together; one more is refused (refusal 9) and closed at once, without
+        /// holding a slot. Each handshake ends within `handshakeTimeoutMilliseconds`, so a
+        /// stranger that never finishes one frees its slot by then. 1 up to `maxConnections`;
+        /// 128 by default.
+        public var maxInboundHandshakes: Int = 128
+        /// Of `maxInboundHandshakes`, at most this many from one source address (the IPv4 or the
+        /// whole IPv6 address, any port), so strangers on one address cannot take the handshakes
+        /// of peers on others. 1 up to `maxInboundHandshakes`; 16 by default.
+        public var maxInboundHandshakesPerAddress: Int = 16
+        /// Inbound connections refused before they authenticated are logged at most once per
+        /// this interval for each reason: the first in full, the rest counted and their number
+        /// logged in one `connections refused` line (`count`, `in-last-ms`, `reason`) once the
+        /// interval passed. No refusal goes uncounted. 1 up to 3,600,000; 1,000 by default.
+        public var refusalLogIntervalMilliseconds: UInt64 = 1_000
         /// While links stream (the loop's previous write started less than this long ago, and
         /// carried more than one frame or was followed by no input), each write waits this long
         /// first, so that the frames queued meanwhile go out in the same write: a stream of small
@@ -43,8 +67,9 @@ extension UVTransport {
         public var logger: Logger
 
         /// A configuration with the documented defaults: 16 MiB frames, 64 MiB outbound per
-        /// link, 5 s handshake timeout, 30 s keepalive, 1024 connections, writes coalesced for
-        /// 50 µs while links stream.
+        /// link, 5 s handshake timeout, 30 s keepalive, 1024 connections of which 128 are kept for
+        /// this node's dials, 128 inbound handshakes at once and 16 from one address, refusals
+        /// logged once a second per reason, writes coalesced for 50 µs while links stream.
         public init(nodeID: String, clusterName: String, clusterSecret: [UInt8]? = nil, insecure: Bool = false,
                     maxFrameBytes: Int = 16 * 1024 * 1024, maxOutboundBytes: Int = 64 * 1024 * 1024,
                     handshakeTimeoutMilliseconds: UInt64 = 5_000, keepaliveSeconds: UInt32 = 30,
@@ -97,6 +122,18 @@ extension UVTransport {
             }
             guard handshakeTimeoutMilliseconds >= 1 else { throw .invalidConfiguration("handshakeTimeoutMilliseconds must be positive") }
             guard maxConnections >= 1 else { throw .invalidConfiguration("maxConnections must be positive") }
+            guard reservedOutboundConnections >= 0, reservedOutboundConnections < maxConnections else {
+                throw .invalidConfiguration("reservedOutboundConnections must be 0...maxConnections-1 (\(maxConnections - 1)), so that inbound connections keep a share")
+            }
+            guard maxInboundHandshakes >= 1, maxInboundHandshakes <= maxConnections else {
+                throw .invalidConfiguration("maxInboundHandshakes must be 1...maxConnections (\(maxConnections))")
+            }
+            guard maxInboundHandshakesPerAddress >= 1, maxInboundHandshakesPerAddress <= maxInboundHandshakes else {
+                throw .invalidConfiguration("maxInboundHandshakesPerAddress must be 1...maxInboundHandshakes (\(maxInboundHandshakes))")
+            }
+            guard refusalLogIntervalMilliseconds >= 1, refusalLogIntervalMilliseconds <= 3_600_000 else {
+                throw .invalidConfiguration("refusalLogIntervalMilliseconds must be 1...3600000")
+            }
             guard flushCoalescingMicroseconds <= 1_000 else {
                 throw .invalidConfiguration("flushCoalescingMicroseconds must be 0...1000")
             }
