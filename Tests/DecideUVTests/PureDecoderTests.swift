@@ -109,10 +109,10 @@ struct ProtocolDocTests {
     @Test("the example hello of §8 is what the encoder writes, at the versions this build speaks")
     func exampleHello() {
         let versions = WireProtocol.minSupportedVersion ... WireProtocol.maxSupportedVersion
-        #expect(versions == 3 ... 3, "§8's example shows versions 3..3")
+        #expect(versions == 4 ... 4, "§8's example shows versions 4..4")
         let hello = HandshakeMessage.hello(Hello(minVersion: versions.lowerBound, maxVersion: versions.upperBound, hasSecret: false,
                                                  nonce: Array(0 ..< 32), clusterName: "test", nodeID: "b", listenAddress: ""))
-        let expected: [UInt8] = [0x32, 0, 0, 0, 0xF1, 0x44, 0x43, 0x44, 0x45, 3, 0, 3, 0, 0] + Array(0 ..< 32)
+        let expected: [UInt8] = [0x32, 0, 0, 0, 0xF1, 0x44, 0x43, 0x44, 0x45, 4, 0, 4, 0, 0] + Array(0 ..< 32)
             + [4, 0x74, 0x65, 0x73, 0x74, 1, 0x62, 0]
         #expect(WireProtocol.frame(hello.encoded()) == expected)
         #expect(WireProtocol.frame(HandshakeMessage.proof([]).encoded()) == [1, 0, 0, 0, 0xF2])
