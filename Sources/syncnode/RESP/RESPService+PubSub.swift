@@ -24,15 +24,29 @@ extension RESPService {
     func subscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
         let kind = patterns ? "psubscribe" : "subscribe"
         subscribing: for argument in arguments.dropFirst() {
+            guard argument.count <= configuration.maxSubscriptionNameBytes else {
+                session.writer.error("ERR \(patterns ? "pattern" : "channel") of \(argument.count) bytes, more than maxSubscriptionNameBytes \(configuration.maxSubscriptionNameBytes)")
+                break subscribing
+            }
             let name = Array(argument)
-            let known = patterns ? session.patterns.contains(name) : session.channelSet.contains(name)
+            let known = patterns ? session.patternSet.contains(name) : session.channelSet.contains(name)
             if !known {
                 guard session.subscriptionCount < configuration.maxSubscriptionsPerConnection else {
                     session.writer.error("ERR more than maxSubscriptionsPerConnection \(configuration.maxSubscriptionsPerConnection) subscriptions on one connection")
                     break subscribing  // the subscriptions made so far must still be registered below
                 }
+                // Charged before it is kept: a client past its memory share is refused here,
+                // and `charge` closes one that passes it otherwise.
+                let cost = Self.subscriptionCost(name, pattern: patterns)
+                guard session.heldBytes + cost <= memoryShare(of: session) else {
+                    session.writer.error("ERR subscriptions past this client's memory share (\(memoryShare(of: session)) bytes, maxClientMemoryBytes): subscribe to fewer or shorter names")
+                    break subscribing
+                }
+                session.subscriptionBytes += cost
                 if patterns {
                     session.patterns.append(name)
+                    session.compiledPatterns.append(RESPGlob(name))
+                    session.patternSet.insert(name)
                 } else {
                     session.channels.append(name)
                     session.channelSet.insert(name)
@@ -58,9 +72,14 @@ extension RESPService {
         }
         for name in names {
             if patterns {
-                session.patterns.removeAll { $0 == name }
+                if session.patternSet.remove(name) != nil, let index = session.patterns.firstIndex(of: name) {
+                    session.patterns.remove(at: index)
+                    session.compiledPatterns.remove(at: index)
+                    session.subscriptionBytes -= Self.subscriptionCost(name, pattern: true)
+                }
             } else if session.channelSet.remove(name) != nil {
                 session.channels.removeAll { $0 == name }
+                session.subscriptionBytes -= Self.subscriptionCost(name, pattern: false)
             }
             session.writer.pushHeader(3)
             session.writer.bulk(kind)
@@ -70,10 +89,21 @@ extension RESPService {
         if !session.isSubscribed, subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
     }
 
+    /// What keeping one subscription costs its client: the name (twice: the list and the set),
+    /// a pattern's compiled form (at most 16 bytes a pattern byte: a token each, a set's 32 bytes
+    /// from at least two), and
+    /// `subscriptionOverheadBytes`.
+    static func subscriptionCost(_ name: [UInt8], pattern: Bool) -> Int {
+        2 * name.count + (pattern ? 16 * name.count : 0) + subscriptionOverheadBytes
+    }
+
     func dropSubscriptions(_ session: RESPSession) {
         session.channels = []
         session.channelSet = []
         session.patterns = []
+        session.compiledPatterns = []
+        session.patternSet = []
+        session.subscriptionBytes = 0
         if subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
     }
 
@@ -162,6 +192,7 @@ extension RESPService {
                 server.close(connection)
             } else {
                 server.flush(connection)
+                charge(session, server: server)
             }
         }
     }
@@ -169,7 +200,7 @@ extension RESPService {
     /// Whether `session` subscribed to a `__decide@0__` channel or to a pattern that names them.
     private func listensToDecide(_ session: RESPSession) -> Bool {
         session.channels.contains { $0.starts(with: Self.decidePrefix) }
-            || session.patterns.contains { RESPGlob.matches($0, Self.decidePrefix) || $0.starts(with: Self.decidePrefix) }
+            || session.patterns.indices.contains { session.compiledPatterns[$0].matches(Self.decidePrefix) || session.patterns[$0].starts(with: Self.decidePrefix) }
     }
 
     /// Sends `payload()` on `channel` to `session` if it subscribed to the channel, and once per
@@ -178,8 +209,8 @@ extension RESPService {
         if !session.channelSet.isEmpty && session.channelSet.contains(channel) {
             deliver(session, channel: channel, pattern: nil, payload: payload())
         }
-        for pattern in session.patterns where RESPGlob.matches(pattern, channel) {
-            deliver(session, channel: channel, pattern: pattern, payload: payload())
+        for index in session.compiledPatterns.indices where session.compiledPatterns[index].matches(channel) {
+            deliver(session, channel: channel, pattern: session.patterns[index], payload: payload())
         }
     }
 
