@@ -262,6 +262,74 @@ extension SyncNodeTests {
             }
         }
 
+        /// PSUBSCRIBE `patterns` in commands of 100; the replies of those that were made and the
+        /// error, if any, that stopped one.
+        static func psubscribe(_ client: TestClient, _ patterns: [String]) throws -> (made: Int, error: String?) {
+            var made = 0
+            for start in stride(from: 0, to: patterns.count, by: 100) {
+                let batch = Array(patterns[start ..< min(start + 100, patterns.count)])
+                try client.send(bytes: [Array("PSUBSCRIBE".utf8)] + batch.map { Array($0.utf8) })
+                for _ in batch {
+                    let reply = try client.reply()
+                    if let error = reply.errorText { return (made, error) }
+                    made += 1
+                }
+            }
+            return (made, nil)
+        }
+
+        @Test func patternsAreChargedByTheirBytes() async throws {
+            try await withPeer("pattern-bytes") { peer in
+                let endpoint = try CustomEndpoint(on: peer) { $0.maxClientMemoryBytes = 16 << 20 }
+                defer { endpoint.stop() }
+                let client = try endpoint.client()
+                // One name is bounded by itself.
+                let long = try client.call("PSUBSCRIBE", String(repeating: "p", count: 60_000))
+                #expect(long.errorText?.contains("maxSubscriptionNameBytes") == true, "\(long)")
+                // 2,000 patterns of 4 KB: charged by their bytes, refused past the share.
+                let patterns = (0 ..< 2_000).map { "\($0)*" + String(repeating: "x", count: 4_000) }
+                let (made, error) = try Self.psubscribe(client, patterns)
+                #expect(error?.contains("memory share") == true, "\(String(describing: error))")
+                #expect(made > 100 && made < 2_000, "\(made) made")
+                let accounting = endpoint.service.clientAccounting()
+                #expect((accounting?.clientsBytes ?? .max) <= 16 << 20, "\(String(describing: accounting))")
+                #expect((accounting?.clientsBytes ?? 0) >= made * 8_000, "patterns not charged by their bytes: \(String(describing: accounting))")
+                // Unsubscribing gives it back.
+                try client.send("PUNSUBSCRIBE")
+                for _ in 0 ..< made { _ = try client.reply() }
+                #expect(await eventually { (endpoint.service.clientAccounting()?.clientsBytes ?? .max) < 64 << 10 })
+            }
+        }
+
+        @Test func manyPatternsDoNotHoldOtherClients() async throws {
+            try await withPeer("pattern-work") { peer in
+                let subscriber = try peer.client()
+                // 2,000 patterns that each cost a change of a long key work (a run after a `*`
+                // retried at each position), none matching, then one that does.
+                let patterns = (0 ..< 2_000).map { "*" + String(repeating: "a", count: 40 + $0 % 20) + "b\($0)" }
+                #expect(try Self.psubscribe(subscriber, patterns + ["__keyspace@0__:a*"]).error == nil)
+                let before = try Self.accounting(peer)
+                let writer = try peer.client()
+                let other = try peer.client()
+                let key = String(repeating: "a", count: 200)
+                #expect(try writer.call("SET", key, "v") == ok)
+                let started = Date()
+                #expect(try other.call("PING") == .simple("PONG"))
+                let latency = Date().timeIntervalSince(started)
+                // The matching one is told, after all the work.
+                let message = try subscriber.reply(timeout: 60)
+                #expect(message.elements?.first == bulk("pmessage"), "\(message)")
+                let after = try Self.accounting(peer)
+                let work = after.notificationMatchSteps - before.notificationMatchSteps
+                #expect(work > 5_000_000, "the case is not the heavy one it means to be: \(work) steps")
+                // No loop turn did more than its bound and one candidate's match (at most
+                // channel × pattern bytes).
+                #expect(after.busiestNotificationTurnSteps <= 1_000_000 + 300 * 300,
+                        "a turn took \(after.busiestNotificationTurnSteps) steps")
+                #expect(latency < 0.2, "another client's PING waited \(latency) s")
+            }
+        }
+
         @Test func logLinesAboutClientsDoNotFlood() {
             let capture = LogCapture()
             let logger = capture.logger("throttle")

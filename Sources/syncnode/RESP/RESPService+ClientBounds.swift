@@ -201,6 +201,9 @@ extension RESPService {
         var evictedClients: UInt64
         var unauthenticatedClients: Int
         var openClients: Int
+        /// Glob steps of notification matching, in all and in the busiest loop turn.
+        var notificationMatchSteps: UInt64
+        var busiestNotificationTurnSteps: Int
     }
 
     /// Reads `ClientAccounting` on the loop thread, waiting for it (not from the loop itself);
@@ -215,7 +218,9 @@ extension RESPService {
             result.withLock {
                 $0 = ClientAccounting(clientsBytes: this.clientBytes, peakClientsBytes: this.peakClientBytes,
                                       evictedClients: this.evictedClients,
-                                      unauthenticatedClients: this.unauthenticatedSessions, openClients: this.openSessions)
+                                      unauthenticatedClients: this.unauthenticatedSessions, openClients: this.openSessions,
+                                      notificationMatchSteps: this.notificationMatchSteps,
+                                      busiestNotificationTurnSteps: this.busiestNotificationTurnSteps)
             }
             done.signal()
         }) else { return nil }

@@ -335,6 +335,8 @@ extension RESPService {
                      "clients_memory_bytes:\(clientBytes)",
                      "clients_memory_peak_bytes:\(peakClientBytes)",
                      "evicted_clients:\(evictedClients)",
+                     "notification_match_steps:\(notificationMatchSteps)",
+                     "notification_busiest_turn_steps:\(busiestNotificationTurnSteps)",
                      "total_connections_received:\(totalConnections)",
                      "total_commands_processed:\(totalCommands)"]
         case "memory":

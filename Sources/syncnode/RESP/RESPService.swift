@@ -89,6 +89,20 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     let notifications: NotificationQueue
     /// Sessions with at least one subscription (loop thread).
     var subscribers: [UInt64: RESPSession] = [:]
+    /// Their channels and patterns, indexed for one channel's lookup (loop thread).
+    var subscriptionIndex = SubscriptionIndex()
+    /// Changes taken from `notifications` whose notifications wait for a later loop turn, the
+    /// first from item `deferredItem` on: the matching work of one turn is bounded
+    /// (`notificationStepsPerTurn`), so subscribers cannot hold other clients (loop thread).
+    var deferredDeltas: [CommittedDelta] = []
+    var deferredItem = 0
+    /// The key's change whose candidates were only partly gone through when the turn's bound
+    /// came: it goes on first.
+    var deferredWork: NotificationWork?
+    /// Pattern-matching work done for notifications, in glob steps, in all and in the busiest
+    /// loop turn (INFO, tests).
+    var notificationMatchSteps: UInt64 = 0
+    var busiestNotificationTurnSteps = 0
     /// The node commit listener feeding `notifications` while there are subscribers (loop thread).
     var notificationListener: UInt64?
     /// Counters for INFO (loop thread).
@@ -201,6 +215,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         if !session.authenticated { unauthenticatedSessions -= 1 }
         clientBytes -= session.chargedBytes
         session.chargedBytes = 0
+        if session.isSubscribed { subscriptionIndex.removeAll(of: session) }
         if subscribers.removeValue(forKey: connection.id) != nil { subscribersChanged() }
         logger.debug("client disconnected", metadata: ["client": "\(connection.id)"])
     }
