@@ -13,7 +13,7 @@ import Synchronization
 ///   its commands, each end-of-turn answer, each notification burst and each drain; over its
 ///   share (`maxClientMemoryBytes`) it gets an error and is closed; when every client together
 ///   holds more than `maxClientsMemoryBytes`, the largest are closed first until they do not;
-/// - a client whose replies stay above the read pause without any being written for
+/// - a client whose replies stay above half the read pause without any being written for
 ///   `outputStallTimeoutMilliseconds` (it writes a pipeline and never reads) is told and
 ///   closed: the server stops reading it at the pause, so without the deadline both would wait
 ///   for ever;
@@ -148,11 +148,13 @@ extension RESPService {
                 if now >= at { server.close(connection) }
                 continue
             }
-            // Replies that do not drain: above the read pause for a client still served, any at
-            // all for one that is closing (QUIT or an error, waiting for its replies to go out).
+            // Replies that do not drain: above the level where reading resumes (half the read
+            // pause: a client paused above the pause stays paused until then, and one that
+            // drained part of its replies may stay between the two for ever) for a client still
+            // served, any at all for one that is closing (QUIT or an error, its replies going out).
             let unwritten = connection.unwrittenBytes
             let stallTimeout = configuration.outputStallTimeoutMilliseconds
-            if stallTimeout > 0 && unwritten > (session.finished ? 0 : pause) {
+            if stallTimeout > 0 && unwritten > (session.finished ? 0 : pause / 2) {
                 if let since = session.stallSinceMilliseconds, unwritten >= session.stallMarkBytes {
                     if now - since >= stallTimeout {
                         throttledLog.log(logger, .warning, "client closed: it stopped reading its replies", metadata: [

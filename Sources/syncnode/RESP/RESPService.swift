@@ -65,7 +65,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var maxUnauthenticatedClientMemoryBytes = 1 << 20
         /// Memory every client together may hold; past it, the largest clients are closed.
         var maxClientsMemoryBytes = 2 << 30
-        /// A client whose unwritten replies stayed above the read pause this long without any
+        /// A client whose unwritten replies stayed above half the read pause this long without any
         /// of them being written (it does not read) is told and closed (0: never).
         var outputStallTimeoutMilliseconds: UInt64 = 30_000
         /// The longest one pattern (PSUBSCRIBE) or channel (SUBSCRIBE) name may be.

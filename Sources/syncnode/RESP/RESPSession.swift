@@ -48,7 +48,7 @@ final class RESPSession {
     @exclusivity(unchecked) var chargedBytes = 0
     /// Bytes its channel and pattern names hold, each with `RESPService.subscriptionOverheadBytes`.
     @exclusivity(unchecked) var subscriptionBytes = 0
-    /// Since when its unwritten replies have stood above the read pause without shrinking
+    /// Since when its unwritten replies have stood above half the read pause without shrinking
     /// below `stallMarkBytes` (nil: they do not).
     var stallSinceMilliseconds: UInt64?
     var stallMarkBytes = 0
