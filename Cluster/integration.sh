@@ -42,6 +42,9 @@
 #       its data (its stored clock still ahead) it refuses too; 300 s behind, it refuses, and
 #       refuses their entries; with the right clock and fresh data it decides again and all three
 #       hold the same entries
+#   (u) hostile clients (at the end, its own function): 16 strangers declaring 64 MiB AUTH
+#       arguments to a password-protected peer leave its RSS within 64 MiB; 2,000 costly
+#       patterns do not hold another client's PING 200 ms (Cluster/hostile_clients.py)
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -944,6 +947,33 @@ peer_stop join TERM >/dev/null 2>&1
 peer_stop load TERM >/dev/null 2>&1
 # The two stores and the request file are ~1 GB; the logs stay.
 rm -rf "$RUN_DIR/large.req" "$RUN_DIR/large.rep" "$RUN_DIR/load/data" "$RUN_DIR/join/data"
+
+# --- (u) hostile clients ----------------------------------------------------------------------
+# Issue 58's promises that hold against any client, on a real process with a password: 16
+# strangers declaring 64 MiB AUTH arguments are refused from the header (the node's RSS stays
+# within 64 MiB), and 2,000 costly patterns do not hold another client's PING 200 ms.
+hostile_clients_section() {
+    PEERS+=(hostile)
+    head -c 24 /dev/urandom | base64 > "$RUN_DIR/hostile-password"
+    chmod 600 "$RUN_DIR/hostile-password"
+    if ! peer_start hostile 127.0.0.1:0 127.0.0.1:0 --cluster hostile --admin-password-file "$RUN_DIR/hostile-password"; then
+        fail "(u) a peer with a password starts"
+        return
+    fi
+    local out
+    if out=$("$PYTHON" Cluster/hostile_clients.py huge-auth "$(peer_admin hostile)" "$(peer_pid hostile)" 2>&1); then
+        pass "(u) 16 strangers declaring 64 MiB AUTH arguments are refused from the header: $out"
+    else
+        fail "(u) 16 strangers declaring 64 MiB AUTH arguments leave the node's RSS within 64 MiB" "$out"
+    fi
+    if out=$("$PYTHON" Cluster/hostile_clients.py patterns "$(peer_admin hostile)" "$(cat "$RUN_DIR/hostile-password")" 2>&1); then
+        pass "(u) 2,000 costly patterns: another client's PING under 200 ms while 5 SETs are matched: $out"
+    else
+        fail "(u) 2,000 costly patterns do not hold another client's PING 200 ms" "$out"
+    fi
+    peer_stop hostile TERM >/dev/null 2>&1
+}
+hostile_clients_section
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,6 +2,7 @@ import Decide
 import DecideCore
 import DecideRESP
 import DecideUV
+import Dispatch
 
 /// SUBSCRIBE / PSUBSCRIBE to keyspace notifications. Every change this node commits, applies
 /// from a peer or takes in a catch-up, every value that expires here, and every owned value
@@ -139,6 +140,9 @@ extension RESPService {
     /// changes wait for the next turn (other clients are served in between). One key's change
     /// is never split: a turn ends after the change that passed the bound.
     static let notificationStepsPerTurn = 1_000_000
+    /// Time one loop turn's notification matching may take (checked between two candidates)
+    /// before the rest waits for the next turn, whichever of this and the steps comes first.
+    static let notificationNanosecondsPerTurn: UInt64 = 5_000_000
 
     /// Turns the queued changes into messages for their subscribers (loop thread): each of a
     /// change's three channels is looked up in `subscriptionIndex`, and once a turn's matching
@@ -176,6 +180,7 @@ extension RESPService {
             }
         }
         var steps = 0
+        let turnDeadline = DispatchTime.now().uptimeNanoseconds + Self.notificationNanosecondsPerTurn
         var work: NotificationWork?
         swap(&work, &deferredWork)
         var deltaIndex = 0
@@ -191,7 +196,8 @@ extension RESPService {
                 work = NotificationWork(deltas[deltaIndex], item: itemIndex, index: subscriptionIndex, steps: &steps)
                 itemIndex += 1
             }
-            if work!.run(deliver: { deliver($0, channel: $1, pattern: $2, payload: $3) }, steps: &steps, until: Self.notificationStepsPerTurn) {
+            if work!.run(deliver: { deliver($0, channel: $1, pattern: $2, payload: $3) }, steps: &steps, until: Self.notificationStepsPerTurn,
+                            orUptimeNanoseconds: turnDeadline) {
                 work = nil
                 continue
             }
@@ -279,10 +285,11 @@ struct NotificationWork {
     }
 
     /// Matches and delivers to the candidates left, in order, until done (true) or `steps`
-    /// reached `maxSteps` (false: call again later to go on).
-    mutating func run(deliver: (RESPSession, [UInt8], [UInt8]?, [UInt8]) -> Void, steps: inout Int, until maxSteps: Int) -> Bool {
+    /// reached `maxSteps` or the uptime clock `deadline` (false: call again later to go on).
+    mutating func run(deliver: (RESPSession, [UInt8], [UInt8]?, [UInt8]) -> Void, steps: inout Int, until maxSteps: Int,
+                      orUptimeNanoseconds deadline: UInt64) -> Bool {
         while next < candidates.count {
-            if steps >= maxSteps { return false }
+            if steps >= maxSteps || DispatchTime.now().uptimeNanoseconds >= deadline { return false }
             let candidate = candidates[next]
             next += 1
             guard !candidate.session.finished, !candidate.session.closed else { continue }
