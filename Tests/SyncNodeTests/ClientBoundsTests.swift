@@ -330,6 +330,30 @@ extension SyncNodeTests {
             }
         }
 
+        @Test func aPipelineThatReadsAsItWritesIsNeverTakenForStalled() async throws {
+            try await withPeer("reads-as-it-writes") { peer in
+                let endpoint = try CustomEndpoint(on: peer, server: { $0.pauseReadingAboveBytes = 256 << 10 }) {
+                    $0.outputStallTimeoutMilliseconds = 300
+                }
+                defer { endpoint.stop() }
+                let payload = String(repeating: "p", count: 200)
+                let one = request("PING", payload)
+                var bytes: [UInt8] = []
+                let commands = 500_000  // about 100 MB each way: seconds, against a 300 ms deadline
+                for _ in 0 ..< commands { bytes += one }
+                let client = try endpoint.client(receiveBufferBytes: 64 << 10)
+                let writer = PipelineWriter(fd: client.fd, bytes: bytes)
+                // Its replies move between half the pause and the pause for far longer than the
+                // stall deadline, while it reads them: it is served to the end.
+                let expected = commands * (payload.utf8.count + 8)  // $200\r\n, the payload, \r\n
+                let (replies, closed) = Self.read(client.fd, count: expected, seconds: 90)
+                #expect(!closed && replies.count == expected, "\(replies.count) of \(expected) bytes, closed: \(closed)")
+                #expect(await eventually { writer.outcome.done })
+                #expect(!writer.outcome.failed)
+                #expect(!peer.logs.contains("client closed: it stopped reading its replies"))
+            }
+        }
+
         @Test func logLinesAboutClientsDoNotFlood() {
             let capture = LogCapture()
             let logger = capture.logger("throttle")

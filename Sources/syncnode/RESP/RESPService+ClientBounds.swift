@@ -155,7 +155,11 @@ extension RESPService {
             let unwritten = connection.unwrittenBytes
             let stallTimeout = configuration.outputStallTimeoutMilliseconds
             if stallTimeout > 0 && unwritten > (session.finished ? 0 : pause / 2) {
-                if let since = session.stallSinceMilliseconds, unwritten >= session.stallMarkBytes {
+                // Progress is a reply written (fewer unwritten than at the mark) or a command
+                // run (it was read again): a client that reads and pipelines at once moves
+                // between half the pause and the pause, and is never stalled.
+                if let since = session.stallSinceMilliseconds, unwritten >= session.stallMarkBytes,
+                   session.commandsProcessed == session.stallMarkCommands {
                     if now - since >= stallTimeout {
                         throttledLog.log(logger, .warning, "client closed: it stopped reading its replies", metadata: [
                             "client": "\(connection.id)", "peer": "\(connection.peer)", "unwrittenBytes": "\(unwritten)",
@@ -171,6 +175,7 @@ extension RESPService {
                 } else {
                     session.stallSinceMilliseconds = now
                     session.stallMarkBytes = unwritten
+                    session.stallMarkCommands = session.commandsProcessed
                 }
             } else {
                 session.stallSinceMilliseconds = nil

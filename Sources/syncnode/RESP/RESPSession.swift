@@ -49,9 +49,11 @@ final class RESPSession {
     /// Bytes its channel and pattern names hold, each with `RESPService.subscriptionOverheadBytes`.
     @exclusivity(unchecked) var subscriptionBytes = 0
     /// Since when its unwritten replies have stood above half the read pause without shrinking
-    /// below `stallMarkBytes` (nil: they do not).
+    /// below `stallMarkBytes` and without a command run (nil: they do not).
     var stallSinceMilliseconds: UInt64?
     var stallMarkBytes = 0
+    /// `commandsProcessed` at that mark: a command run since is progress too.
+    var stallMarkCommands: UInt64 = 0
     /// Closed by a bound (`RESPService.evict`): when its connection is closed even if the
     /// error it was sent is still unwritten.
     var forceCloseAtMilliseconds: UInt64?
