@@ -67,6 +67,7 @@ extension RESPService {
     func unsubscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
         let kind = patterns ? "punsubscribe" : "unsubscribe"
         var names = arguments.dropFirst().map { Array($0) }
+        let allPatterns = names.isEmpty && patterns
         if names.isEmpty {
             names = patterns ? session.patterns : session.channels
             // All of them: one pass over each bucket they are in, not one per pattern.
@@ -81,7 +82,7 @@ extension RESPService {
         for name in names {
             if patterns {
                 if session.patternSet.remove(name) != nil, let index = session.patterns.firstIndex(of: name) {
-                    subscriptionIndex.removePattern(name, session.compiledPatterns[index], session)
+                    if !allPatterns { subscriptionIndex.removePattern(name, session.compiledPatterns[index], session) }
                     session.patterns.remove(at: index)
                     session.compiledPatterns.remove(at: index)
                     session.subscriptionBytes -= Self.subscriptionCost(name, pattern: true)
