@@ -49,6 +49,9 @@
 #   (flood) a stranger trying to hold 1,100 idle sockets to a peer's --listen: its link stays up
 #       and comes back after its peer's kill -9; over a thousand refusals, at most 30 log lines
 #       (Cluster/handshake_flood.sh)
+#   (v) hostile clients (at the end, its own function): 16 strangers declaring 64 MiB AUTH
+#       arguments to a password-protected peer leave its RSS within 64 MiB; 2,000 costly
+#       patterns do not hold another client's PING 1 s (Cluster/hostile_clients.py)
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
@@ -1006,6 +1009,33 @@ peer_stop join TERM >/dev/null 2>&1
 peer_stop load TERM >/dev/null 2>&1
 # The two stores and the request file are ~1 GB; the logs stay.
 rm -rf "$RUN_DIR/large.req" "$RUN_DIR/large.rep" "$RUN_DIR/load/data" "$RUN_DIR/join/data"
+
+# --- (v) hostile clients ----------------------------------------------------------------------
+# Issue 58's promises that hold against any client, on a real process with a password: 16
+# strangers declaring 64 MiB AUTH arguments are refused from the header (the node's RSS stays
+# within 64 MiB), and 2,000 costly patterns do not hold another client's PING 1 s.
+hostile_clients_section() {
+    PEERS+=(hostile)
+    head -c 24 /dev/urandom | base64 > "$RUN_DIR/hostile-password"
+    chmod 600 "$RUN_DIR/hostile-password"
+    if ! peer_start hostile 127.0.0.1:0 127.0.0.1:0 --cluster hostile --admin-password-file "$RUN_DIR/hostile-password"; then
+        fail "(v) a peer with a password starts"
+        return
+    fi
+    local out
+    if out=$("$PYTHON" Cluster/hostile_clients.py huge-auth "$(peer_admin hostile)" "$(peer_pid hostile)" 2>&1); then
+        pass "(v) 16 strangers declaring 64 MiB AUTH arguments are refused from the header: $out"
+    else
+        fail "(v) 16 strangers declaring 64 MiB AUTH arguments leave the node's RSS within 64 MiB" "$out"
+    fi
+    if out=$("$PYTHON" Cluster/hostile_clients.py patterns "$(peer_admin hostile)" "$(cat "$RUN_DIR/hostile-password")" 2>&1); then
+        pass "(v) 2,000 costly patterns: another client's PING under 1 s while 5 SETs are matched: $out"
+    else
+        fail "(v) 2,000 costly patterns do not hold another client's PING 1 s" "$out"
+    fi
+    peer_stop hostile TERM >/dev/null 2>&1
+}
+hostile_clients_section
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -22,6 +22,14 @@ public struct RESPGlob: Sendable {
 
     private let tokens: [Token]
     private let sets: [UInt64]
+    /// The fewest bytes a matching string has: one per token other than `*`. A shorter string
+    /// is refused in one step, so a long pattern costs nothing against short names.
+    public let minimumMatchBytes: Int
+    /// Whether the pattern has a `*`; without one a match is exactly `minimumMatchBytes` long.
+    public let hasStar: Bool
+    /// The literal bytes before the pattern's first `*`, `?` or set: every match starts with
+    /// them (an index of patterns by prefix looks a channel up by its own prefixes).
+    public let literalPrefix: [UInt8]
 
     /// Compiles `pattern`, so that matching many strings reads it once.
     public init(_ pattern: some Collection<UInt8>) {
@@ -75,16 +83,50 @@ public struct RESPGlob: Sendable {
         }
         self.tokens = tokens
         self.sets = sets
+        var minimum = 0
+        var star = false
+        var prefix: [UInt8] = []
+        var inPrefix = true
+        for token in tokens {
+            switch token {
+            case .star:
+                star = true
+                inPrefix = false
+            case .byte(let byte):
+                minimum += 1
+                if inPrefix { prefix.append(byte) }
+            case .any, .set:
+                minimum += 1
+                inPrefix = false
+            }
+        }
+        minimumMatchBytes = minimum
+        hasStar = star
+        literalPrefix = prefix
     }
 
     /// Whether `string` matches the pattern, in O(pattern × string) steps at worst.
     public func matches(_ string: UnsafeRawBufferPointer) -> Bool {
+        var steps = 0
+        return matches(string, steps: &steps)
+    }
+
+    /// Whether `string` matches the pattern; adds to `steps` the work it took (one per byte
+    /// compared, one for a refusal by length), so a caller can bound the work of many matches.
+    ///
+    /// Never exponential, and within O(string × longest run of the pattern between two `*`s):
+    /// only the last `*` is retried, and a retry re-reads only the tokens after it. A string
+    /// shorter than `minimumMatchBytes` (or, without a `*`, of another length) is refused at once.
+    public func matches(_ string: UnsafeRawBufferPointer, steps: inout Int) -> Bool {
+        steps += 1
+        guard string.count >= minimumMatchBytes, hasStar || string.count == minimumMatchBytes else { return false }
         var t = 0
         var s = 0
         var lastStar = -1
         var lastStarString = 0
         let tokenCount = tokens.count
         while s < string.count {
+            steps += 1
             if t < tokenCount {
                 let byte = string[s]
                 let matched: Bool
@@ -114,6 +156,16 @@ public struct RESPGlob: Sendable {
         }
         while t < tokenCount, case .star = tokens[t] { t += 1 }
         return t == tokenCount
+    }
+
+    /// Whether `string` matches the pattern; adds its work to `steps` (see the raw-buffer one).
+    public func matches(_ string: some Collection<UInt8>, steps: inout Int) -> Bool {
+        var counted = 0
+        defer { steps += counted }
+        if let result = string.withContiguousStorageIfAvailable({ matches(UnsafeRawBufferPointer($0), steps: &counted) }) {
+            return result
+        }
+        return Array(string).withUnsafeBytes { matches($0, steps: &counted) }
     }
 
     /// Whether `string` matches the pattern.

@@ -16,4 +16,18 @@ public struct RESPLimits: Hashable, Sendable {
 
     /// Redis's defaults (but a 64 MB argument, not 512 MB).
     public init() {}
+
+    /// What a client that has not authenticated may send, as Redis has bounded it since its fix
+    /// for CVE-2021-32675: at most 10 arguments of at most 16 KiB each, and inline lines of at
+    /// most 16 KiB, so that a stranger costs at most about 170 KiB of request buffer whatever
+    /// it declares. A larger count or length is refused from its header, before its bytes
+    /// arrive.
+    public static let unauthenticated: RESPLimits = {
+        var limits = RESPLimits()
+        limits.maxArguments = 10
+        limits.maxBulkBytes = 16 * 1024
+        limits.maxInlineBytes = 16 * 1024
+        limits.maxRequestBytes = 256 * 1024
+        return limits
+    }()
 }

@@ -22,20 +22,33 @@
 /// the outcome cannot depend on read sizes.
 public struct RESPRequestParser: Sendable {
     /// The limits in force, each clamped to 0...2^48.
-    public let limits: RESPLimits
+    public private(set) var limits: RESPLimits
     private var buffer: [UInt8] = []
     private var cursor = Cursor()
     private var failure: RESPProtocolError?
 
     /// A parser with empty buffers.
     public init(limits: RESPLimits = RESPLimits()) {
+        self.limits = Self.clamped(limits)
+    }
+
+    /// Puts `limits` in force (clamped as in `init`) for every header the parser reads from
+    /// now on: a server tightens them while a client is not authenticated and widens them once
+    /// it is. Call it between commands (after `next()` returned a command or nil): the lengths
+    /// of the command being assembled were already checked against the limits before, and stay
+    /// accepted; the next header is judged by the new ones.
+    public mutating func setLimits(_ limits: RESPLimits) {
+        self.limits = Self.clamped(limits)
+    }
+
+    private static func clamped(_ limits: RESPLimits) -> RESPLimits {
         func clamped(_ value: Int) -> Int { min(max(value, 0), 1 << 48) }
         var limits = limits
         limits.maxArguments = clamped(limits.maxArguments)
         limits.maxBulkBytes = clamped(limits.maxBulkBytes)
         limits.maxInlineBytes = clamped(limits.maxInlineBytes)
         limits.maxRequestBytes = clamped(limits.maxRequestBytes)
-        self.limits = limits
+        return limits
     }
 
     /// Bytes received but not yet returned as (part of) a command, including the partial

@@ -39,6 +39,25 @@ import Testing
         #expect(matches([0xE9, 42], [0xE9, 0, 1]))
     }
 
+    @Test func hostilePatternsCostLinearWork() {
+        // Backtracking over every `*` would take exponential time here; the last-star retry
+        // takes about two steps a byte.
+        let text = [UInt8](repeating: UInt8(ascii: "a"), count: 10_000)
+        var steps = 0
+        #expect(!RESPGlob(Array("*a*a*a*a*a*a*a*b".utf8)).matches(text, steps: &steps))
+        #expect(steps < 4 * text.count, "\(steps) steps")
+        // A pattern longer in fixed bytes than the string is refused in one step.
+        steps = 0
+        let long = RESPGlob(Array(("*" + String(repeating: "?*", count: 2_000)).utf8))
+        #expect(long.minimumMatchBytes == 2_000 && long.hasStar)
+        #expect(!long.matches(Array("short".utf8), steps: &steps))
+        #expect(steps == 1)
+        // The literal prefix is what comes before the first wildcard.
+        #expect(RESPGlob(Array("__keyspace@0__:user:*".utf8)).literalPrefix == Array("__keyspace@0__:user:".utf8))
+        #expect(RESPGlob(Array("a\\*b?c".utf8)).literalPrefix == Array("a*b".utf8))
+        #expect(RESPGlob(Array("abc".utf8)).matches(Array("abc".utf8)) && !RESPGlob(Array("abc".utf8)).matches(Array("abcd".utf8)))
+    }
+
     @Test func compiledPatternsAndBufferKindsAgree() {
         let glob = RESPGlob(bytes("user:*:[0-9]"))
         #expect(glob.matches(bytes("user:ann:7")))

@@ -15,6 +15,25 @@ import Testing
         return outcome.error
     }
 
+    // MARK: - Limits that change between commands
+
+    @Test func limitsSetBetweenCommandsJudgeTheNextHeader() throws {
+        var parser = RESPRequestParser(limits: .unauthenticated)
+        let big = [UInt8](repeating: UInt8(ascii: "p"), count: 20_000)
+        // A stranger's AUTH of 16 KiB passes; then the limits widen, as after a good AUTH, and
+        // the same parser takes a larger argument; narrowed again (RESET), it refuses one.
+        parser.append(contentsOf: multibulk([bytes("AUTH"), [UInt8](repeating: 1, count: 16 * 1024)]))
+        #expect(try parser.next()?.count == 2)
+        parser.setLimits(RESPLimits())
+        parser.append(contentsOf: multibulk([bytes("SET"), bytes("k"), big]))
+        #expect(try parser.next()?.count == 3)
+        parser.setLimits(.unauthenticated)
+        parser.append(contentsOf: bytes("*2\r\n$4\r\nAUTH\r\n$67108864\r\n"))
+        #expect(throws: RESPProtocolError.invalidBulkLength) { try parser.next() }
+        #expect(error(bytes("*11\r\n"), limits: .unauthenticated) == .invalidMultibulkLength)
+        #expect(error(bytes("*10\r\n$16385\r\n"), limits: .unauthenticated) == .invalidBulkLength)
+    }
+
     // MARK: - Basics
 
     @Test func multibulkCommands() throws {

@@ -152,7 +152,8 @@ final class CustomEndpoint {
     let service: RESPService
     let address: String
 
-    init(on peer: TestPeer, configure: (inout RESPService.Configuration) -> Void) throws {
+    init(on peer: TestPeer, server configureServer: (inout UVStreamServer.Configuration) -> Void = { _ in },
+         configure: (inout RESPService.Configuration) -> Void) throws {
         var configuration = RESPService.Configuration()
         configure(&configuration)
         service = RESPService(node: peer.node, replicator: peer.process.replicator, configuration: configuration,
@@ -160,6 +161,7 @@ final class CustomEndpoint {
                               logger: peer.logs.logger("syncnode.admin.custom"))
         var serverConfiguration = UVStreamServer.Configuration()
         serverConfiguration.logger = peer.logs.logger("syncnode.admin.custom")
+        configureServer(&serverConfiguration)
         server = try UVStreamServer(configuration: serverConfiguration, delegate: service)
         service.attach(server)
         address = try server.listen(on: "127.0.0.1:0")

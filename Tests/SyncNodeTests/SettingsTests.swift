@@ -37,6 +37,12 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: "2000"
             case .failureTimeoutMilliseconds: "4000"
             case .writeCoalescingMicroseconds: "120"
+            case .adminAuthTimeoutMilliseconds: "2500"
+            case .adminMaxUnauthenticatedClients: "9"
+            case .adminIdleTimeoutMilliseconds: "60000"
+            case .adminMaxClientMemoryBytes: "16777216"
+            case .adminMaxClientsMemoryBytes: "134217728"
+            case .adminOutputStallTimeoutMilliseconds: "7000"
             case .config: directory.file("empty.conf")
             }
         }
@@ -64,6 +70,12 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: flags.antiEntropyIntervalMilliseconds = text
             case .failureTimeoutMilliseconds: flags.failureTimeoutMilliseconds = text
             case .writeCoalescingMicroseconds: flags.writeCoalescingMicroseconds = text
+            case .adminAuthTimeoutMilliseconds: flags.adminAuthTimeoutMilliseconds = text
+            case .adminMaxUnauthenticatedClients: flags.adminMaxUnauthenticatedClients = text
+            case .adminIdleTimeoutMilliseconds: flags.adminIdleTimeoutMilliseconds = text
+            case .adminMaxClientMemoryBytes: flags.adminMaxClientMemoryBytes = text
+            case .adminMaxClientsMemoryBytes: flags.adminMaxClientsMemoryBytes = text
+            case .adminOutputStallTimeoutMilliseconds: flags.adminOutputStallTimeoutMilliseconds = text
             case .config: flags.config = text
             }
         }
@@ -91,6 +103,12 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: String(settings.antiEntropyIntervalMilliseconds)
             case .failureTimeoutMilliseconds: String(settings.failureTimeoutMilliseconds)
             case .writeCoalescingMicroseconds: String(settings.writeCoalescingMicroseconds)
+            case .adminAuthTimeoutMilliseconds: String(settings.adminAuthTimeoutMilliseconds)
+            case .adminMaxUnauthenticatedClients: String(settings.adminMaxUnauthenticatedClients)
+            case .adminIdleTimeoutMilliseconds: String(settings.adminIdleTimeoutMilliseconds)
+            case .adminMaxClientMemoryBytes: String(settings.adminMaxClientMemoryBytes)
+            case .adminMaxClientsMemoryBytes: String(settings.adminMaxClientsMemoryBytes)
+            case .adminOutputStallTimeoutMilliseconds: String(settings.adminOutputStallTimeoutMilliseconds)
             case .config: nil
             }
         }

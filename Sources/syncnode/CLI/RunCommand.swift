@@ -85,6 +85,30 @@ extension SyncNode {
             "While a link to a peer streams, each write waits this long for more frames (0-1000, default \(RunSettings.defaultWriteCoalescingMicroseconds); 0 writes at once).",
             valueName: "us"))
         var writeCoalescingMicroseconds: String?
+        @Option(name: .customLong("admin-auth-timeout-ms"), help: ArgumentHelp(
+            "With a password, a client that has not authenticated this long after connecting is closed (default \(RunSettings.defaultAdminAuthTimeoutMilliseconds); 0: never).",
+            valueName: "ms"))
+        var adminAuthTimeoutMilliseconds: String?
+        @Option(name: .customLong("admin-max-unauthenticated-clients"), help: ArgumentHelp(
+            "With a password, connections not yet authenticated at once (default \(RunSettings.defaultAdminMaxUnauthenticatedClients)); more are refused.",
+            valueName: "n"))
+        var adminMaxUnauthenticatedClients: String?
+        @Option(name: .customLong("admin-idle-timeout-ms"), help: ArgumentHelp(
+            "Close a client that sent nothing for this long, subscribers and clients waiting for an answer excepted (default 0: never, as Redis's timeout 0).",
+            valueName: "ms"))
+        var adminIdleTimeoutMilliseconds: String?
+        @Option(name: .customLong("admin-max-client-memory-bytes"), help: ArgumentHelp(
+            "Memory one client may hold (partial requests, unwritten replies, subscriptions, MULTI block); past it, it gets an error and is closed (default \(RunSettings.defaultAdminMaxClientMemoryBytes)).",
+            valueName: "bytes"))
+        var adminMaxClientMemoryBytes: String?
+        @Option(name: .customLong("admin-max-clients-memory-bytes"), help: ArgumentHelp(
+            "Memory every client together may hold; past it, the largest clients are closed (default \(RunSettings.defaultAdminMaxClientsMemoryBytes)).",
+            valueName: "bytes"))
+        var adminMaxClientsMemoryBytes: String?
+        @Option(name: .customLong("admin-output-stall-timeout-ms"), help: ArgumentHelp(
+            "A client not read because its replies wait, and that writes none of them for this long, gets an error and is closed (default \(RunSettings.defaultAdminOutputStallTimeoutMilliseconds); 0: never).",
+            valueName: "ms"))
+        var adminOutputStallTimeoutMilliseconds: String?
         @Option(help: "Config file: `key = value` lines or a JSON object (see above).")
         var config: String?
 
@@ -104,7 +128,13 @@ extension SyncNode {
                                  tombstoneCollectionIntervalMilliseconds: tombstoneCollectionIntervalMilliseconds,
                                  antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds,
                                  failureTimeoutMilliseconds: failureTimeoutMilliseconds,
-                                 writeCoalescingMicroseconds: writeCoalescingMicroseconds),
+                                 writeCoalescingMicroseconds: writeCoalescingMicroseconds,
+                                 adminAuthTimeoutMilliseconds: adminAuthTimeoutMilliseconds,
+                                 adminMaxUnauthenticatedClients: adminMaxUnauthenticatedClients,
+                                 adminIdleTimeoutMilliseconds: adminIdleTimeoutMilliseconds,
+                                 adminMaxClientMemoryBytes: adminMaxClientMemoryBytes,
+                                 adminMaxClientsMemoryBytes: adminMaxClientsMemoryBytes,
+                                 adminOutputStallTimeoutMilliseconds: adminOutputStallTimeoutMilliseconds),
                     environment: ProcessInfo.processInfo.environment)
                 if let directory = settings.dataDirectory {
                     nodeID = try PeerFiles.prepareDataDirectory(directory, id: settings.id)

@@ -87,6 +87,12 @@ final class PeerProcess: Sendable {
         var serverConfiguration = UVStreamServer.Configuration()
         serverConfiguration.logger = adminLogger
         serverConfiguration.maxConnections = settings.adminMaxClients
+        // A client's replies may wait up to an eighth of its memory share (32 MiB by default)
+        // before it is no longer read: a pipeline written whole before its replies are read
+        // (redis-py's `pipeline()` of a million SETs is 5 MB of replies) is answered, and a
+        // client that does not read past that is told and closed after
+        // `adminOutputStallTimeoutMilliseconds` (docs/operations.md, "Limits").
+        serverConfiguration.pauseReadingAboveBytes = max(settings.adminMaxClientMemoryBytes / 8, 1 << 17)
         serverConfiguration.allowsNonLoopback = adminPassword != nil
         serverConfiguration.tooManyConnectionsReply = RESPService.tooManyClientsReply
         let listen: String
@@ -102,6 +108,12 @@ final class PeerProcess: Sendable {
         var serviceConfiguration = RESPService.Configuration()
         serviceConfiguration.password = adminPassword
         serviceConfiguration.maxClients = settings.adminMaxClients
+        serviceConfiguration.authTimeoutMilliseconds = settings.adminAuthTimeoutMilliseconds
+        serviceConfiguration.maxUnauthenticatedClients = settings.adminMaxUnauthenticatedClients
+        serviceConfiguration.idleTimeoutMilliseconds = settings.adminIdleTimeoutMilliseconds
+        serviceConfiguration.maxClientMemoryBytes = settings.adminMaxClientMemoryBytes
+        serviceConfiguration.maxClientsMemoryBytes = settings.adminMaxClientsMemoryBytes
+        serviceConfiguration.outputStallTimeoutMilliseconds = settings.adminOutputStallTimeoutMilliseconds
         let keyring = self.keyring
         serviceConfiguration.secrets = RESPService.SecretsControl(
             reload: { [weak transport, settings, logger] in

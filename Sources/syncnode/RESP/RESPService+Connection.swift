@@ -49,7 +49,7 @@ extension RESPService {
             session.writer.error("WRONGPASS invalid username-password pair or user is disabled.")
             return false
         }
-        session.authenticated = true
+        setAuthenticated(session, true)
         return true
     }
 
@@ -142,7 +142,7 @@ extension RESPService {
         session.block = nil
         session.protocolVersion = 2
         session.name = nil
-        session.authenticated = configuration.password == nil
+        setAuthenticated(session, configuration.password == nil)
         session.writer.simpleString("RESET")
     }
 
@@ -331,6 +331,12 @@ extension RESPService {
             lines = ["# Clients",
                      "connected_clients:\(openSessions)",
                      "pubsub_clients:\(subscribers.count)",
+                     "unauthenticated_clients:\(unauthenticatedSessions)",
+                     "clients_memory_bytes:\(clientBytes)",
+                     "clients_memory_peak_bytes:\(peakClientBytes)",
+                     "evicted_clients:\(evictedClients)",
+                     "notification_match_steps:\(notificationMatchSteps)",
+                     "notification_busiest_turn_steps:\(busiestNotificationTurnSteps)",
                      "total_connections_received:\(totalConnections)",
                      "total_commands_processed:\(totalCommands)"]
         case "memory":

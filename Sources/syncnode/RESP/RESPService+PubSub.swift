@@ -2,6 +2,7 @@ import Decide
 import DecideCore
 import DecideRESP
 import DecideUV
+import Dispatch
 
 /// SUBSCRIBE / PSUBSCRIBE to keyspace notifications. Every change this node commits, applies
 /// from a peer or takes in a catch-up, every value that expires here, and every owned value
@@ -24,18 +25,35 @@ extension RESPService {
     func subscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
         let kind = patterns ? "psubscribe" : "subscribe"
         subscribing: for argument in arguments.dropFirst() {
+            guard argument.count <= configuration.maxSubscriptionNameBytes else {
+                session.writer.error("ERR \(patterns ? "pattern" : "channel") of \(argument.count) bytes, more than maxSubscriptionNameBytes \(configuration.maxSubscriptionNameBytes)")
+                break subscribing
+            }
             let name = Array(argument)
-            let known = patterns ? session.patterns.contains(name) : session.channelSet.contains(name)
+            let known = patterns ? session.patternSet.contains(name) : session.channelSet.contains(name)
             if !known {
                 guard session.subscriptionCount < configuration.maxSubscriptionsPerConnection else {
                     session.writer.error("ERR more than maxSubscriptionsPerConnection \(configuration.maxSubscriptionsPerConnection) subscriptions on one connection")
                     break subscribing  // the subscriptions made so far must still be registered below
                 }
+                // Charged before it is kept: a client past its memory share is refused here,
+                // and `charge` closes one that passes it otherwise.
+                let cost = Self.subscriptionCost(name, pattern: patterns)
+                guard session.heldBytes + cost <= memoryShare(of: session) else {
+                    session.writer.error("ERR subscriptions past this client's memory share (\(memoryShare(of: session)) bytes, maxClientMemoryBytes): subscribe to fewer or shorter names")
+                    break subscribing
+                }
+                session.subscriptionBytes += cost
                 if patterns {
+                    let glob = RESPGlob(name)
                     session.patterns.append(name)
+                    session.compiledPatterns.append(glob)
+                    session.patternSet.insert(name)
+                    subscriptionIndex.addPattern(name, glob, session)
                 } else {
                     session.channels.append(name)
                     session.channelSet.insert(name)
+                    subscriptionIndex.addChannel(name, session)
                 }
             }
             session.writer.pushHeader(3)
@@ -49,7 +67,12 @@ extension RESPService {
     func unsubscribe(_ arguments: [ArraySlice<UInt8>], patterns: Bool, session: RESPSession) {
         let kind = patterns ? "punsubscribe" : "unsubscribe"
         var names = arguments.dropFirst().map { Array($0) }
-        if names.isEmpty { names = patterns ? session.patterns : session.channels }
+        let allPatterns = names.isEmpty && patterns
+        if names.isEmpty {
+            names = patterns ? session.patterns : session.channels
+            // All of them: one pass over each bucket they are in, not one per pattern.
+            if patterns { subscriptionIndex.removeAllPatterns(of: session) }
+        }
         if names.isEmpty {
             session.writer.pushHeader(3)
             session.writer.bulk(kind)
@@ -58,9 +81,16 @@ extension RESPService {
         }
         for name in names {
             if patterns {
-                session.patterns.removeAll { $0 == name }
+                if session.patternSet.remove(name) != nil, let index = session.patterns.firstIndex(of: name) {
+                    if !allPatterns { subscriptionIndex.removePattern(name, session.compiledPatterns[index], session) }
+                    session.patterns.remove(at: index)
+                    session.compiledPatterns.remove(at: index)
+                    session.subscriptionBytes -= Self.subscriptionCost(name, pattern: true)
+                }
             } else if session.channelSet.remove(name) != nil {
+                subscriptionIndex.removeChannel(name, session)
                 session.channels.removeAll { $0 == name }
+                session.subscriptionBytes -= Self.subscriptionCost(name, pattern: false)
             }
             session.writer.pushHeader(3)
             session.writer.bulk(kind)
@@ -70,10 +100,22 @@ extension RESPService {
         if !session.isSubscribed, subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
     }
 
+    /// What keeping one subscription costs its client: the name (twice: the list and the set),
+    /// a pattern's compiled form (at most 16 bytes a pattern byte: a token each, a set's 32 bytes
+    /// from at least two), and
+    /// `subscriptionOverheadBytes`.
+    static func subscriptionCost(_ name: [UInt8], pattern: Bool) -> Int {
+        2 * name.count + (pattern ? 16 * name.count : 0) + subscriptionOverheadBytes
+    }
+
     func dropSubscriptions(_ session: RESPSession) {
+        subscriptionIndex.removeAll(of: session)
         session.channels = []
         session.channelSet = []
         session.patterns = []
+        session.compiledPatterns = []
+        session.patternSet = []
+        session.subscriptionBytes = 0
         if subscribers.removeValue(forKey: session.connection.id) != nil { subscribersChanged() }
     }
 
@@ -95,10 +137,29 @@ extension RESPService {
         }
     }
 
-    /// Turns the queued changes into messages for every subscriber (loop thread).
+    /// Glob steps of notification matching one loop turn may take before the rest of the
+    /// changes wait for the next turn (other clients are served in between). One key's change
+    /// is never split: a turn ends after the change that passed the bound.
+    static let notificationStepsPerTurn = 1_000_000
+    /// Time one loop turn's notification matching may take (checked between two candidates)
+    /// before the rest waits for the next turn, whichever of this and the steps comes first.
+    static let notificationNanosecondsPerTurn: UInt64 = 5_000_000
+
+    /// Turns the queued changes into messages for their subscribers (loop thread): each of a
+    /// change's three channels is looked up in `subscriptionIndex`, and once a turn's matching
+    /// passed `notificationStepsPerTurn` the remaining changes go on in a later turn, in order.
     func drainNotifications(_ server: UVStreamServer) {
-        let (deltas, dropped) = notifications.takeAll()
-        guard !subscribers.isEmpty else { return }
+        var deltas: [CommittedDelta] = []
+        swap(&deltas, &deferredDeltas)
+        var firstItem = deferredItem
+        deferredItem = 0
+        let (fresh, dropped) = notifications.takeAll()
+        if deltas.isEmpty { firstItem = 0 }
+        deltas += fresh
+        guard !subscribers.isEmpty else {
+            deferredWork = nil
+            return
+        }
         let sessions = subscribers.values.sorted { $0.connection.id < $1.connection.id }
         if dropped > 0 {
             logger.warning("notifications dropped: changes came faster than subscribers were sent them", metadata: [
@@ -119,38 +180,38 @@ extension RESPService {
                 server.closeWhenWritten(session.connection)
             }
         }
-        for committed in deltas {
-            let origin: String
-            switch committed.origin {
-            case .local: origin = "local"
-            case .remote: origin = "remote"
-            case .catchUp: origin = "catch-up"
-            case .expired: origin = "expired"
-            case .ownerGone: origin = "owner-gone"
-            case .ownerBack: origin = "owner-back"
-            }
-            let expired = committed.origin == .expired
-            for item in committed.delta.entries {
-                let name = Array(item.key.description.utf8)
-                let deleted = item.entry.isTombstone
-                let event = Array((expired ? "expired" : deleted ? "del" : "set").utf8)
-                let keyspace = Self.keyspacePrefix + name
-                let keyevent = expired ? Self.keyeventExpired : deleted ? Self.keyeventDel : Self.keyeventSet
-                let decideChannel = Self.decidePrefix + name
-                var decidePayload: [UInt8]?
-                for session in sessions where !session.finished {
-                    publish(session, channel: keyspace) { event }
-                    publish(session, channel: keyevent) { name }
-                    publish(session, channel: decideChannel) {
-                        if decidePayload == nil {
-                            decidePayload = Array(ReplyJSON.entry(key: item.key, entry: item.entry,
-                                                                  extra: [("origin", .string(origin))]).compact().utf8)
-                        }
-                        return decidePayload!
-                    }
+        var steps = 0
+        let turnDeadline = DispatchTime.now().uptimeNanoseconds + Self.notificationNanosecondsPerTurn
+        var work: NotificationWork?
+        swap(&work, &deferredWork)
+        var deltaIndex = 0
+        var itemIndex = firstItem
+        while true {
+            if work == nil {
+                // The next key's change, its candidates gathered (nothing matched yet).
+                while deltaIndex < deltas.count && itemIndex >= deltas[deltaIndex].delta.entries.count {
+                    deltaIndex += 1
+                    itemIndex = 0
                 }
+                guard deltaIndex < deltas.count else { break }
+                work = NotificationWork(deltas[deltaIndex], item: itemIndex, index: subscriptionIndex, steps: &steps)
+                itemIndex += 1
             }
+            if work!.run(deliver: { deliver($0, channel: $1, pattern: $2, payload: $3) }, steps: &steps, until: Self.notificationStepsPerTurn,
+                            orUptimeNanoseconds: turnDeadline) {
+                work = nil
+                continue
+            }
+            // Past the turn's bound: the rest waits for the next turn, in order.
+            deferredWork = work
+            deferredDeltas = Array(deltas[min(deltaIndex, deltas.count)...])
+            deferredItem = itemIndex
+            let service = LoopBound(value: self)
+            server.execute { service.value.drainNotifications(server) }
+            break
         }
+        notificationMatchSteps += UInt64(steps)
+        busiestNotificationTurnSteps = max(busiestNotificationTurnSteps, steps)
         for session in sessions where !session.finished {
             let connection = session.connection
             if connection.unwrittenBytes > configuration.maxSubscriberOutputBytes {
@@ -162,6 +223,7 @@ extension RESPService {
                 server.close(connection)
             } else {
                 server.flush(connection)
+                charge(session, server: server)
             }
         }
     }
@@ -169,21 +231,10 @@ extension RESPService {
     /// Whether `session` subscribed to a `__decide@0__` channel or to a pattern that names them.
     private func listensToDecide(_ session: RESPSession) -> Bool {
         session.channels.contains { $0.starts(with: Self.decidePrefix) }
-            || session.patterns.contains { RESPGlob.matches($0, Self.decidePrefix) || $0.starts(with: Self.decidePrefix) }
+            || session.patterns.indices.contains { session.compiledPatterns[$0].matches(Self.decidePrefix) || session.patterns[$0].starts(with: Self.decidePrefix) }
     }
 
-    /// Sends `payload()` on `channel` to `session` if it subscribed to the channel, and once per
-    /// pattern of its that matches the channel (as Redis does). `payload` runs only when needed.
-    private func publish(_ session: RESPSession, channel: [UInt8], payload: () -> [UInt8]) {
-        if !session.channelSet.isEmpty && session.channelSet.contains(channel) {
-            deliver(session, channel: channel, pattern: nil, payload: payload())
-        }
-        for pattern in session.patterns where RESPGlob.matches(pattern, channel) {
-            deliver(session, channel: channel, pattern: pattern, payload: payload())
-        }
-    }
-
-    private func deliver(_ session: RESPSession, channel: [UInt8], pattern: [UInt8]?, payload: [UInt8]) {
+    func deliver(_ session: RESPSession, channel: [UInt8], pattern: [UInt8]?, payload: [UInt8]) {
         var writer = RESPWriter(protocolVersion: session.protocolVersion)
         swap(&writer.bytes, &session.connection.output)
         if let pattern {
@@ -197,5 +248,60 @@ extension RESPService {
         writer.bulk(channel)
         writer.bulk(payload)
         swap(&writer.bytes, &session.connection.output)
+    }
+}
+
+/// One key's change being turned into notifications: its three channels, their payloads, and
+/// the subscriptions that may want them, gone through in order and resumable between loop
+/// turns (`RESPService.drainNotifications`).
+struct NotificationWork {
+    private var channels: [[UInt8]]
+    private var payloads: [[UInt8]?]
+    private let item: KeyedEntry
+    private let origin: String
+    private var candidates: [SubscriptionIndex.Candidate] = []
+    private var next = 0
+
+    /// Item `item` of `committed`, with its candidates from `index` (a step per bucket looked up).
+    init(_ committed: CommittedDelta, item: Int, index: SubscriptionIndex, steps: inout Int) {
+        switch committed.origin {
+        case .local: origin = "local"
+        case .remote: origin = "remote"
+        case .catchUp: origin = "catch-up"
+        case .expired: origin = "expired"
+        case .ownerGone: origin = "owner-gone"
+        case .ownerBack: origin = "owner-back"
+        }
+        let expired = committed.origin == .expired
+        self.item = committed.delta.entries[item]
+        let name = Array(self.item.key.description.utf8)
+        let deleted = self.item.entry.isTombstone
+        let event = Array((expired ? "expired" : deleted ? "del" : "set").utf8)
+        let keyevent = expired ? RESPService.keyeventExpired : deleted ? RESPService.keyeventDel : RESPService.keyeventSet
+        channels = [RESPService.keyspacePrefix + name, keyevent, RESPService.decidePrefix + name]
+        payloads = [event, name, nil]
+        for (position, channel) in channels.enumerated() {
+            index.appendCandidates(of: channel, index: position, steps: &steps, into: &candidates)
+        }
+    }
+
+    /// Matches and delivers to the candidates left, in order, until done (true) or `steps`
+    /// reached `maxSteps` or the uptime clock `deadline` (false: call again later to go on).
+    mutating func run(deliver: (RESPSession, [UInt8], [UInt8]?, [UInt8]) -> Void, steps: inout Int, until maxSteps: Int,
+                      orUptimeNanoseconds deadline: UInt64) -> Bool {
+        while next < candidates.count {
+            if steps >= maxSteps || DispatchTime.now().uptimeNanoseconds >= deadline { return false }
+            let candidate = candidates[next]
+            next += 1
+            guard !candidate.session.finished, !candidate.session.closed else { continue }
+            let channel = channels[candidate.channel]
+            if let glob = candidate.glob, !glob.matches(channel, steps: &steps) { continue }
+            if payloads[candidate.channel] == nil {
+                payloads[candidate.channel] = Array(ReplyJSON.entry(key: item.key, entry: item.entry,
+                                                                    extra: [("origin", .string(origin))]).compact().utf8)
+            }
+            deliver(candidate.session, channel, candidate.pattern, payloads[candidate.channel]!)
+        }
+        return true
     }
 }

@@ -77,6 +77,12 @@ extension RESPService {
             return
         }
         guard let block = session.block else { return }
+        // An aborted block runs nothing: what comes after the refusal is answered as Redis
+        // answers it, and not kept.
+        guard !block.aborted else {
+            session.writer.simpleString("QUEUED")
+            return
+        }
         let bytes = arguments.reduce(0) { $0 + $1.count + Self.queuedArgumentOverheadBytes }
         let limits = configuration.limits
         guard block.commands.count < limits.maxArguments, block.argumentBytes + bytes <= limits.maxRequestBytes else {
@@ -90,8 +96,17 @@ extension RESPService {
 
     /// Answers `message` for a refused command, and marks the open block (if any) aborted.
     func refuseInBlock(_ message: String, _ session: RESPSession) {
-        session.block?.aborted = true
+        abortBlock(session)
         session.writer.error(message)
+    }
+
+    /// Marks the open block (if any) aborted and lets go of what it kept: EXEC will answer
+    /// `EXECABORT` and run none of it, so its arguments need not stay in memory.
+    func abortBlock(_ session: RESPSession) {
+        guard let block = session.block else { return }
+        block.aborted = true
+        block.commands = []
+        block.argumentBytes = 0
     }
 
     /// EXEC: runs the block as one decision (off the loop when the node waits for the disk).

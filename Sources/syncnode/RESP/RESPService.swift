@@ -17,11 +17,17 @@ import Synchronization
 ///   durability: once it is on disk, answered off the loop so other clients are not held);
 /// - a malformed request gets Redis's protocol error and the connection is closed after it;
 ///   an unknown or refused command gets an error and the connection stays usable;
-/// - memory per client is bounded: a request by `RESPLimits`, queued replies by the server's
-///   `pauseReadingAboveBytes` (the client is not read while they wait), one command's reply by
-///   `maxReplyBytes`, a subscriber's unread notifications by `maxSubscriberOutputBytes` (it is
-///   disconnected, with a log line), the notifications waiting for the loop by
-///   `maxQueuedNotificationBytes`.
+/// - memory per client is bounded: a request by `RESPLimits` (`unauthenticatedLimits` before
+///   AUTH, refused from the header), queued replies by the server's `pauseReadingAboveBytes`
+///   (the client is not read while they wait, and is closed if they do not drain for
+///   `outputStallTimeoutMilliseconds`), one command's reply by `maxReplyBytes`, a subscriber's
+///   unread notifications by `maxSubscriberOutputBytes` (it is disconnected, with a log line),
+///   the notifications waiting for the loop by `maxQueuedNotificationBytes`; and everything a
+///   client holds together by `maxClientMemoryBytes`, every client together by
+///   `maxClientsMemoryBytes` (`RESPService+ClientBounds`);
+/// - an unauthenticated client is closed after `authTimeoutMilliseconds`, at most
+///   `maxUnauthenticatedClients` are open at once, and with `idleTimeoutMilliseconds` an idle
+///   client is closed.
 final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop-thread state below is touched only on the server's loop
     struct Configuration: Sendable {
         /// Clients must `AUTH` with this first (nil: no password).
@@ -42,6 +48,28 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         var maxClients = 1024
         /// The cluster secrets: reload them, and show which seal each link (nil: no secret).
         var secrets: SecretsControl?
+        /// What a client may send before it authenticated (only with a password).
+        var unauthenticatedLimits = RESPLimits.unauthenticated
+        /// A client still unauthenticated this long after it connected is closed (0: never).
+        var authTimeoutMilliseconds: UInt64 = 10_000
+        /// Connections not yet authenticated at once (only with a password); more are refused.
+        var maxUnauthenticatedClients = 64
+        /// A client that sent nothing for this long is closed (0: never). Subscribers and
+        /// clients waiting for a reply (WAIT, a write waiting for the disk, a dump) are not idle.
+        var idleTimeoutMilliseconds: UInt64 = 0
+        /// Memory one client may hold (`RESPSession.heldBytes`: its partial requests, replies
+        /// not yet written, subscriptions, open MULTI block); past it, it is told and closed.
+        var maxClientMemoryBytes = 256 << 20
+        /// Memory one unauthenticated client may hold: its requests are small
+        /// (`unauthenticatedLimits`), so only unread replies can grow, and they need not.
+        var maxUnauthenticatedClientMemoryBytes = 1 << 20
+        /// Memory every client together may hold; past it, the largest clients are closed.
+        var maxClientsMemoryBytes = 2 << 30
+        /// A client whose unwritten replies stayed above half the read pause this long without any
+        /// of them being written (it does not read) is told and closed (0: never).
+        var outputStallTimeoutMilliseconds: UInt64 = 30_000
+        /// The longest one pattern (PSUBSCRIBE) or channel (SUBSCRIBE) name may be.
+        var maxSubscriptionNameBytes = 4096
     }
 
     /// What `INFO` and `DECIDE.STATUS` tell beside the node's own numbers.
@@ -61,6 +89,20 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     let notifications: NotificationQueue
     /// Sessions with at least one subscription (loop thread).
     var subscribers: [UInt64: RESPSession] = [:]
+    /// Their channels and patterns, indexed for one channel's lookup (loop thread).
+    var subscriptionIndex = SubscriptionIndex()
+    /// Changes taken from `notifications` whose notifications wait for a later loop turn, the
+    /// first from item `deferredItem` on: the matching work of one turn is bounded
+    /// (`notificationStepsPerTurn`), so subscribers cannot hold other clients (loop thread).
+    var deferredDeltas: [CommittedDelta] = []
+    var deferredItem = 0
+    /// The key's change whose candidates were only partly gone through when the turn's bound
+    /// came: it goes on first.
+    var deferredWork: NotificationWork?
+    /// Pattern-matching work done for notifications, in glob steps, in all and in the busiest
+    /// loop turn (INFO, tests).
+    var notificationMatchSteps: UInt64 = 0
+    var busiestNotificationTurnSteps = 0
     /// The node commit listener feeding `notifications` while there are subscribers (loop thread).
     var notificationListener: UInt64?
     /// Counters for INFO (loop thread).
@@ -72,6 +114,18 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     @exclusivity(unchecked) var totalCommands: UInt64 = 0
     var rejectedConnections: UInt64 = 0
     var openSessions = 0
+    /// Sessions not yet authenticated (with a password), against `maxUnauthenticatedClients`.
+    var unauthenticatedSessions = 0
+    /// The sum of every open session's `chargedBytes`, against `maxClientsMemoryBytes`, and
+    /// the most it has been (loop thread; tests read both).
+    @exclusivity(unchecked) var clientBytes = 0
+    var peakClientBytes = 0
+    /// Clients closed by a bound of `RESPService+ClientBounds` (loop thread, for INFO and tests).
+    var evictedClients: UInt64 = 0
+    /// Lines about hostile or broken clients, at most a few a second each (loop thread).
+    var throttledLog = LogThrottle()
+    /// Fires `sweep` on the loop (`startSweeping`); cancelled once the server is shut down.
+    var sweepTimer: DispatchSourceTimer?
     /// The server this service answers for; set once by `attach`, before it listens.
     private(set) var server: UVStreamServer?
     /// Plain SETs that ended a client's read in this loop turn, from every client read in it,
@@ -97,6 +151,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// Records the server this service answers for (once, before it listens).
     func attach(_ server: UVStreamServer) {
         self.server = server
+        startSweeping(server)
     }
 
     static func nowMilliseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
@@ -107,22 +162,38 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     // MARK: UVStreamServer.Delegate
 
     func streamServer(_ server: UVStreamServer, didAccept connection: UVStreamServer.Connection) {
-        let session = RESPSession(connection: connection, limits: configuration.limits,
-                                  authenticated: configuration.password == nil, now: Self.nowMilliseconds())
+        let authenticated = configuration.password == nil
+        let now = Self.nowMilliseconds()
+        let session = RESPSession(connection: connection,
+                                  limits: authenticated ? configuration.limits : configuration.unauthenticatedLimits,
+                                  authenticated: authenticated, now: now)
         connection.context = session
         totalConnections += 1
         openSessions += 1
+        if !authenticated {
+            unauthenticatedSessions += 1
+            if unauthenticatedSessions > configuration.maxUnauthenticatedClients {
+                rejectedConnections += 1
+                throttledLog.log(logger, .warning, "connection refused: too many unauthenticated connections", metadata: [
+                    "peer": "\(connection.peer)", "maxUnauthenticatedClients": "\(configuration.maxUnauthenticatedClients)"],
+                    now: now)
+                evict(session, reply: "ERR max number of unauthenticated clients reached", server: server, now: now)
+                return
+            }
+        }
         logger.debug("client connected", metadata: ["client": "\(connection.id)", "peer": "\(connection.peer)"])
     }
 
     func streamServer(_ server: UVStreamServer, didRead bytes: UnsafeRawBufferPointer, on connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
+        session.lastReadMilliseconds = Self.nowMilliseconds()
         session.parser.append(bytes)
         process(session, server: server)
     }
 
     func streamServer(_ server: UVStreamServer, didDrain connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
+        charge(session, server: server)
         if session.dump != nil {
             continueDump(session, server: server)
         } else if !session.busy && session.parser.bufferedBytes > 0 {
@@ -138,8 +209,13 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     func streamServer(_ server: UVStreamServer, didClose connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession else { return }
         session.finished = true
+        session.closed = true
         session.dump = nil
         openSessions -= 1
+        if !session.authenticated { unauthenticatedSessions -= 1 }
+        clientBytes -= session.chargedBytes
+        session.chargedBytes = 0
+        if session.isSubscribed { subscriptionIndex.removeAll(of: session) }
         if subscribers.removeValue(forKey: connection.id) != nil { subscribersChanged() }
         logger.debug("client disconnected", metadata: ["client": "\(connection.id)"])
     }
@@ -178,8 +254,9 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
                 }
             } catch {
                 session.writer.error("ERR \(error)")
-                logger.info("client sent a malformed request; closing it", metadata: [
-                    "client": "\(connection.id)", "peer": "\(connection.peer)", "error": "\(error)"])
+                throttledLog.log(logger, .info, "client sent a malformed request; closing it", metadata: [
+                    "client": "\(connection.id)", "peer": "\(connection.peer)", "error": "\(error)",
+                    "authenticated": "\(session.authenticated)"], now: Self.nowMilliseconds())
                 session.finished = true
                 closeAfter = true
                 break
@@ -213,6 +290,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         } else if session.dump != nil {
             continueDump(session, server: server)
         }
+        charge(session, server: server)
     }
 
     enum Outcome { case done, closeAfterReply }
@@ -333,6 +411,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
             if answered {
                 swap(&session.writer.bytes, &connection.output)
                 server.writeAtEndOfTurn(connection)
+                charge(session, server: server)
             } else {
                 session.writer.bytes.removeAll()
             }
@@ -361,7 +440,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     private func execute(_ arguments: [ArraySlice<UInt8>], session: RESPSession, server: UVStreamServer) -> Outcome {
         let name = arguments[0]
         guard let command = RESPCommand.named(name) else {
-            session.block?.aborted = true
+            abortBlock(session)
             refuseUnknown(arguments, into: &session.writer)
             return .done
         }

@@ -25,18 +25,38 @@ final class RESPSession {
     @exclusivity(unchecked) var channels: [[UInt8]] = []
     var channelSet: Set<[UInt8]> = []
     @exclusivity(unchecked) var patterns: [[UInt8]] = []
+    /// `patterns` compiled once at PSUBSCRIBE, in the same order, and as a set for lookups.
+    @exclusivity(unchecked) var compiledPatterns: [RESPGlob] = []
+    var patternSet: Set<[UInt8]> = []
     /// A command answered off the loop, or a long reply written as the socket drains: later
     /// commands wait.
     @exclusivity(unchecked) var busy = false
     var dump: DumpCursor?
     /// QUIT or a protocol error: nothing more is read or answered.
     @exclusivity(unchecked) var finished = false
+    /// Its connection's `didClose` came: nothing of it is charged any more.
+    var closed = false
     /// The commands received since MULTI, run by EXEC as one decision (nil: no block open).
     @exclusivity(unchecked) var block: QueuedBlock?
     /// Its SETs waiting in the service's turn batch, answered when that commits.
     @exclusivity(unchecked) var waitingSets = 0
     let createdMilliseconds: UInt64
     @exclusivity(unchecked) var commandsProcessed: UInt64 = 0
+    /// When it last sent bytes (the idle timeout's clock).
+    @exclusivity(unchecked) var lastReadMilliseconds: UInt64
+    /// The bytes `RESPService.charge` last counted for it (`heldBytes`), in the service's total.
+    @exclusivity(unchecked) var chargedBytes = 0
+    /// Bytes its channel and pattern names hold, each with `RESPService.subscriptionOverheadBytes`.
+    @exclusivity(unchecked) var subscriptionBytes = 0
+    /// Since when its unwritten replies have stood above half the read pause without shrinking
+    /// below `stallMarkBytes` and without a command run (nil: they do not).
+    var stallSinceMilliseconds: UInt64?
+    var stallMarkBytes = 0
+    /// `commandsProcessed` at that mark: a command run since is progress too.
+    var stallMarkCommands: UInt64 = 0
+    /// Closed by a bound (`RESPService.evict`): when its connection is closed even if the
+    /// error it was sent is still unwritten.
+    var forceCloseAtMilliseconds: UInt64?
 
     /// A dump reply in progress: the snapshot, where it stands.
     struct DumpCursor {
@@ -51,6 +71,16 @@ final class RESPSession {
         self.parser = RESPRequestParser(limits: limits)
         self.authenticated = authenticated
         self.createdMilliseconds = now
+        self.lastReadMilliseconds = now
+    }
+
+    /// What this client holds in memory now, in bytes: its parser's buffer (partial requests
+    /// and pipelined ones not yet run), its replies not yet written (queued and handed to the
+    /// socket), its subscriptions' names, and the arguments kept by its open MULTI block. One
+    /// figure for every per-client bound (`RESPService.charge`).
+    var heldBytes: Int {
+        parser.storedByteCount + writer.bytes.count + connection.output.count + connection.bytesInFlight
+            + subscriptionBytes + (block?.argumentBytes ?? 0)
     }
 
     var subscriptionCount: Int { channels.count + patterns.count }

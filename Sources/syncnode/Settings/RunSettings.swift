@@ -23,6 +23,20 @@ struct RunSettings: Sendable, Equatable {
     var adminPasswordFile: String?
     /// Client connections at once.
     var adminMaxClients: Int
+    /// A client not authenticated this long after connecting is closed (0: never; only with a
+    /// password).
+    var adminAuthTimeoutMilliseconds: UInt64 = defaultAdminAuthTimeoutMilliseconds
+    /// Connections not yet authenticated at once (only with a password).
+    var adminMaxUnauthenticatedClients: Int = defaultAdminMaxUnauthenticatedClients
+    /// A client that sent nothing this long is closed (0: never), subscribers and clients
+    /// waiting for an answer excepted.
+    var adminIdleTimeoutMilliseconds: UInt64 = 0
+    /// Memory one client may hold: requests, unwritten replies, subscriptions, MULTI block.
+    var adminMaxClientMemoryBytes: Int = defaultAdminMaxClientMemoryBytes
+    /// Memory every client together may hold; past it the largest are closed.
+    var adminMaxClientsMemoryBytes: Int = defaultAdminMaxClientsMemoryBytes
+    /// A client whose replies do not drain for this long while it is not read is closed (0: never).
+    var adminOutputStallTimeoutMilliseconds: UInt64 = defaultAdminOutputStallTimeoutMilliseconds
     /// Where Prometheus scrapes this peer's metrics (`GET /metrics`); nil: no endpoint.
     var metrics: String?
     var peers: [String]
@@ -53,6 +67,11 @@ struct RunSettings: Sendable, Equatable {
     static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
     static let defaultWriteCoalescingMicroseconds: UInt32 = 50
+    static let defaultAdminAuthTimeoutMilliseconds: UInt64 = 10_000
+    static let defaultAdminMaxUnauthenticatedClients = 64
+    static let defaultAdminMaxClientMemoryBytes = 256 << 20
+    static let defaultAdminMaxClientsMemoryBytes = 2 << 30
+    static let defaultAdminOutputStallTimeoutMilliseconds: UInt64 = 30_000
 
     /// Why the settings cannot be used; the text names the source to fix.
     struct Invalid: Error, CustomStringConvertible {
@@ -82,6 +101,12 @@ struct RunSettings: Sendable, Equatable {
         var antiEntropyIntervalMilliseconds: String?
         var failureTimeoutMilliseconds: String?
         var writeCoalescingMicroseconds: String?
+        var adminAuthTimeoutMilliseconds: String?
+        var adminMaxUnauthenticatedClients: String?
+        var adminIdleTimeoutMilliseconds: String?
+        var adminMaxClientMemoryBytes: String?
+        var adminMaxClientsMemoryBytes: String?
+        var adminOutputStallTimeoutMilliseconds: String?
 
         /// The flags given, as the first of the reader's providers sees them.
         var configValues: [AbsoluteConfigKey: ConfigValue] {
@@ -96,6 +121,12 @@ struct RunSettings: Sendable, Equatable {
                 (.antiEntropyIntervalMilliseconds, antiEntropyIntervalMilliseconds),
                 (.failureTimeoutMilliseconds, failureTimeoutMilliseconds),
                 (.writeCoalescingMicroseconds, writeCoalescingMicroseconds),
+                (.adminAuthTimeoutMilliseconds, adminAuthTimeoutMilliseconds),
+                (.adminMaxUnauthenticatedClients, adminMaxUnauthenticatedClients),
+                (.adminIdleTimeoutMilliseconds, adminIdleTimeoutMilliseconds),
+                (.adminMaxClientMemoryBytes, adminMaxClientMemoryBytes),
+                (.adminMaxClientsMemoryBytes, adminMaxClientsMemoryBytes),
+                (.adminOutputStallTimeoutMilliseconds, adminOutputStallTimeoutMilliseconds),
             ]
             var values: [AbsoluteConfigKey: ConfigValue] = [:]
             for case let (key, text?) in given { values[key.absoluteKey] = ConfigValue(.string(text), isSecret: false) }
@@ -194,6 +225,24 @@ struct RunSettings: Sendable, Equatable {
             }
             maxClients = value
         }
+        let authTimeout = try pick(.adminAuthTimeoutMilliseconds).map { text throws(Invalid) in
+            try milliseconds(text, name: "admin-auth-timeout-ms", range: 0 ... 3_600_000, example: "10000, or 0 for never")
+        } ?? defaultAdminAuthTimeoutMilliseconds
+        let maxUnauthenticated = try pick(.adminMaxUnauthenticatedClients).map { text throws(Invalid) in
+            Int(try whole(text, unit: "clients", name: "admin-max-unauthenticated-clients", range: 1 ... 100_000, example: "64"))
+        } ?? defaultAdminMaxUnauthenticatedClients
+        let idleTimeout = try pick(.adminIdleTimeoutMilliseconds).map { text throws(Invalid) in
+            try milliseconds(text, name: "admin-idle-timeout-ms", range: 0 ... 31_536_000_000, example: "300000, or 0 for never")
+        } ?? 0
+        let clientMemory = try pick(.adminMaxClientMemoryBytes).map { text throws(Invalid) in
+            Int(try whole(text, unit: "bytes", name: "admin-max-client-memory-bytes", range: 1 << 20 ... 1 << 40, example: "268435456"))
+        } ?? defaultAdminMaxClientMemoryBytes
+        let clientsMemory = try pick(.adminMaxClientsMemoryBytes).map { text throws(Invalid) in
+            Int(try whole(text, unit: "bytes", name: "admin-max-clients-memory-bytes", range: 1 << 20 ... 1 << 44, example: "2147483648"))
+        } ?? defaultAdminMaxClientsMemoryBytes
+        let outputStall = try pick(.adminOutputStallTimeoutMilliseconds).map { text throws(Invalid) in
+            try milliseconds(text, name: "admin-output-stall-timeout-ms", range: 0 ... 3_600_000, example: "30000, or 0 for never")
+        } ?? defaultAdminOutputStallTimeoutMilliseconds
         return RunSettings(
             id: pick(.id),
             listen: pick(.listen) ?? defaultListen,
@@ -201,6 +250,12 @@ struct RunSettings: Sendable, Equatable {
             adminSocket: adminSocket,
             adminPasswordFile: pick(.adminPasswordFile),
             adminMaxClients: maxClients,
+            adminAuthTimeoutMilliseconds: authTimeout,
+            adminMaxUnauthenticatedClients: maxUnauthenticated,
+            adminIdleTimeoutMilliseconds: idleTimeout,
+            adminMaxClientMemoryBytes: clientMemory,
+            adminMaxClientsMemoryBytes: clientsMemory,
+            adminOutputStallTimeoutMilliseconds: outputStall,
             metrics: pick(.metrics),
             peers: peers,
             dataDirectory: dataDirectory,

@@ -13,6 +13,12 @@ enum SettingKey: String, CaseIterable, Sendable {
     case adminSocket = "admin-socket"
     case adminPasswordFile = "admin-password-file"
     case adminMaxClients = "admin-max-clients"
+    case adminAuthTimeoutMilliseconds = "admin-auth-timeout-ms"
+    case adminMaxUnauthenticatedClients = "admin-max-unauthenticated-clients"
+    case adminIdleTimeoutMilliseconds = "admin-idle-timeout-ms"
+    case adminMaxClientMemoryBytes = "admin-max-client-memory-bytes"
+    case adminMaxClientsMemoryBytes = "admin-max-clients-memory-bytes"
+    case adminOutputStallTimeoutMilliseconds = "admin-output-stall-timeout-ms"
     case metrics
     case peer
     case dataDirectory = "data-dir"
