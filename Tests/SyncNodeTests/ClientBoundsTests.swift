@@ -326,7 +326,9 @@ extension SyncNodeTests {
                 // channel × pattern bytes).
                 #expect(after.busiestNotificationTurnSteps <= 1_000_000 + 300 * 300,
                         "a turn took \(after.busiestNotificationTurnSteps) steps")
-                #expect(latency < 0.2, "another client's PING waited \(latency) s")
+                // Wall time only as a second check (the steps above are the bound): 45-58 ms measured,
+                // 0.63-0.90 s with the bound off.
+                #expect(latency < 0.5, "another client's PING waited \(latency) s")
             }
         }
 
