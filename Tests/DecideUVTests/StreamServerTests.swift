@@ -323,6 +323,29 @@ import Glibc
         #expect(delegate.count("accept") == 1)
     }
 
+    /// Issue 58: a stranger that keeps opening connections past the limit wrote a line per
+    /// refusal. Now a few lines a second carry the count of the rest.
+    @Test func refusalsPastTheLimitWriteAFewLinesWithTheCount() throws {
+        let logs = LogCapture()
+        let (server, delegate, address) = try makeServer {
+            $0.maxConnections = 1
+            $0.tooManyConnectionsReply = Array("too many\n".utf8)
+            $0.logger = logs.logger("server")
+        }
+        defer { server.shutdown(); withExtendedLifetime(delegate) {} }
+        let first = try Client(address)
+        first.write("x\n")
+        #expect(first.readLine() == "X")
+        for _ in 0 ..< 40 {
+            let refused = try Client(address)
+            #expect(refused.readLine() == "too many")
+        }
+        let lines = logs.lines.filter { $0.message == "connection refused: too many connections" }
+        // One interval, or two if the refusals straddle a boundary.
+        #expect(lines.count <= 2 * LogThrottle().maxLinesPerInterval, "\(lines.count) lines for 40 refusals")
+        #expect(lines.count >= 1)
+    }
+
     @Test func workFromOtherThreadsRunsOnTheLoopAndIsFlushed() throws {
         let (server, delegate, address) = try makeServer()
         defer { server.shutdown(); withExtendedLifetime(delegate) {} }

@@ -189,6 +189,8 @@ public final class UVStreamServer: @unchecked Sendable {
     /// The configuration the server was made with.
     public let configuration: Configuration
     private let eventLoop: UVEventLoop
+    /// Lines about refused connections, a few a second with the count of the rest (loop thread).
+    private var refusals = LogThrottle()
     /// Strong, not weak: a weak reference gives its object a side table, and then each load of
     /// it and each count of that object's references takes the runtime's slow path, for every
     /// read of every client (docs/benchmarks.md, "The stream server's delegate held strongly").
@@ -549,8 +551,9 @@ public final class UVStreamServer: @unchecked Sendable {
             }
         }
         if connections.count > configuration.maxConnections {
-            configuration.logger.warning("connection refused: too many connections",
-                                         metadata: ["maxConnections": "\(configuration.maxConnections)"])
+            refusals.log(configuration.logger, .warning, "connection refused: too many connections",
+                         metadata: ["maxConnections": "\(configuration.maxConnections)", "peer": "\(connection.peer)"],
+                         now: uv_now(eventLoop.loop))
             connection.output = configuration.tooManyConnectionsReply
             closeWhenWritten(connection)
             return

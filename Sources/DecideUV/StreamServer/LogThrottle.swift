@@ -5,12 +5,16 @@ import Logging
 /// written carries the count as `suppressed=N`. A thousand hostile clients refused in one
 /// second write a handful of lines that say how many there were, not a thousand.
 ///
-/// Loop thread only (the client endpoint's service owns one).
-struct LogThrottle {
+/// One thread only (a stream server's loop owns one for its refusals, the client endpoint's
+/// service one for its closes). The peer port's refusals have their own, `RefusalLog`, which
+/// also writes the count after a quiet interval on a timer.
+package struct LogThrottle {
     /// Lines of one message written per interval before the rest are counted.
-    var maxLinesPerInterval = 10
+    package var maxLinesPerInterval = 10
     /// The interval's length.
-    var intervalMilliseconds: UInt64 = 1_000
+    package var intervalMilliseconds: UInt64 = 1_000
+
+    package init() {}
 
     private struct Window {
         var startMilliseconds: UInt64
@@ -24,7 +28,7 @@ struct LogThrottle {
 
     /// Logs `message` at `level` unless its window is full (then counts it). `now` is the
     /// caller's clock in milliseconds.
-    mutating func log(_ logger: Logger, _ level: Logger.Level, _ message: String, metadata: Logger.Metadata,
+    package mutating func log(_ logger: Logger, _ level: Logger.Level, _ message: String, metadata: Logger.Metadata,
                       now: UInt64) {
         var window = windows[message] ?? Window(startMilliseconds: now)
         if now &- window.startMilliseconds >= intervalMilliseconds {
