@@ -39,6 +39,11 @@ import Testing
         /// Peers whose store had stopped taking writes, and since when (virtual ms): no answer to
         /// a request made after that may count them.
         var storeFailedAt: [String: UInt64] = [:]
+        /// Peers restarted empty, and when (virtual ms). A peer that answered before its crash
+        /// held the writes then, in memory, and lost them with the process, as memory
+        /// durability says; only an answer to a request made after the restart must come from
+        /// the new process.
+        var restartedEmptyAt: [String: UInt64] = [:]
 
         init(_ cluster: SimCluster) {
             self.cluster = cluster
@@ -50,7 +55,7 @@ import Testing
             for id in acknowledged {
                 counted[id, default: 0] += 1
                 let lacking = AcknowledgementAdversaryTests.missing(cluster, on: id, from: writer, upTo: version)
-                if !lacking.isEmpty {
+                if !lacking.isEmpty, (restartedEmptyAt[id] ?? 0) <= askedAt {
                     violations.append("\(id) counted for \(version) but lacks \(lacking.prefix(5)) at \(cluster.scheduler.nowMilliseconds) ms")
                 }
                 if let failed = storeFailedAt[id], askedAt > failed {
@@ -211,7 +216,9 @@ import Testing
                 // b restarts, empty or with its state (c's node keeps its disk: never empty).
                 cluster.crash("b")
                 cluster.run(milliseconds: 100)
-                cluster.restart("b", empty: random.next() % 2 == 0)
+                let empty = random.next() % 2 == 0
+                cluster.restart("b", empty: empty)
+                if empty { checker.restartedEmptyAt["b"] = cluster.scheduler.nowMilliseconds }
             case 5 where !diskFailed && step > 100:
                 Self.failDisk(disk, of: "c", cluster, checker)
                 diskFailed = true
