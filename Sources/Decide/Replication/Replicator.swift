@@ -377,6 +377,12 @@ public final class Replicator: @unchecked Sendable {
     /// none): what "every write so far" waits for.
     package var newestOwnDecisionTimestamp: UInt64 { node.newestOwnDecisionTimestamp }
 
+    /// Records the store ticket of a batch of deltas or catch-up entries just applied (0: it
+    /// stored nothing), for `heldAnswer` to wait for.
+    private func noteApplied(ticket: UInt64) {
+        if ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, ticket) } }
+    }
+
     /// The peer on `connection` says what it holds: the waiters it completes are settled, after
     /// every delta that link brought before the answer was applied.
     private func handleApplied(timestamp: UInt64, covered: UInt64, from connection: ConnectionID) {
@@ -635,12 +641,6 @@ public final class Replicator: @unchecked Sendable {
             // Judged as soon as an offset is known, not at the next tick: a node whose clock is
             // off stops deciding one round trip after its links come up.
             checkClock()
-        case .applied where inbound != nil:
-            // After the deltas queued before it: a waiter that reads what it waited for (a
-            // lease) then sees what the peer had sent it first.
-            enqueue(message, bytes: frame.count, on: inbound!, from: connection, peerID: peerID)
-        case let .applied(timestamp, covered):
-            handleApplied(timestamp: timestamp, covered: covered, from: connection)
         case .leave:
             let actions = state.withLock { $0.peerLeft(connection) }
             logger.info("peer left the cluster", metadata: ["peer": "\(peerID)"])
@@ -650,6 +650,8 @@ public final class Replicator: @unchecked Sendable {
             state.withLock { $0.refused(by: connection, now: now) }
             transport.close(connection)
         default:
+            // Deltas, walk messages and `applied` (after the deltas before it: a waiter that reads
+            // what it waited for, a lease, then sees what the peer had sent it first).
             guard let inbound else { return handleOrdered(message, from: connection, peerID: peerID) }
             enqueue(message, bytes: frame.count, on: inbound, from: connection, peerID: peerID)
         }
@@ -788,7 +790,7 @@ public final class Replicator: @unchecked Sendable {
         }
         guard !deltas.isEmpty else { return }
         let outcome = node.apply(deltas: deltas)
-        if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
+        noteApplied(ticket: outcome.ticket)
         // The item each refused delta came from.
         let refused = outcome.refusals.map { refusal in
             (refusal, sources.map { items[$0[refusal.index]] } ?? items[items.index(items.startIndex, offsetBy: refusal.index)])
@@ -1182,7 +1184,7 @@ public final class Replicator: @unchecked Sendable {
             return violation(connection, peerID, "entries out of turn")
         }
         let outcome = node.applyCatchUp(batch)
-        if outcome.ticket > 0 { lastAppliedTicket.withLock { $0 = max($0, outcome.ticket) } }
+        noteApplied(ticket: outcome.ticket)
         let now = clock.nowMilliseconds()
         let done = state.withLock { state in
             state.withWalk(round, on: connection) { walk -> Bool in

@@ -95,23 +95,25 @@ struct RefusalLog {
     /// The counts whose interval has passed by `now`, one line each; those kinds' intervals
     /// start again at `now`.
     mutating func due(atMilliseconds now: UInt64) -> [Summary] {
-        var lines: [Summary] = []
-        for kind in Kind.allCases {
-            let index = kind.rawValue
-            guard counted[index] > 0, let last = lastLine[index], now &- last >= intervalMilliseconds else { continue }
-            lines.append(Summary(kind: kind, count: counted[index], windowMilliseconds: now &- last))
-            counted[index] = 0
-            lastLine[index] = now
-        }
-        return lines
+        takeCounts(atMilliseconds: now, onlyDue: true)
     }
 
     /// Every count not yet logged, whether its interval passed or not (at shutdown).
     mutating func remaining(atMilliseconds now: UInt64) -> [Summary] {
+        takeCounts(atMilliseconds: now, onlyDue: false)
+    }
+
+    /// One line for each kind with counts (whose interval passed by `now`, with `onlyDue`);
+    /// their intervals start again at `now`.
+    private mutating func takeCounts(atMilliseconds now: UInt64, onlyDue: Bool) -> [Summary] {
         var lines: [Summary] = []
-        for kind in Kind.allCases where counted[kind.rawValue] > 0 {
+        for kind in Kind.allCases {
             let index = kind.rawValue
-            lines.append(Summary(kind: kind, count: counted[index], windowMilliseconds: now &- (lastLine[index] ?? now)))
+            guard counted[index] > 0 else { continue }
+            // A counted kind always has a line: the refusal that started its interval.
+            let last = lastLine[index] ?? now
+            guard !onlyDue || now &- last >= intervalMilliseconds else { continue }
+            lines.append(Summary(kind: kind, count: counted[index], windowMilliseconds: now &- last))
             counted[index] = 0
             lastLine[index] = now
         }

@@ -186,7 +186,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
 
     func streamServer(_ server: UVStreamServer, didRead bytes: UnsafeRawBufferPointer, on connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
-        session.lastReadMilliseconds = Self.nowMilliseconds()
+        // The idle timeout's clock, read only when there is one (a clock read a read saved).
+        if configuration.idleTimeoutMilliseconds > 0 { session.lastReadMilliseconds = Self.nowMilliseconds() }
         session.parser.append(bytes)
         process(session, server: server)
     }

@@ -42,7 +42,7 @@ final class RESPSession {
     @exclusivity(unchecked) var waitingSets = 0
     let createdMilliseconds: UInt64
     @exclusivity(unchecked) var commandsProcessed: UInt64 = 0
-    /// When it last sent bytes (the idle timeout's clock).
+    /// When it last sent bytes (the idle timeout's clock; kept only while there is one).
     @exclusivity(unchecked) var lastReadMilliseconds: UInt64
     /// The bytes `RESPService.charge` last counted for it (`heldBytes`), in the service's total.
     @exclusivity(unchecked) var chargedBytes = 0
