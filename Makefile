@@ -125,5 +125,6 @@ clean:
 FORCE:
 
 include mk/transport.mk
+include mk/fuzz.mk
 include mk/syncnode.mk
 include mk/compare.mk

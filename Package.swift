@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// syncnode links jemalloc (docs/operations.md, "Memory allocator"), except in a sanitizer's
-// build, whose runtime must own malloc: `make test-transport-asan` sets DECIDE_SANITIZED=1.
+// syncnode links jemalloc (through SyncNodeServer; docs/operations.md, "Memory allocator"),
+// except in a sanitizer's build, whose runtime must own malloc: `make test-transport-asan` and
+// the RESP service fuzzer set DECIDE_SANITIZED=1.
 let linksJemalloc = Context.environment["DECIDE_SANITIZED"] == nil
 
 let package = Package(
@@ -104,10 +105,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // syncnode's Redis-protocol endpoint (RESPService and the key and value mapping it
+        // answers with), a library so that its tests and the RESP service fuzzer
+        // (Fuzz/FuzzRESPService) drive it without the executable. Not a product.
+        .target(
+            name: "SyncNodeServer",
+            dependencies: [
+                "Decide",
+                "DecideCore",
+                "DecideUV",
+                "DecideRESP",
+                .product(name: "Logging", package: "swift-log"),
+            ] + (linksJemalloc ? ["CJemalloc"] : []),
+            swiftSettings: linksJemalloc ? [.define("DECIDE_JEMALLOC")] : []
+        ),
         // The peer executable: `syncnode run` and its admin client commands (DESIGN.md §5).
         .executableTarget(
             name: "syncnode",
             dependencies: [
+                "SyncNodeServer",
                 "Decide",
                 "DecideCore",
                 "DecideUV",
@@ -119,8 +135,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ] + (linksJemalloc ? ["CJemalloc"] : []),
-            swiftSettings: linksJemalloc ? [.define("DECIDE_JEMALLOC")] : []
+            ]
+        ),
+        // The RESP service fuzzer (`make fuzz-run-resp-service`, mk/fuzz.mk builds it with
+        // libFuzzer); built plainly, it replays inputs given as files.
+        .executableTarget(
+            name: "FuzzRESPService",
+            dependencies: [
+                "SyncNodeServer", "Decide", "DecideCore", "DecideUV", "DecideRESP",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/RESPService"
         ),
         // `make bench`: figures against baselines measured in the same run.
         .executableTarget(
@@ -139,7 +164,7 @@ let package = Package(
         .testTarget(name: "DecideRESPTests", dependencies: ["DecideRESP"]),
         // syncnode's Redis-protocol endpoint, in-process against real sockets.
         .testTarget(name: "SyncNodeTests", dependencies: [
-            "syncnode", "Decide", "DecideCore", "DecideUV", "DecideRESP", "DecideTesting",
+            "syncnode", "SyncNodeServer", "Decide", "DecideCore", "DecideUV", "DecideRESP", "DecideTesting",
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

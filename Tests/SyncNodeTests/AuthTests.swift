@@ -6,6 +6,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Passwords (`--admin-password-file`), the loopback rule for the client endpoint, and the

@@ -9,6 +9,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// What one client may cost and for how long (docs/operations.md, "Limits"): strangers' small

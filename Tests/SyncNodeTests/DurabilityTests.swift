@@ -4,6 +4,7 @@ import DecideRESP
 import DecideTesting
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Strict durability: a write replies once it is on disk, answered off the loop so other

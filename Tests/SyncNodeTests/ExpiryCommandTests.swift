@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// The expiry commands with Redis's replies: SET EX / PX / EXAT / PXAT / KEEPTTL, SETEX,

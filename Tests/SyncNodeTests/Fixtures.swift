@@ -11,6 +11,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Every suite of this target runs one test at a time: the tests start peers with their

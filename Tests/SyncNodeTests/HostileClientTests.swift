@@ -6,6 +6,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Random hostile clients against one password-protected node, from a seeded generator (a

@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// The keyspace commands through a real socket, in RESP2 and RESP3: GET/SET and SET's

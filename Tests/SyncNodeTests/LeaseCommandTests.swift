@@ -4,6 +4,7 @@ import DecideRESP
 import DecideTesting
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// DECIDE.LEASE and DECIDE.RELEASE: leases for clients in any language.

@@ -6,6 +6,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Bytes that are not valid requests, on raw sockets: each gets Redis's protocol error (or a
@@ -54,6 +55,9 @@ extension SyncNodeTests {
                 // Requests before the bad one are answered first, in order.
                 let (text, closed) = try Self.exchange(peer, Array("PING\r\n*1\r\n$4\r\nPING\r\n*x\r\nPING\r\n".utf8))
                 #expect(text == "+PONG\r\n+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n" && closed, "\(text.debugDescription)")
+                // SETs read before it too (they are committed together, after the read).
+                let (sets, setsClosed) = try Self.exchange(peer, Array("SET a 1\r\nSET b 2\r\n*1\r\n$-5\r\n".utf8))
+                #expect(sets == "+OK\r\n+OK\r\n-ERR Protocol error: invalid bulk length\r\n" && setsClosed, "\(sets.debugDescription)")
                 #expect(peer.logs.contains("client sent a malformed request; closing it"))
             }
         }

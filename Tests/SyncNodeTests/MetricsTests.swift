@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Prometheus
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// `--metrics`: Prometheus text on `GET /metrics`, with the numbers of a running pair moving as

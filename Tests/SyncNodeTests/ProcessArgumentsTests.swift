@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// The fallback that reads syncnode's arguments from `/proc/self/cmdline` when a preloaded

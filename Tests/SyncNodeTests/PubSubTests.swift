@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// Keyspace notifications: SUBSCRIBE / PSUBSCRIBE on `__keyspace@0__`, `__keyevent@0__` and

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// SCAN's guarantee (a key held throughout a full walk is returned exactly once, even while

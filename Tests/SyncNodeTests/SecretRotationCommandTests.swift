@@ -3,6 +3,7 @@ import DecideRESP
 import DecideUV
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// The cluster secret from syncnode's side: the accepted secrets file (flag, environment, config),

@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// The connection and server commands through a real socket: PING, ECHO, SELECT, HELLO,

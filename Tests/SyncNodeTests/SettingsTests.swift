@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// `syncnode run`'s settings: every key through each of its three sources, their precedence,

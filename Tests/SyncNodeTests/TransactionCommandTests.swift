@@ -4,6 +4,7 @@ import DecideRESP
 import DecideTesting
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// MULTI … EXEC through a real socket: the block is one decision (one version on every key, on

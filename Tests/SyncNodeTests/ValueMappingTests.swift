@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// `ValueMapping`: what a Redis client's string becomes in Decide's JSON store and back, and

@@ -3,6 +3,7 @@ import DecideCore
 import DecideRESP
 import Foundation
 import Testing
+@testable import SyncNodeServer
 @testable import syncnode
 
 /// WAIT numreplicas timeout, as Redis answers it: the number of peers that acknowledged every
@@ -29,6 +30,43 @@ extension SyncNodeTests {
                 #expect(try client.reply() == ok)
                 #expect(try client.reply() == .integer(1))
                 #expect(try client.reply() == bulk("1"))
+            }
+        }
+
+        /// A client that leaves while its WAIT waits is let go at once, unanswered, as Redis frees
+        /// a blocked client that disconnects. Its reading used to be paused for the wait, so its
+        /// leaving went unseen: `WAIT 1 0` (no peer to count) held the connection for a day.
+        @Test func aClientThatLeavesDuringAWaitIsClosedAtOnce() async throws {
+            try await withPeer("wait-leave") { peer in
+                let observer = try peer.client()
+                #expect(try observer.call("SET", "k", "v") == ok)
+                func connected() throws -> Int? {
+                    guard case .bulk(let bytes) = try observer.call("INFO", "clients") else { return nil }
+                    let line = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
+                        .first { $0.hasPrefix("connected_clients:") }
+                    return line.flatMap { Int($0.dropFirst("connected_clients:".count)) }
+                }
+                let baseline = try #require(try connected())
+                var leaving: [TestClient] = []
+                for _ in 0..<3 {
+                    let client = try peer.client()
+                    try client.send("WAIT", "1", "0")
+                    leaving.append(client)
+                }
+                #expect(try await eventually(5) { try connected() == baseline + 3 })
+                leaving.removeAll()  // closes them
+                #expect(try await eventually(5) { try connected() == baseline }, "the waiting clients that left are still held")
+                // One that only ends its input is closed too, with the WAIT unanswered.
+                let halfClosed = try peer.client()
+                try halfClosed.send(raw: "PING\r\nWAIT 1 0\r\n")
+                halfClosed.shutdownWrite()
+                let (bytes, closed) = halfClosed.readUntilClosed(timeout: 5)
+                #expect(closed && String(decoding: bytes, as: UTF8.self) == "+PONG\r\n")
+                // A client that stays gets its answer when the timeout comes, and what it sent
+                // behind the WAIT after it.
+                try observer.send(raw: "WAIT 1 100\r\nGET k\r\n")
+                #expect(try observer.reply() == .integer(0))
+                #expect(try observer.reply() == bulk("v"))
             }
         }
 

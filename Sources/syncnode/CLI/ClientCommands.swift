@@ -1,3 +1,4 @@
+import SyncNodeServer
 import ArgumentParser
 import DecideRESP
 import Foundation

@@ -1,3 +1,4 @@
+import SyncNodeServer
 import Foundation
 
 /// The human form of a status reply:

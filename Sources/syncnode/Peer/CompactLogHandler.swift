@@ -1,3 +1,4 @@
+import SyncNodeServer
 import Foundation
 import Logging
 import Synchronization

@@ -1,3 +1,4 @@
+import SyncNodeServer
 import Decide
 import DecideCore
 import DecideUV

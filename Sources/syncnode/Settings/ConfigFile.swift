@@ -1,3 +1,4 @@
+import SyncNodeServer
 import Configuration
 import Foundation
 

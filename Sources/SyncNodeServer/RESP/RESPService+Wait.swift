@@ -5,7 +5,8 @@ import DecideUV
 /// WAIT numreplicas timeout: waits until `numreplicas` peers acknowledged every write this node
 /// committed before the call (each applied it at its own durability level and said so on the
 /// link it travelled), or `timeout` ms passed, and answers how many did, as Redis does. The
-/// client's later commands wait meanwhile; other clients go on.
+/// client's later commands wait meanwhile; other clients go on. A client whose input ends
+/// during the wait is closed at once, unanswered (as Redis frees a blocked client that leaves).
 extension RESPService {
     /// The longest WAIT, also for `timeout 0` (Redis's "forever"): a day.
     static let maxWaitMilliseconds: UInt64 = 86_400_000
@@ -22,6 +23,7 @@ extension RESPService {
         }
         let milliseconds = timeout == 0 ? Self.maxWaitMilliseconds : min(UInt64(timeout), Self.maxWaitMilliseconds)
         let answer = answerLater(session, server: server)
+        session.waitsForAcknowledgements = true
         replicator.waitForAcknowledgements(of: replicator.newestOwnDecisionTimestamp, required: required,
                                            timeoutMilliseconds: milliseconds) { acknowledged in
             answer { writer in writer.integer(acknowledged.acknowledgedBy.count) }

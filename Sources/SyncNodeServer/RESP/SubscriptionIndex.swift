@@ -23,6 +23,9 @@ struct SubscriptionIndex {
     private var channels: [[UInt8]: [RESPSession]] = [:]
     private var buckets: [[UInt8]: [PatternEntry]] = [:]
 
+    /// No channel and no pattern is subscribed.
+    var isEmpty: Bool { channels.isEmpty && buckets.isEmpty }
+
     static func bucketKey(_ glob: RESPGlob) -> [UInt8] { Array(glob.literalPrefix.prefix(bucketPrefixBytes)) }
 
     mutating func addChannel(_ name: [UInt8], _ session: RESPSession) {

@@ -7,10 +7,10 @@ import Foundation
 /// line name it. syncnode links jemalloc, as Redis does: with glibc's allocator a pipelined SET
 /// spent about a tenth of its time in `malloc` and `free` (docs/operations.md, "Memory
 /// allocator").
-enum MemoryAllocator {
+package enum MemoryAllocator {
     /// "jemalloc-5.3.0" when jemalloc serves `malloc`; "libc" for glibc's; otherwise the file
     /// that provides `malloc` (a preloaded allocator, a sanitizer's runtime), or "unknown".
-    static let name: String = {
+    package static let name: String = {
         guard let path = mallocProvider() else { return "unknown" }
         let file = path.split(separator: "/").last.map(String.init) ?? path
         if file.hasPrefix("libjemalloc") {
@@ -49,7 +49,7 @@ enum MemoryAllocator {
     }
 
     /// The process's resident set in bytes (`/proc/self/statm`), nil where it cannot be read.
-    static func residentBytes() -> UInt64? {
+    package static func residentBytes() -> UInt64? {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
         let fields = statm.split(separator: " ")
         guard fields.count >= 2, let pages = UInt64(fields[1]) else { return nil }

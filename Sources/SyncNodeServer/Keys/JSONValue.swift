@@ -9,7 +9,7 @@
 /// sent. `JSONDecoder` needs a type to decode into, and syncnode stores values of any shape. The
 /// mirror has no JSON package that keeps number text. So syncnode keeps this one, for exactness
 /// rather than speed (issue 17).
-enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     /// The number's text as given (validated against the JSON grammar).
@@ -18,7 +18,7 @@ enum JSONValue: Equatable, Sendable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case let (.bool(a), .bool(b)): return a == b
@@ -31,23 +31,23 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// Why a text is not JSON: what was expected and the byte offset where it went wrong.
-    struct ParseError: Error, CustomStringConvertible {
-        let message: String
-        let offset: Int
-        var description: String { "invalid JSON at byte \(offset): \(message)" }
+    package struct ParseError: Error, CustomStringConvertible {
+        package let message: String
+        package let offset: Int
+        package var description: String { "invalid JSON at byte \(offset): \(message)" }
     }
 
     /// Nesting deeper than this is refused (the parser recurses once per level). Foundation's
     /// JSONDecoder, which typed Swift states decode with, goes to 512 as well.
-    static let maxDepth = 512
+    package static let maxDepth = 512
 
     /// Parses exactly one JSON value (surrounding whitespace allowed).
-    static func parse(_ text: String) throws(ParseError) -> JSONValue {
+    package static func parse(_ text: String) throws(ParseError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
     /// Parses exactly one JSON value from UTF-8 bytes (surrounding whitespace allowed).
-    static func parse(_ bytes: [UInt8]) throws(ParseError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws(ParseError) -> JSONValue {
         var parser = Parser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.value(depth: 0)
@@ -58,14 +58,14 @@ enum JSONValue: Equatable, Sendable {
 
     /// One line of JSON text with no insignificant whitespace. With `sortedKeys`, object members
     /// are written in key order (as the library encodes element ids).
-    func compact(sortedKeys: Bool = false) -> String {
+    package func compact(sortedKeys: Bool = false) -> String {
         var out = ""
         write(into: &out, sortedKeys: sortedKeys)
         return out
     }
 
     /// `compact()` as UTF-8 bytes.
-    var compactBytes: [UInt8] { Array(compact().utf8) }
+    package var compactBytes: [UInt8] { Array(compact().utf8) }
 
     private func write(into out: inout String, sortedKeys: Bool) {
         switch self {
@@ -94,7 +94,7 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// Writes `text` quoted, escaping `"`, `\` and control characters only.
-    static func writeString(_ text: String, into out: inout String) {
+    package static func writeString(_ text: String, into out: inout String) {
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -118,32 +118,32 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// `text` as a JSON string literal.
-    static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out = ""
         writeString(text, into: &out)
         return out
     }
 
     /// The member `key` of an object (nil for other values or a missing member).
-    subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.0 == key }?.1
     }
 
     /// The text of a string value.
-    var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
     /// The value of a boolean.
-    var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// An integer number that fits `Int`.
-    var intValue: Int? {
+    package var intValue: Int? {
         if case .number(let text) = self { return Int(text) }
         return nil
     }

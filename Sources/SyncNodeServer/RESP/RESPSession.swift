@@ -32,6 +32,8 @@ final class RESPSession {
     /// commands wait.
     @exclusivity(unchecked) var busy = false
     var dump: DumpCursor?
+    /// A WAIT is pending: ending the input closes the session then, unanswered.
+    var waitsForAcknowledgements = false
     /// QUIT or a protocol error: nothing more is read or answered.
     @exclusivity(unchecked) var finished = false
     /// Its connection's `didClose` came: nothing of it is charged any more.

@@ -9,18 +9,18 @@ import DecideCore
 ///
 /// The element bytes are the compact JSON of ID with object members in key order, the same bytes
 /// the library writes for a `CollectionState` id, so both address the same element.
-enum KeySyntax {
+package enum KeySyntax {
     /// Why a KEY was refused.
-    struct Invalid: Error, CustomStringConvertible {
-        let key: String
-        let reason: String
-        var description: String { "invalid key '\(key)': \(reason)" }
+    package struct Invalid: Error, CustomStringConvertible {
+        package let key: String
+        package let reason: String
+        package var description: String { "invalid key '\(key)': \(reason)" }
     }
 
     /// Parses a KEY given as bytes (a Redis-protocol argument): the same rules as `parse(_:)`,
     /// with a plain NAME (no brackets, the common case) taken without going through `String`'s
     /// searching. Not UTF-8: refused.
-    static func parse(bytes: ArraySlice<UInt8>) throws(Invalid) -> StateKey {
+    package static func parse(bytes: ArraySlice<UInt8>) throws(Invalid) -> StateKey {
         var brackets = false
         var ascii = true
         for byte in bytes {
@@ -43,7 +43,7 @@ enum KeySyntax {
     }
 
     /// Parses a KEY into the state key it addresses.
-    static func parse(_ text: String) throws(Invalid) -> StateKey {
+    package static func parse(_ text: String) throws(Invalid) -> StateKey {
         guard !text.isEmpty else { throw Invalid(key: text, reason: "a key needs a name") }
         guard text.hasSuffix("]"), let open = text.firstIndex(of: "[") else {
             guard !text.contains("[") && !text.contains("]") else {
@@ -60,7 +60,7 @@ enum KeySyntax {
     }
 
     /// The element id of `key` as JSON, nil for an atomic state or an element that is not JSON.
-    static func elementID(of key: StateKey) -> JSONValue? {
+    package static func elementID(of key: StateKey) -> JSONValue? {
         guard key.elementCount != 0 else { return nil }
         return try? JSONValue.parse(key.element)
     }

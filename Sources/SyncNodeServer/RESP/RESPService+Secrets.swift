@@ -7,13 +7,20 @@ import DecideUV
 /// shows the fingerprints in use and the secret sealing each link.
 extension RESPService {
     /// What the endpoint may do with the peer's secrets.
-    struct SecretsControl: Sendable {
+    package struct SecretsControl: Sendable {
         /// Re-reads the files and applies them; the summary, or why nothing changed.
-        let reload: @Sendable () throws -> String
+        package let reload: @Sendable () throws -> String
         /// The fingerprints in use, the sealing one first.
-        let fingerprints: @Sendable () -> [String]
+        package let fingerprints: @Sendable () -> [String]
         /// The established links and the secrets sealing them.
-        let links: @Sendable () -> [UVTransport.SealedLink]
+        package let links: @Sendable () -> [UVTransport.SealedLink]
+
+        package init(reload: @escaping @Sendable () throws -> String, fingerprints: @escaping @Sendable () -> [String],
+                     links: @escaping @Sendable () -> [UVTransport.SealedLink]) {
+            self.reload = reload
+            self.fingerprints = fingerprints
+            self.links = links
+        }
     }
 
     func rekey(into writer: inout RESPWriter) {

@@ -28,63 +28,72 @@ import Synchronization
 /// - an unauthenticated client is closed after `authTimeoutMilliseconds`, at most
 ///   `maxUnauthenticatedClients` are open at once, and with `idleTimeoutMilliseconds` an idle
 ///   client is closed.
-final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop-thread state below is touched only on the server's loop
-    struct Configuration: Sendable {
+package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop-thread state below is touched only on the server's loop
+    package struct Configuration: Sendable {
         /// Clients must `AUTH` with this first (nil: no password).
-        var password: [UInt8]?
-        var limits = RESPLimits()
+        package var password: [UInt8]?
+        package var limits = RESPLimits()
         /// The largest reply one command may build (KEYS, MGET, SCAN with a large COUNT).
-        var maxReplyBytes = 64 << 20
+        package var maxReplyBytes = 64 << 20
         /// Unwritten notification bytes past which a subscriber is disconnected.
-        var maxSubscriberOutputBytes = 32 << 20
+        package var maxSubscriberOutputBytes = 32 << 20
         /// Channels and patterns one connection may subscribe to.
-        var maxSubscriptionsPerConnection = 10_000
+        package var maxSubscriptionsPerConnection = 10_000
         /// Changes waiting to be turned into notifications, in bytes, past which they are
         /// dropped (and every subscriber told, or disconnected).
-        var maxQueuedNotificationBytes = 64 << 20
+        package var maxQueuedNotificationBytes = 64 << 20
         /// Bytes of a dump reply written at a time, the next once the socket drained.
-        var dumpChunkBytes = 256 << 10
+        package var dumpChunkBytes = 256 << 10
         /// The server's connection bound, for CONFIG GET maxclients.
-        var maxClients = 1024
+        package var maxClients = 1024
         /// The cluster secrets: reload them, and show which seal each link (nil: no secret).
-        var secrets: SecretsControl?
+        package var secrets: SecretsControl?
         /// What a client may send before it authenticated (only with a password).
-        var unauthenticatedLimits = RESPLimits.unauthenticated
+        package var unauthenticatedLimits = RESPLimits.unauthenticated
         /// A client still unauthenticated this long after it connected is closed (0: never).
-        var authTimeoutMilliseconds: UInt64 = 10_000
+        package var authTimeoutMilliseconds: UInt64 = 10_000
         /// Connections not yet authenticated at once (only with a password); more are refused.
-        var maxUnauthenticatedClients = 64
+        package var maxUnauthenticatedClients = 64
         /// A client that sent nothing for this long is closed (0: never). Subscribers and
         /// clients waiting for a reply (WAIT, a write waiting for the disk, a dump) are not idle.
-        var idleTimeoutMilliseconds: UInt64 = 0
+        package var idleTimeoutMilliseconds: UInt64 = 0
         /// Memory one client may hold (`RESPSession.heldBytes`: its partial requests, replies
         /// not yet written, subscriptions, open MULTI block); past it, it is told and closed.
-        var maxClientMemoryBytes = 256 << 20
+        package var maxClientMemoryBytes = 256 << 20
         /// Memory one unauthenticated client may hold: its requests are small
         /// (`unauthenticatedLimits`), so only unread replies can grow, and they need not.
-        var maxUnauthenticatedClientMemoryBytes = 1 << 20
+        package var maxUnauthenticatedClientMemoryBytes = 1 << 20
         /// Memory every client together may hold; past it, the largest clients are closed.
-        var maxClientsMemoryBytes = 2 << 30
+        package var maxClientsMemoryBytes = 2 << 30
         /// A client whose unwritten replies stayed above half the read pause this long without any
         /// of them being written (it does not read) is told and closed (0: never).
-        var outputStallTimeoutMilliseconds: UInt64 = 30_000
+        package var outputStallTimeoutMilliseconds: UInt64 = 30_000
         /// The longest one pattern (PSUBSCRIBE) or channel (SUBSCRIBE) name may be.
-        var maxSubscriptionNameBytes = 4096
+        package var maxSubscriptionNameBytes = 4096
+
+        package init() {}
     }
 
     /// What `INFO` and `DECIDE.STATUS` tell beside the node's own numbers.
-    struct Identity: Sendable {
-        var cluster: String
-        var listen: String
-        var admin: String
-        var durability: String
+    package struct Identity: Sendable {
+        package var cluster: String
+        package var listen: String
+        package var admin: String
+        package var durability: String
+
+        package init(cluster: String, listen: String, admin: String, durability: String) {
+            self.cluster = cluster
+            self.listen = listen
+            self.admin = admin
+            self.durability = durability
+        }
     }
 
     let node: Node
     let replicator: Replicator
     let configuration: Configuration
     let logger: Logger
-    let identity: Mutex<Identity>
+    package let identity: Mutex<Identity>
     let startedMilliseconds: UInt64
     let notifications: NotificationQueue
     /// Sessions with at least one subscription (loop thread).
@@ -138,7 +147,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     /// The keys `prefetchGets` hands the node, kept to reuse its storage (loop thread).
     @exclusivity(unchecked) private var prefetchHashes: [UInt64] = []
 
-    init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
+    package init(node: Node, replicator: Replicator, configuration: Configuration, identity: Identity, logger: Logger) {
         self.node = node
         self.replicator = replicator
         self.configuration = configuration
@@ -149,7 +158,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     }
 
     /// Records the server this service answers for (once, before it listens).
-    func attach(_ server: UVStreamServer) {
+    package func attach(_ server: UVStreamServer) {
         self.server = server
         startSweeping(server)
     }
@@ -157,11 +166,11 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
     static func nowMilliseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds / 1_000_000 }
 
     /// The reply a connection past `maxConnections` gets before it is closed.
-    static let tooManyClientsReply = Array("-ERR max number of clients reached\r\n".utf8)
+    package static let tooManyClientsReply = Array("-ERR max number of clients reached\r\n".utf8)
 
     // MARK: UVStreamServer.Delegate
 
-    func streamServer(_ server: UVStreamServer, didAccept connection: UVStreamServer.Connection) {
+    package func streamServer(_ server: UVStreamServer, didAccept connection: UVStreamServer.Connection) {
         let authenticated = configuration.password == nil
         let now = Self.nowMilliseconds()
         let session = RESPSession(connection: connection,
@@ -184,15 +193,19 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         logger.debug("client connected", metadata: ["client": "\(connection.id)", "peer": "\(connection.peer)"])
     }
 
-    func streamServer(_ server: UVStreamServer, didRead bytes: UnsafeRawBufferPointer, on connection: UVStreamServer.Connection) {
+    package func streamServer(_ server: UVStreamServer, didRead bytes: UnsafeRawBufferPointer, on connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
         // The idle timeout's clock, read only when there is one (a clock read a read saved).
         if configuration.idleTimeoutMilliseconds > 0 { session.lastReadMilliseconds = Self.nowMilliseconds() }
         session.parser.append(bytes)
-        process(session, server: server)
+        guard session.busy else { return process(session, server: server) }
+        // A client waiting for a reply is still read, so that its leaving is seen (`inputEndedOn`),
+        // until what it sent behind the wait passes the read pause; it is charged for it.
+        if session.parser.bufferedBytes > server.configuration.pauseReadingAboveBytes { connection.pauseReading() }
+        charge(session, server: server)
     }
 
-    func streamServer(_ server: UVStreamServer, didDrain connection: UVStreamServer.Connection) {
+    package func streamServer(_ server: UVStreamServer, didDrain connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
         charge(session, server: server)
         if session.dump != nil {
@@ -202,12 +215,20 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         }
     }
 
-    func streamServer(_ server: UVStreamServer, inputEndedOn connection: UVStreamServer.Connection) {
+    package func streamServer(_ server: UVStreamServer, inputEndedOn connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
+        if session.busy && session.waitsForAcknowledgements {
+            // A client that leaves during a WAIT is closed now, unanswered, as Redis frees a
+            // blocked client that disconnects: otherwise `WAIT 1 0` would hold its connection
+            // for a day after it went.
+            session.finished = true
+            server.closeWhenWritten(connection)
+            return
+        }
         process(session, server: server)
     }
 
-    func streamServer(_ server: UVStreamServer, didClose connection: UVStreamServer.Connection) {
+    package func streamServer(_ server: UVStreamServer, didClose connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession else { return }
         session.finished = true
         session.closed = true
@@ -254,6 +275,8 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
                     break
                 }
             } catch {
+                // The SETs read before the bad request are answered before its error.
+                commit(&batch, into: &session.writer)
                 session.writer.error("ERR \(error)")
                 throttledLog.log(logger, .info, "client sent a malformed request; closing it", metadata: [
                     "client": "\(connection.id)", "peer": "\(connection.peer)", "error": "\(error)",
@@ -420,7 +443,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         }
     }
 
-    func streamServerWillEndTurn(_ server: UVStreamServer) {
+    package func streamServerWillEndTurn(_ server: UVStreamServer) {
         commitTurn(server)
     }
 
@@ -511,12 +534,11 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
         }
     }
 
-    /// Holds `session` (its later commands wait, its reading paused) until the returned closure
-    /// is called, from any thread, with what writes the reply: the reply is then queued on the
-    /// loop thread and the session goes on. Call it once.
+    /// Holds `session` (its later commands wait; it is read only until they pass the read
+    /// pause) until the returned closure is called, from any thread, with what writes the reply:
+    /// the reply is then queued on the loop thread and the session goes on. Call it once.
     func answerLater(_ session: RESPSession, server: UVStreamServer) -> @Sendable (_ reply: (inout RESPWriter) -> Void) -> Void {
         session.busy = true
-        session.connection.pauseReading()
         let bound = LoopBound(value: session)
         let protocolVersion = session.protocolVersion
         return { [self] makeReply in
@@ -527,6 +549,7 @@ final class RESPService: UVStreamServer.Delegate, @unchecked Sendable {  // loop
                 let session = bound.value
                 guard !session.finished else { return }
                 session.busy = false
+                session.waitsForAcknowledgements = false
                 session.connection.output += reply
                 session.connection.resumeReading()
                 server.flush(session.connection)
