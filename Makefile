@@ -116,7 +116,7 @@ bench-layouts: deps
 # A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
 sim: deps
 	$(SWIFT) build --build-tests
-	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|AcknowledgementAdversaryTests|LeaseTests|IndexTests)'
+	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|AcknowledgementAdversaryTests|LeaseTests|IndexTests|CounterTests)'
 
 clean:
 	rm -rf .build .build-*

@@ -24,6 +24,7 @@ check() {
 check library EXAMPLE
 check testing TESTING
 check model MODEL
+check counter COUNTER
 
 # The DocC getting-started article shows the library example too: it must be the README's.
 article=Sources/Decide/Decide.docc/GettingStarted.md

@@ -183,7 +183,8 @@ public final class TestNode: @unchecked Sendable {
                            fileID: fileID, filePath: filePath, line: line, column: column)
     }
 
-    /// The actual state with only the keys and indexes the test changed taken from `expected`.
+    /// The actual state with only the keys, indexes and counters the test changed taken from
+    /// `expected`.
     private static func overlay(_ expected: TestState, changedFrom before: TestState, onto after: TestState) -> TestState {
         var result = after
         for key in Set(before.values.keys).union(expected.values.keys) where before.values[key] != expected.values[key] {
@@ -191,6 +192,9 @@ public final class TestNode: @unchecked Sendable {
         }
         for name in Set(before.indexes.keys).union(expected.indexes.keys) where before.indexes[name] != expected.indexes[name] {
             result.indexes[name] = expected.indexes[name]
+        }
+        for name in Set(before.counters.keys).union(expected.counters.keys) where before.counters[name] != expected.counters[name] {
+            result.counters[name] = expected.counters[name]
         }
         return result
     }

@@ -17,11 +17,16 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     public var values: [String: String]
     /// Ordered indexes by name: the JSON text of each id, in order.
     public var indexes: [String: [String]]
+    /// Counters by name (`CounterState`), each with its total; a counter whose slots sum to 0 and
+    /// one never changed are both absent. Their slots are not in `values`.
+    public var counters: [String: Int64]
 
-    /// A state with these `values` and `indexes` (both empty by default: no key holds a value).
-    public init(values: [String: String] = [:], indexes: [String: [String]] = [:]) {
+    /// A state with these `values`, `indexes` and `counters` (all empty by default: no key holds
+    /// a value).
+    public init(values: [String: String] = [:], indexes: [String: [String]] = [:], counters: [String: Int64] = [:]) {
         self.values = values
         self.indexes = indexes
+        self.counters = counters
     }
 
     /// The state of `entries` as a reader at `nowMilliseconds` sees it. A collection whose every
@@ -29,8 +34,15 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     init(entries: [StateKey: Entry], nowMilliseconds now: UInt64) {
         var values: [String: String] = [:]
         var byName: [String: [(element: [UInt8], text: String, position: IndexPosition?)]] = [:]
+        var sums: [String: Int128] = [:]
         for (key, entry) in entries {
             guard let bytes = entry.value, !entry.isExpired(atMilliseconds: now) else { continue }
+            if CounterSlot.counts(key) {
+                if let slot = CounterSlot.sums(PackedBytes(bytes)) {
+                    sums[key.name, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
+                }
+                continue
+            }
             let text = String(decoding: bytes, as: UTF8.self)
             if key.element.isEmpty {
                 values[key.description] = text
@@ -54,6 +66,13 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         }
         self.values = values
         self.indexes = indexes
+        self.counters = sums.filter { $0.value != 0 }.mapValues { Int64(clamping: $0) }
+    }
+
+    /// The total of `counter` (0 when never changed); setting 0 states that its slots sum to 0.
+    public subscript<C: CounterState>(counter: C.Type) -> Int64 {
+        get { counters[C.name] ?? 0 }
+        set { counters[C.name] = newValue == 0 ? nil : newValue }
     }
 
     /// The value of `key` (its default when it holds none).
@@ -107,6 +126,7 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         var children: [(label: String?, value: Any)] = []
         for (key, text) in values.sorted(by: { $0.key < $1.key }) { children.append((key, JSONText(text: text))) }
         for (name, ids) in indexes.sorted(by: { $0.key < $1.key }) { children.append((name, ids.map(JSONText.init(text:)))) }
+        for (name, total) in counters.sorted(by: { $0.key < $1.key }) { children.append((name, total)) }
         return Mirror(self, children: children, displayStyle: .struct)
     }
 }

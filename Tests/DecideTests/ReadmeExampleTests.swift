@@ -98,3 +98,23 @@ final class MaintenanceBanner: NodeModel {
         try await example.value
     }
 }
+
+// README-COUNTER-BEGIN
+struct JobsStarted: CounterState {}                  // .increment(by:), .decrement(by:), .reset
+
+struct StartJob: Decision {
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        write(.increment(by: 1), into: JobsStarted.self)
+        return .none
+    }
+}
+
+@Test func readmeCounterExample() { // test-only
+let cluster = TestCluster(seed: 1, ids: ["a", "b"])  // two nodes on the simulator
+cluster.node("a").decide(StartJob())                 // at the same moment, on both
+cluster.node("b").decide(StartJob())
+_ = cluster.runUntilConverged()
+print(cluster.node("a").read(JobsStarted.self), cluster.node("b").read(JobsStarted.self))  // 2 2
+#expect(cluster.node("a").read(JobsStarted.self) == 2 && cluster.node("b").read(JobsStarted.self) == 2) // test-only
+} // test-only
+// README-COUNTER-END

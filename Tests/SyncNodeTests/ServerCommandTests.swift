@@ -77,8 +77,7 @@ extension SyncNodeTests {
                 let client = try peer.client()
                 #expect(try client.call("SET", "k", "1") == ok)
                 let cases: [([String], String)] = [
-                    (["INCR", "k"], "last-writer-wins"),
-                    (["incrby", "k", "2"], "last-writer-wins"),
+                    (["incrbyfloat", "k", "2.5"], "to the last bit"),
                     (["LPUSH", "list", "a"], "NAME[ID]"),
                     (["HSET", "h", "f", "v"], "NAME[ID]"),
                     (["WATCH", "k"], "one server to order every write"),

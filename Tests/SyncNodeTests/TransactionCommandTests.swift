@@ -69,7 +69,7 @@ extension SyncNodeTests {
                 let client = try peer.client()
                 // Each kind of refusal while queuing: an unknown command, a refused one, a wrong
                 // number of arguments, one not allowed in a block.
-                for refused in [["NOSUCH", "x"], ["INCR", "k"], ["SET", "k"], ["SUBSCRIBE", "ch"], ["WAIT", "1", "0"], ["DECIDE.DUMP"]] {
+                for refused in [["NOSUCH", "x"], ["LPUSH", "k", "v"], ["SET", "k"], ["SUBSCRIBE", "ch"], ["WAIT", "1", "0"], ["DECIDE.DUMP"]] {
                     #expect(try client.call("MULTI") == ok)
                     #expect(try client.call("SET", "k", "1") == .simple("QUEUED"))
                     #expect(try client.call(bytes: refused.map { Array($0.utf8) }).isError, "\(refused)")

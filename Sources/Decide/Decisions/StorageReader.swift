@@ -36,6 +36,23 @@ public struct StorageReader {
         transaction.open { $0.ids(index) }
     }
 
+    /// The total of `counter`: every change this node holds, this decision's included (0 when
+    /// never changed). O(slots): one per node process that changed it.
+    public func callAsFunction<C: CounterState>(_ counter: C.Type) -> Int64 {
+        transaction.open { $0.total(counter) }
+    }
+
+    /// Whether this node's table ever held a counter slot (this decision's included): until then
+    /// a front end skips its counter checks.
+    package var holdsCounters: Bool {
+        transaction.open { $0.core.counterPresence.exists }
+    }
+
+    /// The total of the counter named `name` (a front end's, with no Swift type).
+    package func counterTotal(named name: String) -> Int64 {
+        transaction.open { $0.total(ofCounterNamed: name) }
+    }
+
     /// The stored entry of an untyped key (nil when never written, or expired); includes
     /// tombstones. A live expiring value carries its `expiresAtMilliseconds`. It is the entry as
     /// the last commit left it: a write of this decision to `key` does not show here.

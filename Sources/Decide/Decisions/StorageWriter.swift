@@ -111,6 +111,28 @@ public struct StorageWriter {
         transaction.open { $0.remove(id, from: index) }
     }
 
+    /// Changes `counter`: `write(.increment(by: 3), into: Quota.self)`. Concurrent changes on
+    /// other nodes all count (see `CounterState`). A change that would take the total this
+    /// decision reads outside `Int64`, or give the counter more than `maxCounterSlots` slots,
+    /// aborts the decision.
+    public func callAsFunction<C: CounterState>(_ change: CounterChange, into counter: C.Type) {
+        transaction.open { $0.change(change, counter: counter) }
+    }
+
+    /// Changes the counter named `name` (a front end's, with no Swift type), as
+    /// `callAsFunction(_:into:)` does; returns why it aborted the decision, nil when it did not.
+    @discardableResult
+    package func change(_ change: CounterChange, counterNamed name: String) -> String? {
+        transaction.open { $0.change(change, counterNamed: name) }
+    }
+
+    /// Writes the base slot of the counter named `name` that takes over `value`, the whole
+    /// number a plain key held at `version` (a front end's INCR of a string; the plain key is the
+    /// caller's to delete).
+    package func counterBase(named name: String, from version: Version, value: Int64) {
+        transaction.open { $0.writeCounterBase(named: name, from: version, value: value) }
+    }
+
     /// Writes raw value bytes to an untyped key (`nil` deletes it). For tools such as syncnode;
     /// the bytes should be JSON so typed readers can decode them.
     public func raw(_ value: [UInt8]?, into key: StateKey) {

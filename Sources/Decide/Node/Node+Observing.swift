@@ -37,6 +37,13 @@ extension Node {
         return collectionObservation(of: name) { node in node.read(index) }
     }
 
+    /// The totals of `counter`: the current one first, then the total after each batch of
+    /// changes to it (local or replicated), skipping equal totals (see `CollectionObservation`).
+    public func observe<C: CounterState>(_ counter: C.Type) -> CollectionObservation<Int64> {
+        let name = core.withLock { $0.name(of: C.self, named: C.name) }
+        return collectionObservation(of: name) { node in node.read(counter) }
+    }
+
     /// Calls `handler` with a snapshot of `collection`, then with a new one after each batch of
     /// changes to its elements, one call at a time, outside the node's lock; equal snapshots
     /// are skipped. Each call builds a snapshot: O(collection) per batch of changes delivered.

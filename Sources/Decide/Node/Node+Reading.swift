@@ -31,6 +31,32 @@ extension Node {
         read { $0.elements(collection) }
     }
 
+    /// The total of `counter` now.
+    public func read<C: CounterState>(_ counter: C.Type) -> Int64 {
+        read { $0(counter) }
+    }
+
+    /// The slots of `counter` this node holds, in element order: the node and process
+    /// (incarnation) each belongs to and its running sums; slots whose value is not a pair of
+    /// sums are left out. For status pages, syncnode and tests.
+    package func counterSlots<C: CounterState>(_ counter: C.Type) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
+        core.withLock { core in
+            let now = hybridNow(core)
+            return core.elements(ofCollectionNamed: core.name(of: C.self, named: C.name))
+                .filter { CounterSlot.isSlot($0.key) && core.isVisible($0.entry, now: now) }
+                .sorted { $0.key < $1.key }
+                .compactMap { item in
+                    guard let owner = CounterSlot.owner(of: item.key), let value = item.entry.packedValue,
+                          let sums = CounterSlot.sums(value) else { return nil }
+                    return (owner.node, owner.incarnation, sums.increments, sums.decrements)
+                }
+        }
+    }
+
+    /// This process's incarnation: the part of its counter slots' ids that tells it from this
+    /// node id's earlier processes.
+    package var counterIncarnation: UInt64 { core.withLock { $0.counterIncarnation } }
+
     /// The ids of `index` now, in order.
     public func read<I: IndexState>(_ index: I.Type) -> [I.ID] {
         read { $0(index) }

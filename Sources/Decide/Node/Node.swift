@@ -17,6 +17,8 @@ public final class Node: Sendable {
     let configuration: Configuration
     let logger: Logger
     let core: NodeLock<NodeCore>
+    /// Whether this node's table ever held a counter slot (`CounterPresence`).
+    package let counterPresence: CounterPresence
     let delivery = DeliveryQueue()
     let pool: TaskPool
     let environmentBox: Mutex<EffectEnvironment>
@@ -59,6 +61,7 @@ public final class Node: Sendable {
             fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth))
         var clock = HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds)
         let store: any NodeStore
+        var loadedCounters = false
         do throws(StorageError) {
             if let directory = configuration.dataDirectory {
                 store = try SQLiteStore(
@@ -68,7 +71,10 @@ public final class Node: Sendable {
             } else {
                 store = InMemoryStore()
             }
-            let storedClock = try store.load { key, entry in table.merge(entry, for: key) }
+            let storedClock = try store.load { key, entry in
+                if !loadedCounters, CounterSlot.counts(key) { loadedCounters = true }
+                table.merge(entry, for: key)
+            }
             clock.advance(pastOrTo: storedClock)
             if let highest = table.highestVersion { clock.advance(pastOrTo: highest.timestamp) }
         } catch {
@@ -89,6 +95,10 @@ public final class Node: Sendable {
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity,
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
+        core.counterIncarnation = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds()).rawValue
+        counterPresence = core.counterPresence
+        if loadedCounters { core.counterPresence.noteWritten() }
+        core.maxCounterSlots = configuration.maxCounterSlots
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
         self.core = lock
         // Commits queue under the node's lock; the store's writer takes it, politely, to take them.

@@ -39,6 +39,10 @@ extension Node {
         /// applies it whole. Must be at most the replication engine's `maxFrameBytes` less
         /// 64 bytes (16 MiB by default).
         public var maxDecisionBytes = 8 * 1024 * 1024
+        /// The most slots one `CounterState` may have: each node process that changes it adds
+        /// one (a restart is a new process). A change that would add one more aborts its
+        /// decision with the reason.
+        public var maxCounterSlots = 4096
         /// The digest tree's shape: children per inner node as a power of two, and levels below
         /// the root. Every node of a cluster must use the same shape (anti-entropy refuses to
         /// compare different ones). The default, 16 × 4 levels, has 65,536 leaves (546 KiB),

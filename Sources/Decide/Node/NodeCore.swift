@@ -131,6 +131,26 @@ final class NodeCore: @unchecked Sendable {
     /// them on: the decision could still come back `.aborted`.
     var undurable = Set<UInt64>()
     let nodeID: String
+    /// This process's incarnation: part of the id of its slot of every counter, so that a
+    /// process never builds on a slot another process of this node id may have written
+    /// further (docs/design/0001-counters.md). Chosen by a clock tick at start.
+    var counterIncarnation: UInt64 = 0
+    /// The counters whose slot of `counterIncarnation` this process has written.
+    var counterSlotsWritten = Set<String>()
+    /// `Node.Configuration.maxCounterSlots`.
+    var maxCounterSlots = 4096
+    /// Whether the table ever held a counter slot (shared with `Node`, read without the lock).
+    let counterPresence = CounterPresence()
+
+    /// Takes a new incarnation, past the current one and the clock, when the current one turned
+    /// out to be another process's too (a slot of it this process never wrote).
+    func renewCounterIncarnation(logger: Logger, counter: String) {
+        let previous = counterIncarnation
+        counterIncarnation = max(counterIncarnation, clock.last.rawValue) + 1
+        counterSlotsWritten.removeAll()
+        logger.warning("counter slot of this incarnation already written by another process of this node id; taking a new incarnation", metadata: [
+            "counter": "\(counter)", "previous": "\(previous)", "incarnation": "\(counterIncarnation)"])
+    }
 
     /// Whether `entry` is one of this node's own decisions not yet on disk (strict durability).
     func isUndurable(_ entry: Entry) -> Bool {

@@ -40,8 +40,22 @@ struct KeyAccess {
     }
 
     /// What `key` holds: nil when it was never written or its value expired; a tombstone is
-    /// `Held` with a nil value.
+    /// `Held` with a nil value. A plain key with no value of its own that names a counter with a
+    /// total other than 0 holds that total, as Redis's INCR leaves a string.
     func entry(_ key: StateKey) -> Held? {
+        let plain = plainEntry(key)
+        guard key.elementCount == 0, plain?.value == nil, let total = KeyCounterChange.heldTotal(read, name: key.name) else { return plain }
+        return Held(value: total, expiresAtMilliseconds: nil, owned: false)
+    }
+
+    /// The version `key`'s stored value has (nil: none, or written through this access).
+    func storedVersion(_ key: StateKey) -> Version? {
+        if tracking, written[key] != nil { return nil }
+        return read.entry(key)?.version
+    }
+
+    /// What `key` itself holds, without a counter of its name (see `entry`).
+    func plainEntry(_ key: StateKey) -> Held? {
         if tracking, let held = written[key] {
             if let instant = held.expiresAtMilliseconds, instant <= nowMilliseconds { return nil }
             return held
@@ -55,8 +69,14 @@ struct KeyAccess {
         entry(key)?.value
     }
 
-    /// Writes `value` (nil: deletes) into `key`.
-    mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false) {
+    /// Writes `value` (nil: deletes) into `key`. A plain key's write also resets the counter of
+    /// its name, as a SET or DEL over a Redis counter replaces it (`resettingCounter` false: not,
+    /// for INCR taking the value over).
+    mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false,
+                      resettingCounter: Bool = true) {
+        if resettingCounter, key.elementCount == 0, read.holdsCounters, read.counterTotal(named: key.name) != 0 {
+            write.change(.reset, counterNamed: key.name)
+        }
         guard let value else {
             write.raw(packed: nil, into: key)
             if tracking { written[key] = Held(value: nil, expiresAtMilliseconds: nil, owned: false) }

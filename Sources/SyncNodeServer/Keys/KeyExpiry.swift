@@ -1,5 +1,6 @@
 import Decide
 import DecideCore
+import DecideRESP
 
 /// The work behind EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and PERSIST (run as a decision of its
 /// own, or as a step of a MULTI block's, through `KeyAccess`): renewing or ending a
@@ -32,6 +33,13 @@ struct KeyExpiry: Sendable {
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// Whether the key held a value and the change was made (Redis replies 1).
         var changed = false
+        /// The error reply instead (the key is a counter, which does not expire yet).
+        var refusal: String?
+    }
+
+    /// The reply: 1 when changed, 0 when not, or the refusal.
+    func reply(into writer: inout RESPWriter) {
+        if let refusal = outcome.refusal { writer.error(refusal) } else { writer.integer(outcome.changed ? 1 : 0) }
     }
 
     let key: StateKey
@@ -42,6 +50,10 @@ struct KeyExpiry: Sendable {
     /// The change, through `access` (alone, or as one command of a MULTI … EXEC block).
     func apply(_ access: inout KeyAccess) {
         guard let entry = access.entry(key), let value = entry.value else { return }
+        guard access.plainEntry(key)?.value != nil else {
+            outcome.refusal = "ERR \(key.name) is a counter, and counters do not expire yet: keep a rate window in its name (hits:2026-12-02T10:05) and let old windows be, or DEL them"
+            return
+        }
         let current = entry.expiresAtMilliseconds
         switch change {
         case .persist:

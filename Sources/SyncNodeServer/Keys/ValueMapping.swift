@@ -54,6 +54,30 @@ enum ValueMapping {
         return text.withUnsafeBytes(body)
     }
 
+    /// The whole number a stored value reads as for INCR (its Redis string is `-?[0-9]+` with no
+    /// leading zero and fits `Int64`), or nil.
+    static func integer(_ stored: PackedBytes) -> Int64? {
+        stored.withUnsafeBytes { raw in
+            withResp(raw) { text -> Int64? in
+                guard !text.isEmpty, text.count <= 20 else { return nil }
+                let negative = text[0] == UInt8(ascii: "-")
+                let digits = negative ? UnsafeRawBufferPointer(rebasing: text[1...]) : text
+                guard !digits.isEmpty, digits.count == 1 || digits[0] != UInt8(ascii: "0"),
+                      !(negative && digits.count == 1 && digits[0] == UInt8(ascii: "0")) else { return nil }
+                var magnitude: UInt64 = 0
+                for digit in digits {
+                    guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
+                    let (times, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+                    let (sum, carry) = times.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
+                    guard !overflow, !carry else { return nil }
+                    magnitude = sum
+                }
+                if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+                return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+            }
+        }
+    }
+
     /// Writes the reply of a stored value, read where the table keeps it: a bulk string, or a
     /// null for none.
     static func reply(_ stored: PackedBytes?, into writer: inout RESPWriter) {

@@ -3,6 +3,7 @@
 /// commands it refuses with the reason (docs/operations.md, "The Redis protocol").
 enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
+    case incr, incrby, decr, decrby
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case multi, exec, discard, unwatch
@@ -57,6 +58,10 @@ enum RESPCommand: Int, CaseIterable {
         case .scan: return Info(name: "scan", arity: -2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         case .keys: return Info(name: "keys", arity: 2, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         case .dbsize: return Info(name: "dbsize", arity: 1, flags: ["readonly", "fast"], firstKey: 0, lastKey: 0, step: 0)
+        case .incr: return Info(name: "incr", arity: 2, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .incrby: return Info(name: "incrby", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .decr: return Info(name: "decr", arity: 2, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .decrby: return Info(name: "decrby", arity: 3, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .expire: return Info(name: "expire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .pexpire: return Info(name: "pexpire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .expireat: return Info(name: "expireat", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
@@ -138,10 +143,7 @@ enum RESPCommand: Int, CaseIterable {
     /// feature is not built yet. Keyed by lower-case name.
     static let refused: [String: String] = {
         var reasons: [String: String] = [:]
-        let counter = "under last-writer-wins two nodes changing the same number at once would lose one change; keep one key per writer (NAME[writer]) and add them up when reading, or compute the new value and SET it from one place"
-        for name in ["incr", "incrby", "incrbyfloat", "decr", "decrby"] {
-            reasons[name] = counter
-        }
+        reasons["incrbyfloat"] = "a counter here sums whole numbers exactly across nodes (INCRBY); summing floating-point changes made on different nodes in different orders would not give every node the same total to the last bit"
         let part = "under last-writer-wins two nodes changing parts of one string at once would lose one change; compute the whole new value and SET it"
         for name in ["append", "setrange", "setbit", "bitfield"] {
             reasons[name] = part

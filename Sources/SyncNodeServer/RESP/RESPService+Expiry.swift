@@ -12,7 +12,7 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return nil }
         if command == .persist {
             let decision = KeyExpiry(key: key, change: .persist, condition: .always)
-            return PreparedWrite(command: .persist, apply: decision.apply) { $0.integer(decision.outcome.changed ? 1 : 0) }
+            return PreparedWrite(command: .persist, apply: decision.apply) { decision.reply(into: &$0) }
         }
         guard let amount = Self.integer(arguments[2]) else {
             writer.error("ERR value is not an integer or out of range")
@@ -48,7 +48,7 @@ extension RESPService {
             return nil
         }
         let decision = KeyExpiry(key: key, change: .at(milliseconds: instant), condition: condition)
-        return PreparedWrite(command: command, apply: decision.apply) { $0.integer(decision.outcome.changed ? 1 : 0) }
+        return PreparedWrite(command: command, apply: decision.apply) { decision.reply(into: &$0) }
     }
 
     /// TTL / PTTL / EXPIRETIME / PEXPIRETIME key: -2 when the key holds no value, -1 when it
@@ -56,9 +56,13 @@ extension RESPService {
     /// the instant.
     func ttl(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        let (entry, now) = node.read { read in (read.entry(key), read.nowMilliseconds) }
-        Self.replyLifetime(command, expiringAt: entry.flatMap { $0.isTombstone ? nil : .some($0.expiresAtMilliseconds) },
-                           now: now, into: &writer)
+        let (instant, now) = node.read { read -> (UInt64??, UInt64) in
+            if let entry = read.entry(key), !entry.isTombstone { return (.some(entry.expiresAtMilliseconds), read.nowMilliseconds) }
+            // A counter of that name: a key that never expires.
+            let counter = key.elementCount == 0 && KeyCounterChange.heldTotal(read, name: key.name) != nil
+            return (counter ? .some(nil) : nil, read.nowMilliseconds)
+        }
+        Self.replyLifetime(command, expiringAt: instant, now: now, into: &writer)
     }
 
     /// TTL / PTTL / EXPIRETIME / PEXPIRETIME's reply for a key whose value expires at

@@ -10,10 +10,13 @@ extension RESPService {
         let stored: PackedBytes?
         if Self.isPlainName(arguments[1]) {
             // A Redis-style key (an atomic state's name): looked up by its bytes, no StateKey.
-            stored = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
+            let plain = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
+            // No value of its own (never written, or a tombstone): a counter of that name may hold one.
+            stored = plain ?? (node.counterPresence.exists
+                ? node.read { KeyCounterChange.heldTotal($0, name: String(decoding: arguments[1], as: UTF8.self)) } : nil)
         } else {
             guard let key = key(arguments[1], into: &writer) else { return }
-            stored = node.read { $0.entry(key)?.packedValue }
+            stored = node.read { KeyCounterChange.value($0, key) }
         }
         // Written into the reply from where the value is held: no array between.
         ValueMapping.reply(stored, into: &writer)
@@ -31,7 +34,7 @@ extension RESPService {
         guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
         // The keys' table lines are fetched together, not one miss per key (`prefetchGets`).
         node.prefetchValues(stableHashes: keys.map(\.stableHash))
-        let values = node.read { read in keys.map { read.entry($0)?.packedValue } }
+        let values = node.read { read in keys.map { KeyCounterChange.value(read, $0) } }
         Self.replyValues(values, maxReplyBytes: configuration.maxReplyBytes, into: &writer)
     }
 
@@ -62,12 +65,12 @@ extension RESPService {
 
     func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
-        writer.integer(node.read { read in keys.reduce(0) { $0 + (read.entry($1)?.packedValue == nil ? 0 : 1) } })
+        writer.integer(node.read { read in keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) == nil ? 0 : 1) } })
     }
 
     func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        writer.simpleString(Self.typeName(holding: node.read { $0.entry(key)?.packedValue }))
+        writer.simpleString(Self.typeName(holding: node.read { KeyCounterChange.value($0, key) }))
     }
 
     /// TYPE's answer for a key holding `value` (nil: none).
@@ -130,9 +133,12 @@ extension RESPService {
         }
         var names: [[UInt8]] = []
         if onlyStrings {
+            var seen = Set<[UInt8]>()
             for key in page.keys {
-                let name = Array(key.description.utf8)
+                let name = Self.redisName(of: key)
                 if let pattern, !RESPGlob.matches(pattern, name) { continue }
+                // A counter's slots are one Redis key (and a plain value of its name too).
+                if CounterSlot.counts(key) || key.elementCount == 0 { guard seen.insert(name).inserted else { continue } }
                 names.append(name)
             }
         }
@@ -147,13 +153,15 @@ extension RESPService {
     func keys(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         let pattern = arguments[1]
         var names: [[UInt8]] = []
+        var counters = Set<[UInt8]>()
         var replyBytes = 0
         var cursor = 0
         repeat {
             let page = node.scanKeys(cursor: cursor, minimumKeys: 10_000, maximumBuckets: 4096)
             for key in page.keys {
-                let name = Array(key.description.utf8)
+                let name = Self.redisName(of: key)
                 guard RESPGlob.matches(pattern, name) else { continue }
+                if CounterSlot.counts(key) || key.elementCount == 0 { guard counters.insert(name).inserted else { continue } }
                 replyBytes += name.count + 16
                 guard replyBytes <= configuration.maxReplyBytes else {
                     writer.error("ERR KEYS would reply more than maxReplyBytes \(configuration.maxReplyBytes) bytes: use SCAN")
@@ -165,6 +173,11 @@ extension RESPService {
         } while cursor != 0
         writer.arrayHeader(names.count)
         for name in names { writer.bulk(name) }
+    }
+
+    /// The Redis key `key` is part of: its name for a counter's slot, else NAME or NAME[ID].
+    static func redisName(of key: StateKey) -> [UInt8] {
+        CounterSlot.counts(key) ? Array(key.name.utf8) : Array(key.description.utf8)
     }
 
     // MARK: writes
@@ -228,6 +241,8 @@ extension RESPService {
             return prepareExpire(command, arguments, into: &writer)
         case .setex, .psetex:
             return prepareSetex(command, arguments, into: &writer)
+        case .incr, .decr, .incrby, .decrby:
+            return prepareCounterChange(command, arguments, into: &writer)
         default:
             preconditionFailure("\(command) is not a keyspace write")
         }
@@ -277,7 +292,7 @@ extension RESPService {
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
         let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
-        let plain = condition == .always && !returnPrevious && expiry == .never && !owned
+        let plain = condition == .always && !returnPrevious && expiry == .never && !owned && !node.counterPresence.exists
         let repliesPrevious = returnPrevious
         return PreparedWrite(command: .set, apply: decision.apply, plainSet: plain ? (key, value) : nil) { writer in
             if repliesPrevious {
@@ -315,6 +330,35 @@ extension RESPService {
         } catch {
             writer.error("ERR \(error)")
             return nil
+        }
+    }
+
+    /// INCR key, DECR key, INCRBY key n, DECRBY key n: the counter named by a plain key
+    /// (`KeyCounterChange`), answered with its total after the change.
+    private func prepareCounterChange(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
+        guard let key = key(arguments[1], into: &writer) else { return nil }
+        guard key.elementCount == 0 else {
+            writer.error("ERR \(command.name.uppercased()) needs a plain key: \(key) names an element of a collection, and a counter is a key of its own")
+            return nil
+        }
+        var amount: Int64 = 1
+        if command == .incrby || command == .decrby {
+            guard let given = Self.integer(arguments[2]).flatMap({ Int64(exactly: $0) }) else {
+                writer.error(KeyCounterChange.notAnInteger)
+                return nil
+            }
+            amount = given
+        }
+        if command == .decr || command == .decrby {
+            guard amount != .min else {
+                writer.error("ERR decrement would overflow")
+                return nil
+            }
+            amount = -amount
+        }
+        let change = KeyCounterChange(key: key, amount: amount)
+        return PreparedWrite(command: command, apply: change.apply) { writer in
+            if let error = change.outcome.error { writer.error(error) } else { writer.integer(Int(change.outcome.total)) }
         }
     }
 }

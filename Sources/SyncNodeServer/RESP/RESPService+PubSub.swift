@@ -17,6 +17,7 @@ extension RESPService {
     static let keyspacePrefix = Array("__keyspace@0__:".utf8)
     static let keyeventSet = Array("__keyevent@0__:set".utf8)
     static let keyeventDel = Array("__keyevent@0__:del".utf8)
+    static let keyeventIncrby = Array("__keyevent@0__:incrby".utf8)
     static let keyeventExpired = Array("__keyevent@0__:expired".utf8)
     static let decidePrefix = Array("__decide@0__:".utf8)
     /// Where a `__decide@0__` subscriber hears that notifications were dropped.
@@ -274,10 +275,13 @@ struct NotificationWork {
         }
         let expired = committed.origin == .expired
         self.item = committed.delta.entries[item]
-        let name = Array(self.item.key.description.utf8)
+        // A counter's slot changed: Redis's event for INCR, INCRBY, DECR and DECRBY, on the key.
+        let counter = CounterSlot.counts(self.item.key)
+        let name = RESPService.redisName(of: self.item.key)
         let deleted = self.item.entry.isTombstone
-        let event = Array((expired ? "expired" : deleted ? "del" : "set").utf8)
-        let keyevent = expired ? RESPService.keyeventExpired : deleted ? RESPService.keyeventDel : RESPService.keyeventSet
+        let event = Array((expired ? "expired" : deleted ? "del" : counter ? "incrby" : "set").utf8)
+        let keyevent = expired ? RESPService.keyeventExpired : deleted ? RESPService.keyeventDel
+            : counter ? RESPService.keyeventIncrby : RESPService.keyeventSet
         channels = [RESPService.keyspacePrefix + name, keyevent, RESPService.decidePrefix + name]
         payloads = [event, name, nil]
         for (position, channel) in channels.enumerated() {

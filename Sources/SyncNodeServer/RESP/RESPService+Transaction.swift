@@ -29,7 +29,7 @@ extension RESPService {
     static func queueable(_ command: RESPCommand) -> Bool {
         switch command {
         case .get, .mget, .exists, .type, .ttl, .pttl, .expiretime, .pexpiretime,
-             .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex,
+             .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex, .incr, .incrby, .decr, .decrby,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .ping, .echo:
             return true
         default:
