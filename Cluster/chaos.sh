@@ -151,6 +151,18 @@ writer() {
             printf '%s\t%s\t%s\n' "$node" "$index" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/blocks.n$node"
             continue
         fi
+        if [ $((index % 5)) -eq 0 ]; then
+            # An increment of the one counter every peer changes (INCRBY ctr N, then WAIT 2), on a
+            # connection of its own; a line of the counter history: node, amount, replies.
+            # Its amount is recorded before it is sent: a writer stopped at the end while one is in
+            # flight leaves it there unanswered, and the checker counts it as may-have-committed.
+            amount=$((index % 9 + 1))
+            printf '%s\t%s\t%s\n' "$node" "$index" "$amount" >> "$RUN_DIR/counter-sent.n$node"
+            request=$(printf 'INCRBY ctr %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$amount")
+            out=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\n" "$1" >&3 && cat <&3' _ "$request" 2>&1)
+            printf '%s\t%s\t%s\t%s\n' "$node" "$index" "$amount" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/counter.n$node"
+            continue
+        fi
         if [ $((index % 2)) -eq 0 ]; then
             key="once[n$node-$index]" value="$index"
         else
@@ -217,4 +229,17 @@ converged_ok=1
 wait_until 90 "the five dumps to be identical" converged || converged_ok=0
 cat "$RUN_DIR"/history.n* > "$RUN_DIR/history"
 cat "$RUN_DIR"/blocks.n* > "$RUN_DIR/blocks" 2>/dev/null || : > "$RUN_DIR/blocks"
-"$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED" "$RUN_DIR/blocks"
+# Every increment sent, answered or not: those with no reply line were cut off.
+cat "$RUN_DIR"/counter.n* > "$RUN_DIR/counter" 2>/dev/null || : > "$RUN_DIR/counter"
+cat "$RUN_DIR"/counter-sent.n* 2>/dev/null | while IFS=$'\t' read -r node index amount; do
+    grep -q "^$node"$'\t'"$index"$'\t' "$RUN_DIR/counter" || printf '%s\t%s\t%s\t\n' "$node" "$index" "$amount"
+done >> "$RUN_DIR/counter"
+# The counter's total as each peer reads it (GET ctr), a line each: node, total.
+: > "$RUN_DIR/counter-totals"
+for node in "${NODES[@]}"; do
+    total=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "GET ctr\r\nQUIT\r\n" >&3 && cat <&3' 2>/dev/null \
+        | tr -d '\r' | sed -n 2p)
+    printf '%s\t%s\n' "$node" "$total" >> "$RUN_DIR/counter-totals"
+done
+"$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED" "$RUN_DIR/blocks" \
+    "$RUN_DIR/counter" "$RUN_DIR/counter-totals"

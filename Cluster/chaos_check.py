@@ -11,7 +11,14 @@ and pair[nK-i-b]: after convergence each pair is whole (both keys, one version, 
 absent; a block EXEC answered and WAIT 2 acknowledged must be there; a block EXEC refused must
 not.
 
-usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS]
+The counter (COUNTER, a line per `INCRBY ctr N` + `WAIT 2` sent: node, index, N, the replies,
+none when it was cut off; TOTALS, each peer's `GET ctr`
+after convergence): every peer reads the same total, at least the sum of the increments answered
+and acknowledged by 2 peers (none lost) and at most the sum of those answered or cut off before
+an answer (none invented, none counted twice).
+
+usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS [COUNTER TOTALS]]
+       chaos_check.py --self-test   (the counter check fails on a lost or doubled increment)
 """
 import json
 import re
@@ -57,11 +64,71 @@ def check_blocks(blocks_path, final, problems):
     return acknowledged, refused, unknown
 
 
+def check_counter(counter_path, totals_path, problems):
+    """The counter: every peer's total equal, within [acknowledged, answered or cut off]. Returns
+    (acknowledged count, lower bound, upper bound, totals)."""
+    acknowledged = lower = upper = 0
+    with open(counter_path) as history:
+        for record in history:
+            node, _index, amount, output = record.rstrip("\n").split("\t", 3)
+            amount = int(amount)
+            parts = [part for part in output.split("|") if part]
+            if not parts:
+                upper += amount            # cut off before any reply: may have committed
+            elif parts[0].startswith(":"):
+                upper += amount            # answered with the total: committed on its node
+                if len(parts) > 1 and parts[1].startswith(":") and int(parts[1][1:]) >= 2:
+                    acknowledged += 1
+                    lower += amount        # and held by 2 peers: must survive
+            # an error reply: refused, nothing written
+    totals = {}
+    with open(totals_path) as lines:
+        for line in lines:
+            node, total = line.rstrip("\n").split("\t")
+            totals[node] = int(total) if total.lstrip("-").isdigit() else 0
+    if len(set(totals.values())) > 1:
+        problems.append(f"counter: the peers read different totals after convergence: {totals}")
+    for node, total in totals.items():
+        if not lower <= total <= upper:
+            problems.append(f"counter: n{node} reads {total}; the acknowledged increments sum to {lower}, "
+                            f"those that may have committed to {upper}")
+    return acknowledged, lower, upper, totals
+
+
+def self_test():
+    """The counter check against doctored runs: a lost acknowledged increment, a doubled one,
+    peers that disagree, and an honest run."""
+    import os
+    import tempfile
+    history = "1\t5\t5\t:5|:2|+OK\n2\t10\t3\t:8|:3|+OK\n3\t20\t4\t:12|:1|+OK\n4\t25\t2\t-ERR INCRBY refused\n5\t35\t6\t\n"
+    cases = [({"1": 8, "2": 8}, True, "honest: the acknowledged 8"), ({"1": 18, "2": 18}, True, "honest: all that may have committed"),
+             ({"1": 5, "2": 5}, False, "an acknowledged increment lost"), ({"1": 23, "2": 23}, False, "an increment counted twice"),
+             ({"1": 8, "2": 12}, False, "peers that disagree")]
+    failures = 0
+    with tempfile.TemporaryDirectory() as directory:
+        counter = os.path.join(directory, "counter")
+        with open(counter, "w") as file:
+            file.write(history)
+        for totals, passes, name in cases:
+            path = os.path.join(directory, "totals")
+            with open(path, "w") as file:
+                file.write("".join(f"{node}\t{total}\n" for node, total in totals.items()))
+            problems = []
+            check_counter(counter, path, problems)
+            if (not problems) != passes:
+                failures += 1
+                print(f"chaos_check self-test: FAILED: {name}: {problems or 'no problem found'}")
+    print("chaos_check self-test: " + ("FAILED" if failures else "PASSED: the counter check catches a lost, a doubled and a split total"))
+    sys.exit(1 if failures else 0)
+
+
 def version_key(ms, logical, node):
     return (int(ms), int(logical), node.encode())
 
 
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
     history_path, dump_path, converged, seed = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
     final = {}
     with open(dump_path) as dump:
@@ -112,6 +179,12 @@ def main():
         print(f"chaos: MULTI blocks: {blocks[0]} acknowledged, {blocks[1]} refused, {blocks[2]} unacknowledged or cut off")
         if blocks[0] == 0:
             problems.append("no MULTI block was acknowledged: the block check proves nothing")
+    if len(sys.argv) > 7:
+        counted = check_counter(sys.argv[6], sys.argv[7], problems)
+        print(f"chaos: counter: {counted[0]} increments acknowledged; total {sorted(set(counted[3].values()))} "
+              f"within [{counted[1]}, {counted[2]}]")
+        if counted[0] == 0:
+            problems.append("no counter increment was acknowledged: the counter check proves nothing")
     if not converged:
         problems.insert(0, "the five peers did not converge to identical dumps within 90 s of healing")
     if acknowledged == 0:

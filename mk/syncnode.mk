@@ -38,7 +38,9 @@ integration: syncnode deps-python
 
 CHAOS_SECONDS ?= 60
 chaos: syncnode
+	python3 Cluster/chaos_check.py --self-test
 	SYNCNODE="$(SYNCNODE_BIN)" CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_REQUIRED=1 bash Cluster/chaos.sh
 
 chaos-smoke: syncnode
+	python3 Cluster/chaos_check.py --self-test
 	SYNCNODE="$(SYNCNODE_BIN)" CHAOS_SECONDS=20 bash Cluster/chaos.sh
