@@ -66,39 +66,15 @@ import Testing
                     expected += amount
                     committed[process(id)] = Self.slots(on: cluster.node(id))[process(id)]
                 }
-                switch Int.random(in: 0..<30, using: &random) {
-                case 0:
-                    var faults = cluster.network.faults   // keeps the partitions
-                    faults.lossProbability = Double.random(in: 0...0.2, using: &random)
-                    faults.duplicateProbability = Double.random(in: 0...0.1, using: &random)
-                    faults.reorder = Bool.random(using: &random)
-                    let low = UInt64.random(in: 1...20, using: &random)
-                    faults.delayMilliseconds = low...(low + UInt64.random(in: 0...200, using: &random))
-                    cluster.network.faults = faults
-                case 1:
-                    let pair = ids.shuffled(using: &random)
-                    cluster.network.partition(pair[0], from: pair[1])
-                case 2:
-                    cluster.network.heal()
-                case 3 where cluster.aliveIDs.count > 1:
-                    let id = cluster.aliveIDs.randomElement(using: &random)!
+                SimulationTests.nemesis(Int.random(in: 0..<30, using: &random), cluster, ids: ids, random: &random,
+                                        willCrash: { id in
                     let dying = process(id)
                     var held = Sums()
                     for other in cluster.aliveIDs where other != id {
                         if let sums = Self.slots(on: cluster.node(other))[dying] { held = held.max(sums) }
                     }
                     heldAtCrash[dying] = held
-                    cluster.crash(id)
-                case 4:
-                    if let dead = ids.filter({ !cluster.members[$0]!.alive }).randomElement(using: &random) {
-                        cluster.restart(dead, empty: emptyRestarts && Bool.random(using: &random))
-                    }
-                case 5:
-                    let id = ids.randomElement(using: &random)!
-                    cluster.members[id]!.clock.skewMilliseconds = Int64.random(in: -3_000...3_000, using: &random)
-                default:
-                    break
-                }
+                }, restartsEmpty: { random in emptyRestarts && Bool.random(using: &random) })
                 cluster.run(milliseconds: 100)
             }
             cluster.network.heal()

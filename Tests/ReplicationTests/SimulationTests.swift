@@ -55,6 +55,43 @@ import Testing
         return violations
     }
 
+    /// One step of the seeded nemesis the simulation tests share, by `choice`: 0 new network
+    /// faults (loss, duplication, reordering, delays; partitions kept), 1 a partition of two
+    /// nodes, 2 heal, 3 crash a live node (after `willCrash` is told which, when another stays
+    /// up), 4 restart a crashed one (empty when `restartsEmpty` says so), 5 skew a clock by up to
+    /// 3 s; any other choice does nothing.
+    static func nemesis(_ choice: Int, _ cluster: SimCluster, ids: [String], random: inout SplitMix64,
+                        willCrash: (String) -> Void = { _ in }, restartsEmpty: (inout SplitMix64) -> Bool = { _ in false }) {
+        switch choice {
+        case 0:
+            var faults = cluster.network.faults   // keeps the partitions
+            faults.lossProbability = Double.random(in: 0...0.2, using: &random)
+            faults.duplicateProbability = Double.random(in: 0...0.1, using: &random)
+            faults.reorder = Bool.random(using: &random)
+            let low = UInt64.random(in: 1...20, using: &random)
+            faults.delayMilliseconds = low...(low + UInt64.random(in: 0...200, using: &random))
+            cluster.network.faults = faults
+        case 1:
+            let pair = ids.shuffled(using: &random)
+            cluster.network.partition(pair[0], from: pair[1])
+        case 2:
+            cluster.network.heal()
+        case 3 where cluster.aliveIDs.count > 1:
+            let id = cluster.aliveIDs.randomElement(using: &random)!
+            willCrash(id)
+            cluster.crash(id)
+        case 4:
+            if let dead = ids.filter({ !cluster.members[$0]!.alive }).randomElement(using: &random) {
+                cluster.restart(dead, empty: restartsEmpty(&random))
+            }
+        case 5:
+            let id = ids.randomElement(using: &random)!
+            cluster.members[id]!.clock.skewMilliseconds = Int64.random(in: -3_000...3_000, using: &random)
+        default:
+            break
+        }
+    }
+
     @Test func randomFaultsThenHealConvergeWithoutLostWritesOrHalfDecisions() {
         for seed in Self.seeds(salt: 0) {
             var random = SplitMix64(seed: seed ^ 0x5EED)
@@ -69,32 +106,7 @@ import Testing
                         cluster.node(id).decide(Self.randomDecision(&random, counter: &counter))
                     }
                 }
-                switch Int.random(in: 0..<40, using: &random) {
-                case 0:
-                    var faults = cluster.network.faults   // keeps the partitions
-                    faults.lossProbability = Double.random(in: 0...0.2, using: &random)
-                    faults.duplicateProbability = Double.random(in: 0...0.1, using: &random)
-                    faults.reorder = Bool.random(using: &random)
-                    let low = UInt64.random(in: 1...20, using: &random)
-                    faults.delayMilliseconds = low...(low + UInt64.random(in: 0...200, using: &random))
-                    cluster.network.faults = faults
-                case 1:
-                    let pair = ids.shuffled(using: &random)
-                    cluster.network.partition(pair[0], from: pair[1])
-                case 2:
-                    cluster.network.heal()
-                case 3 where cluster.aliveIDs.count > 1:
-                    cluster.crash(cluster.aliveIDs.randomElement(using: &random)!)
-                case 4:
-                    if let dead = ids.filter({ !cluster.members[$0]!.alive }).randomElement(using: &random) {
-                        cluster.restart(dead, empty: false)
-                    }
-                case 5:
-                    let id = ids.randomElement(using: &random)!
-                    cluster.members[id]!.clock.skewMilliseconds = Int64.random(in: -3_000...3_000, using: &random)
-                default:
-                    break
-                }
+                Self.nemesis(Int.random(in: 0..<40, using: &random), cluster, ids: ids, random: &random)
                 cluster.run(milliseconds: 100)
                 violations += Self.atomicityViolations(cluster)
             }
