@@ -31,23 +31,14 @@ extension SyncNodeTests {
                 #expect(try client.call("INCRBY", "hits", "x") == .error("ERR value is not an integer or out of range"))
                 #expect(try client.call("INCRBY", "hits", "99999999999999999999") == .error("ERR value is not an integer or out of range"))
                 #expect(try client.call("DECRBY", "hits", "-9223372036854775808") == .error("ERR decrement would overflow"))
-                guard case .error(let overflow) = try client.call("INCRBY", "hits", "9223372036854775807") else {
-                    Issue.record("INCRBY past Int64 was not refused")
-                    return
-                }
+                let overflow = try client.call("INCRBY", "hits", "9223372036854775807").errorText ?? ""
                 #expect(overflow.hasPrefix("ERR INCRBY refused, nothing written: counter hits") && overflow.contains("outside Int64"))
                 #expect(try client.call("SET", "word", "hello") == ok)
                 #expect(try client.call("INCR", "word") == .error("ERR value is not an integer or out of range"))
                 #expect(try client.call("GET", "word") == bulk("hello"))
-                guard case .error(let element) = try client.call("INCR", "quota[a]") else {
-                    Issue.record("INCR of an element was not refused")
-                    return
-                }
+                let element = try client.call("INCR", "quota[a]").errorText ?? ""
                 #expect(element.contains("needs a plain key"))
-                guard case .error(let float) = try client.call("INCRBYFLOAT", "hits", "1.5") else {
-                    Issue.record("INCRBYFLOAT was not refused")
-                    return
-                }
+                let float = try client.call("INCRBYFLOAT", "hits", "1.5").errorText ?? ""
                 #expect(float.hasPrefix("ERR INCRBYFLOAT is not supported: "))
                 #expect(try client.call("GET", "hits") == bulk("50"))
                 // A number SET before is taken over; SET and DEL replace the counter.
@@ -68,15 +59,9 @@ extension SyncNodeTests {
                 #expect(try client.call("SET", "n", "1", "NX") == .null, "a counter is a key SET NX does not replace")
                 // A counter with a lifetime is not offered yet: clearly refused.
                 #expect(try client.call("SET", "ttl", "1", "EX", "100") == ok)
-                guard case .error(let lifetime) = try client.call("INCR", "ttl") else {
-                    Issue.record("INCR of a key with a lifetime was not refused")
-                    return
-                }
+                let lifetime = try client.call("INCR", "ttl").errorText ?? ""
                 #expect(lifetime.contains("counters do not expire yet"))
-                guard case .error(let expire) = try client.call("EXPIRE", "hits", "60") else {
-                    Issue.record("EXPIRE of a counter was not refused")
-                    return
-                }
+                let expire = try client.call("EXPIRE", "hits", "60").errorText ?? ""
                 #expect(expire.contains("is a counter, and counters do not expire yet"))
                 #expect(try client.call("TTL", "hits") == .integer(-1))
                 #expect(try client.call("GET", "hits") == bulk("50"))

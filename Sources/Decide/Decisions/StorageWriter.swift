@@ -120,9 +120,8 @@ public struct StorageWriter {
     }
 
     /// Changes the counter named `name` (a front end's, with no Swift type), as
-    /// `callAsFunction(_:into:)` does; returns why it aborted the decision, nil when it did not.
-    @discardableResult
-    package func change(_ change: CounterChange, counterNamed name: String) -> String? {
+    /// `callAsFunction(_:into:)` does.
+    package func change(_ change: CounterChange, counterNamed name: String) {
         transaction.open { $0.change(change, counterNamed: name) }
     }
 

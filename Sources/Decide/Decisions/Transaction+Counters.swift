@@ -4,11 +4,10 @@ import DecideCore
 /// slots with this decision's writes applied, and a change written into this process's own slot
 /// (docs/design/0001-counters.md).
 extension Transaction {
-    /// What a decision sees of counter `name`: the total, this process's slot key and sums, and
-    /// how many slots the counter has.
+    /// What a decision sees of counter `name`: the total, the sums of the slot asked for (this
+    /// process's), and how many slots the counter has.
     struct CounterView {
         var total: Int64
-        var ownKey: StateKey
         var own: (increments: UInt64, decrements: UInt64)
         var slots: Int
         var ownExists: Bool
@@ -29,12 +28,9 @@ extension Transaction {
     }
 
     /// Applies `change` to this process's slot of the counter named `name`, or aborts the
-    /// decision with why (the reason, also set as the decision's failure, is returned).
-    @discardableResult
-    func change(_ change: CounterChange, counterNamed name: String) -> String? {
-        let before = failure
+    /// decision with why.
+    func change(_ change: CounterChange, counterNamed name: String) {
         apply(change, to: CounterName(name))
-        return failure != before ? failure : nil
     }
 
     /// Writes the base slot of counter `name` that takes over the whole number `value` a plain
@@ -65,7 +61,8 @@ extension Transaction {
     }
 
     private func apply(_ change: CounterChange, to counter: CounterName) {
-        let view = counterView(counter)
+        let ownKey = ownSlot(of: counter)
+        let view = counterView(counter, own: ownKey)
         // The change as an amount (Int64.min's magnitude fits UInt64).
         let (adds, magnitude): (Bool, UInt64) = switch change {
         case .increment(let amount): (amount >= 0, amount.magnitude)
@@ -97,22 +94,25 @@ extension Transaction {
             failure = failure ?? "counter \(counter.name) has \(view.slots) slots (one per node process that changed it), the most maxCounterSlots \(core.maxCounterSlots) allows"
             return
         }
-        core.counterSlotsWritten.insert(view.ownKey.name)
+        core.counterSlotsWritten.insert(counter.name)
         core.counterPresence.noteWritten()
-        store(view.ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
+        store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
     }
 
-    /// The counter's slots, this decision's writes applied, summed; and this process's own.
-    private func counterView(_ counter: CounterName) -> CounterView {
+    /// This process's slot of `counter`, to write. A slot of this incarnation that this process
+    /// never wrote means another process of this node id took the same incarnation (started in
+    /// the same millisecond of an HLC that had not moved); building on it could lose that
+    /// process's sums, so this process takes a new incarnation first.
+    private func ownSlot(of counter: CounterName) -> StateKey {
+        let key = counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
+        guard !core.counterSlotsWritten.contains(counter.name), core.entry(for: key)?.packedValue != nil else { return key }
+        core.renewCounterIncarnation(logger: logger, counter: counter.name)
+        return counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
+    }
+
+    /// The counter's slots, this decision's writes applied, summed; and the sums of slot `own`.
+    private func counterView(_ counter: CounterName, own ownKey: StateKey? = nil) -> CounterView {
         let name = counter.name
-        var ownKey = counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
-        if !core.counterSlotsWritten.contains(name), let stored = core.entry(for: ownKey), stored.packedValue != nil {
-            // A slot of this incarnation that this process never wrote: another process of this
-            // node id took the same incarnation (started in the same millisecond of an HLC that
-            // had not moved). Building on it could lose that process's sums: take a new one.
-            core.renewCounterIncarnation(logger: logger, counter: name)
-            ownKey = counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
-        }
         var increments: UInt128 = 0
         var decrements: UInt128 = 0
         var own: (UInt64, UInt64) = (0, 0)
@@ -130,6 +130,6 @@ extension Transaction {
         }
         // Concurrent changes elsewhere can pass the bounds together: the total saturates.
         let total = Int64(clamping: Int128(increments) - Int128(decrements))
-        return CounterView(total: total, ownKey: ownKey, own: own, slots: slots, ownExists: ownExists)
+        return CounterView(total: total, own: own, slots: slots, ownExists: ownExists)
     }
 }

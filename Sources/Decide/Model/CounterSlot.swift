@@ -30,11 +30,7 @@ package enum CounterSlot {
 
     /// The element of the slot of `node`'s process `incarnation`.
     static func element(incarnation: UInt64, node: String) -> [UInt8] {
-        var bytes = tag
-        bytes.reserveCapacity(tag.count + 8 + node.utf8.count)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: incarnation >> UInt64(shift))) }
-        bytes.append(contentsOf: node.utf8)
-        return bytes
+        element(tag, incarnation, node: node)
     }
 
     /// The element's first three bytes of a base slot: 0xFF, "b", layout 1.
@@ -43,22 +39,34 @@ package enum CounterSlot {
     /// The element of the base slot that took over the number a plain key held at version
     /// (`timestamp`, `node`): written alike by every node that converts it, so it counts once.
     static func baseElement(timestamp: UInt64, node: String) -> [UInt8] {
-        var bytes = baseTag
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: timestamp >> UInt64(shift))) }
+        element(baseTag, timestamp, node: node)
+    }
+
+    /// `tag`, `number` (8 bytes, big-endian), `node`.
+    private static func element(_ tag: [UInt8], _ number: UInt64, node: String) -> [UInt8] {
+        var bytes = tag
+        bytes.reserveCapacity(tag.count + 8 + node.utf8.count)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: number >> UInt64(shift))) }
         bytes.append(contentsOf: node.utf8)
         return bytes
     }
 
-    /// Whether `key` counts in its counter's total: a process's slot or a base slot.
-    package static func counts(_ key: StateKey) -> Bool {
-        key.elementCount > tag.count + 8
-            && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && ($0[1] == 0x63 || $0[1] == 0x62) && $0[2] == 0x01 }
+    /// The kind byte of `key`'s element ("c" a process's slot, "b" a base slot), nil when it is
+    /// neither laid out as a slot.
+    private static func kind(of key: StateKey) -> UInt8? {
+        guard key.elementCount > tag.count + 8 else { return nil }
+        return key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 ? $0[1] : nil }
     }
 
-    /// Whether `key` is a counter slot (its element starts with the tag).
+    /// Whether `key` counts in its counter's total: a process's slot or a base slot.
+    package static func counts(_ key: StateKey) -> Bool {
+        let kind = kind(of: key)
+        return kind == tag[1] || kind == baseTag[1]
+    }
+
+    /// Whether `key` is a process's counter slot (its element starts with the tag).
     package static func isSlot(_ key: StateKey) -> Bool {
-        key.elementCount > tag.count + 8
-            && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[1] == 0x63 && $0[2] == 0x01 }
+        kind(of: key) == tag[1]
     }
 
     /// The node id and incarnation of slot `key` (nil when it is not a slot).
@@ -79,25 +87,15 @@ package enum CounterSlot {
     /// below 2^63 (a tool's or a broken peer's write: the slot then counts for nothing).
     package static func sums(_ value: PackedBytes) -> (increments: UInt64, decrements: UInt64)? {
         value.withUnsafeBytes { bytes -> (UInt64, UInt64)? in
-            var index = 0
-            func number() -> UInt64? {
-                let start = index
-                var result: UInt64 = 0
-                while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
-                    let (times, overflow) = result.multipliedReportingOverflow(by: 10)
-                    let (sum, carry) = times.addingReportingOverflow(UInt64(bytes[index] - 0x30))
-                    guard !overflow, !carry else { return nil }
-                    result = sum
-                    index += 1
-                }
-                guard index > start, index - start == 1 || bytes[start] != 0x30, result <= UInt64(Int64.max) else { return nil }
-                return result
+            guard bytes.count >= 5, bytes[0] == UInt8(ascii: "["), bytes[bytes.count - 1] == UInt8(ascii: "]"),
+                  let comma = bytes.firstIndex(of: UInt8(ascii: ",")) else { return nil }
+            // Each a whole number as JSON writes it (`ValueCoding.decodeInteger`), not negative.
+            func sum(_ range: Range<Int>) -> UInt64? {
+                guard !range.isEmpty, bytes[range.lowerBound] != UInt8(ascii: "-"),
+                      let number = ValueCoding.decodeInteger(UnsafeRawBufferPointer(rebasing: bytes[range])) else { return nil }
+                return UInt64(number)
             }
-            guard bytes.count >= 5, bytes[0] == UInt8(ascii: "[") else { return nil }
-            index = 1
-            guard let increments = number(), index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
-            index += 1
-            guard let decrements = number(), index == bytes.count - 1, bytes[index] == UInt8(ascii: "]") else { return nil }
+            guard let increments = sum(1..<comma), let decrements = sum(comma + 1..<bytes.count - 1) else { return nil }
             return (increments, decrements)
         }
     }

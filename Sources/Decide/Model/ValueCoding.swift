@@ -182,8 +182,8 @@ package enum ValueCoding {
     }
 
     /// Plain decimal integers only (no exponent, no leading '+' or zeros); anything else goes to
-    /// JSONDecoder, which decides.
-    private static func decodeInteger(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+    /// JSONDecoder, which decides. Also the number reader of counter slots and of syncnode's INCR.
+    package static func decodeInteger(_ bytes: UnsafeRawBufferPointer) -> Int64? {
         guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
         let negative = bytes[0] == UInt8(ascii: "-")
         let digits = negative ? bytes.dropFirst() : bytes[...]

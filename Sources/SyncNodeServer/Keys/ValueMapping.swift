@@ -59,21 +59,9 @@ enum ValueMapping {
     static func integer(_ stored: PackedBytes) -> Int64? {
         stored.withUnsafeBytes { raw in
             withResp(raw) { text -> Int64? in
-                guard !text.isEmpty, text.count <= 20 else { return nil }
-                let negative = text[0] == UInt8(ascii: "-")
-                let digits = negative ? UnsafeRawBufferPointer(rebasing: text[1...]) : text
-                guard !digits.isEmpty, digits.count == 1 || digits[0] != UInt8(ascii: "0"),
-                      !(negative && digits.count == 1 && digits[0] == UInt8(ascii: "0")) else { return nil }
-                var magnitude: UInt64 = 0
-                for digit in digits {
-                    guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
-                    let (times, overflow) = magnitude.multipliedReportingOverflow(by: 10)
-                    let (sum, carry) = times.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
-                    guard !overflow, !carry else { return nil }
-                    magnitude = sum
-                }
-                if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
-                return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+                // Redis refuses "-0", which the shared reader takes as 0.
+                guard !(text.count == 2 && text[0] == UInt8(ascii: "-") && text[1] == UInt8(ascii: "0")) else { return nil }
+                return ValueCoding.decodeInteger(text)
             }
         }
     }
