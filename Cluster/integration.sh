@@ -285,12 +285,12 @@ peer_stop e TERM
 # --- (f) -----------------------------------------------------------------------------------
 # One connection (redis-cli reads one command per line from stdin): five bad commands, then a
 # good one on the same connection.
-printf '%s\n' 'FROBNICATE x' 'SET x' 'GET' 'SET q[ 1' 'INCR counter' 'DECIDE.STATUS' > "$RUN_DIR/bad.req"
+printf '%s\n' 'FROBNICATE x' 'SET x' 'GET' 'SET q[ 1' 'APPEND q x' 'DECIDE.STATUS' > "$RUN_DIR/bad.req"
 a_admin=$(peer_admin a)
 redis-cli -h "${a_admin%:*}" -p "${a_admin##*:}" < "$RUN_DIR/bad.req" 2>&1 | grep -v '^$' > "$RUN_DIR/bad.rep"
 if [ "$(head -5 "$RUN_DIR/bad.rep" | grep -c '^ERR ')" -eq 5 ] && sed -n 6p "$RUN_DIR/bad.rep" | grep -q '"node":"a"' \
-    && grep -q 'INCR is not supported: under last-writer-wins' "$RUN_DIR/bad.rep"; then
-    pass "(f) five bad commands get error replies (INCR says why LWW refuses it); the same connection then answers DECIDE.STATUS"
+    && grep -q 'APPEND is not supported: under last-writer-wins' "$RUN_DIR/bad.rep"; then
+    pass "(f) five bad commands get error replies (APPEND says why LWW refuses it); the same connection then answers DECIDE.STATUS"
 else
     fail "(f) bad commands get error replies on a usable connection" "$(cat "$RUN_DIR/bad.rep")"
 fi
