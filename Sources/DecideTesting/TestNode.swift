@@ -183,7 +183,7 @@ public final class TestNode: @unchecked Sendable {
                            fileID: fileID, filePath: filePath, line: line, column: column)
     }
 
-    /// The actual state with only the keys, indexes and counters the test changed taken from
+    /// The actual state with only the keys, indexes, counters and sets the test changed taken from
     /// `expected`.
     private static func overlay(_ expected: TestState, changedFrom before: TestState, onto after: TestState) -> TestState {
         var result = after
@@ -195,6 +195,9 @@ public final class TestNode: @unchecked Sendable {
         }
         for name in Set(before.counters.keys).union(expected.counters.keys) where before.counters[name] != expected.counters[name] {
             result.counters[name] = expected.counters[name]
+        }
+        for name in Set(before.sets.keys).union(expected.sets.keys) where before.sets[name] != expected.sets[name] {
+            result.sets[name] = expected.sets[name]
         }
         return result
     }

@@ -20,13 +20,18 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     /// Counters by name (`CounterState`), each with its total; a counter whose slots sum to 0 and
     /// one never changed are both absent. Their slots are not in `values`.
     public var counters: [String: Int64]
+    /// Sets by name (`SetState`): the JSON text of each element, sorted; an empty set is absent.
+    /// Their dots are not in `values`.
+    public var sets: [String: [String]]
 
-    /// A state with these `values`, `indexes` and `counters` (all empty by default: no key holds
-    /// a value).
-    public init(values: [String: String] = [:], indexes: [String: [String]] = [:], counters: [String: Int64] = [:]) {
+    /// A state with these `values`, `indexes`, `counters` and `sets` (all empty by default: no
+    /// key holds a value).
+    public init(values: [String: String] = [:], indexes: [String: [String]] = [:], counters: [String: Int64] = [:],
+                sets: [String: [String]] = [:]) {
         self.values = values
         self.indexes = indexes
         self.counters = counters
+        self.sets = sets
     }
 
     /// The state of `entries` as a reader at `nowMilliseconds` sees it. A collection whose every
@@ -35,8 +40,13 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         var values: [String: String] = [:]
         var byName: [String: [(element: [UInt8], text: String, position: IndexPosition?)]] = [:]
         var sums: [String: Int128] = [:]
+        var members: [String: Set<String>] = [:]
         for (key, entry) in entries {
             guard let bytes = entry.value, !entry.isExpired(atMilliseconds: now) else { continue }
+            if let member = SetDot.member(of: key) {
+                members[key.name, default: []].insert(String(decoding: member, as: UTF8.self))
+                continue
+            }
             if CounterSlot.counts(key) {
                 if let slot = CounterSlot.sums(PackedBytes(bytes)) {
                     sums[key.name, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
@@ -67,6 +77,15 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         self.values = values
         self.indexes = indexes
         self.counters = sums.filter { $0.value != 0 }.mapValues { Int64(clamping: $0) }
+        self.sets = members.mapValues { $0.sorted() }
+    }
+
+    /// The elements of `set` (empty when it holds none); setting states them.
+    public subscript<S: SetState>(set: S.Type) -> Set<S.Element> {
+        get {
+            Set((sets[S.name] ?? []).compactMap { try? ValueCoding.decode(S.Element.self, from: Array($0.utf8)) })
+        }
+        set { sets[S.name] = newValue.isEmpty ? nil : newValue.map(Self.text).sorted() }
     }
 
     /// The total of `counter` (0 when never changed); setting 0 states that its slots sum to 0.
@@ -127,6 +146,7 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         for (key, text) in values.sorted(by: { $0.key < $1.key }) { children.append((key, JSONText(text: text))) }
         for (name, ids) in indexes.sorted(by: { $0.key < $1.key }) { children.append((name, ids.map(JSONText.init(text:)))) }
         for (name, total) in counters.sorted(by: { $0.key < $1.key }) { children.append((name, total)) }
+        for (name, elements) in sets.sorted(by: { $0.key < $1.key }) { children.append((name, elements.map(JSONText.init(text:)))) }
         return Mirror(self, children: children, displayStyle: .struct)
     }
 }

@@ -81,6 +81,16 @@ extension SyncNodeTests {
                     cursor = String(decoding: next, as: UTF8.self)
                 } while cursor != "0"
                 #expect(names == [bulk("hits")])
+                // DECIDE.GET (the CLI's get) shows the total and the slots it is made of.
+                guard case .bulk(let json) = try client.call("DECIDE.GET", "hits"),
+                      let shown = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
+                      let slots = shown["slots"] as? [[String: Any]] else {
+                    Issue.record("DECIDE.GET of a counter gave no JSON")
+                    return
+                }
+                #expect(shown["key"] as? String == "hits" && shown["counter"] as? Int == 50)
+                #expect(slots.count == 1 && slots[0]["node"] as? String == "counters" && slots[0]["increments"] as? Int == 51
+                        && slots[0]["decrements"] as? Int == 1, "\(slots)")
             }
         }
 

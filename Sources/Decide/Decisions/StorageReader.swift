@@ -42,6 +42,16 @@ public struct StorageReader {
         transaction.open { $0.total(counter) }
     }
 
+    /// The elements of `set`, this decision's changes applied. O(elements).
+    public func callAsFunction<S: SetState>(_ set: S.Type) -> Set<S.Element> {
+        transaction.open { $0.members(set) }
+    }
+
+    /// The JSON of every member of the set named `name` (a front end's), in no order.
+    package func members(ofSetNamed name: String) -> [[UInt8]] {
+        transaction.open { $0.members(ofSetNamed: name) }
+    }
+
     /// Whether this node's table ever held a counter slot (this decision's included): until then
     /// a front end skips its counter checks.
     package var holdsCounters: Bool {

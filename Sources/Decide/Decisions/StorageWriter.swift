@@ -119,6 +119,25 @@ public struct StorageWriter {
         transaction.open { $0.change(change, counter: counter) }
     }
 
+    /// Changes `set`: `write(.insert(user), into: Online.self)`. An insert on one node and a
+    /// remove of the same element on another at once leave it in (see `SetState`).
+    public func callAsFunction<S: SetState>(_ change: SetChange<S.Element>, into set: S.Type) {
+        transaction.open { $0.change(change, set: set) }
+    }
+
+    /// Puts `member` (JSON bytes) in the set named `name` (a front end's, with no Swift type);
+    /// true when it was not in it.
+    @discardableResult
+    package func insert(member: [UInt8], intoSetNamed name: String) -> Bool {
+        transaction.open { $0.insert(member: member, intoSetNamed: name) }
+    }
+
+    /// Takes `member` (JSON bytes) out of the set named `name`; true when it was in it.
+    @discardableResult
+    package func remove(member: [UInt8], fromSetNamed name: String) -> Bool {
+        transaction.open { $0.remove(member: member, fromSetNamed: name) }
+    }
+
     /// Changes the counter named `name` (a front end's, with no Swift type), as
     /// `callAsFunction(_:into:)` does.
     package func change(_ change: CounterChange, counterNamed name: String) {

@@ -58,6 +58,12 @@ package enum CounterSlot {
         return key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 ? $0[1] : nil }
     }
 
+    /// Whether `key` belongs to a kind laid out on a collection (a counter's slot, a set's dot):
+    /// not an element of a `CollectionState` or `IndexState` of the same name.
+    package static func isCompound(_ key: StateKey) -> Bool {
+        key.elementCount > 3 && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 }
+    }
+
     /// Whether `key` counts in its counter's total: a process's slot or a base slot.
     package static func counts(_ key: StateKey) -> Bool {
         let kind = kind(of: key)

@@ -37,6 +37,13 @@ extension Node {
         return collectionObservation(of: name) { node in node.read(index) }
     }
 
+    /// The elements of `set`: the current ones first, then the set after each batch of changes
+    /// to it, skipping equal sets (see `CollectionObservation`).
+    public func observe<S: SetState>(_ set: S.Type) -> CollectionObservation<Set<S.Element>> {
+        let name = core.withLock { $0.name(of: S.self, named: S.name) }
+        return collectionObservation(of: name) { node in node.read(set) }
+    }
+
     /// The totals of `counter`: the current one first, then the total after each batch of
     /// changes to it (local or replicated), skipping equal totals (see `CollectionObservation`).
     public func observe<C: CounterState>(_ counter: C.Type) -> CollectionObservation<Int64> {

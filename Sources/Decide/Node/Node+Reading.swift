@@ -31,6 +31,11 @@ extension Node {
         read { $0.elements(collection) }
     }
 
+    /// The elements of `set` now.
+    public func read<S: SetState>(_ set: S.Type) -> Set<S.Element> {
+        read { $0(set) }
+    }
+
     /// The total of `counter` now.
     public func read<C: CounterState>(_ counter: C.Type) -> Int64 {
         read { $0(counter) }
@@ -40,9 +45,14 @@ extension Node {
     /// (incarnation) each belongs to and its running sums; slots whose value is not a pair of
     /// sums are left out. For status pages, syncnode and tests.
     package func counterSlots<C: CounterState>(_ counter: C.Type) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
+        counterSlots(named: C.name)
+    }
+
+    /// `counterSlots(_:)` of the counter named `name` (a front end's, with no Swift type).
+    package func counterSlots(named name: String) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
         core.withLock { core in
             let now = hybridNow(core)
-            return core.elements(ofCollectionNamed: core.name(of: C.self, named: C.name))
+            return core.elements(ofCollectionNamed: name)
                 .filter { CounterSlot.isSlot($0.key) && core.isVisible($0.entry, now: now) }
                 .sorted { $0.key < $1.key }
                 .compactMap { item in

@@ -137,6 +137,9 @@ final class NodeCore: @unchecked Sendable {
     var counterIncarnation: UInt64 = 0
     /// The counters whose slot of `counterIncarnation` this process has written.
     var counterSlotsWritten = Set<String>()
+    /// The sequence number of this process's last set insert (`SetDot`): with the incarnation,
+    /// it makes every insert's dot unique.
+    var setDotSequence: UInt64 = 0
     /// `Node.Configuration.maxCounterSlots`.
     var maxCounterSlots = 4096
     /// Whether the table ever held a counter slot (shared with `Node`, read without the lock).

@@ -53,10 +53,24 @@ extension RESPService {
 
     /// DECIDE.GET KEY: null when this node never held the key or its value expired, else
     /// `{"key":K,"value":V|null,"deleted":bool,"version":V}` (and `"expiresAt"` for an
-    /// expiring value).
+    /// expiring value). A plain key with no value that names a counter:
+    /// `{"key":K,"counter":TOTAL,"slots":[{"node","incarnation","increments","decrements"}…]}`.
     func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        guard let entry = node.read({ $0.entry(key) }) else {
+        let entry = node.read({ $0.entry(key) })
+        if entry?.packedValue == nil, key.elementCount == 0, node.counterPresence.exists {
+            let total = node.read { $0.counterTotal(named: key.name) }
+            let slots = node.counterSlots(named: key.name)
+            if total != 0 || !slots.isEmpty {
+                let listed: [JSONValue] = slots.map { slot in
+                    .object([("node", .string(slot.node)), ("incarnation", .string(ReplyJSON.hex(slot.incarnation))),
+                             ("increments", .number(String(slot.increments))), ("decrements", .number(String(slot.decrements)))])
+                }
+                writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("counter", .number(String(total))), ("slots", .array(listed))]))
+                return
+            }
+        }
+        guard let entry else {
             writer.null()
             return
         }
