@@ -5,6 +5,17 @@ import Testing
 /// moved records, interned node ids and per-leaf lists must never disagree with the model,
 /// through growth, replacements and tombstone collection.
 @Suite struct EntryTableTests {
+    /// The group of member `member`: the set-dot tag, the length of its JSON and the JSON.
+    static func group(member: Int) -> [UInt8] {
+        let json = Array("\"m\(member)\"".utf8)
+        return [0xFF, 0x73, 0x01, UInt8(json.count)] + json
+    }
+
+    /// A dot of `member`: its group, then a dot's incarnation, sequence and node.
+    static func dot(member: Int, sequence: Int) -> [UInt8] {
+        group(member: member) + [0, 0, 0, 0, 0, 0, 0, 1] + [UInt8(sequence & 0x7F)] + Array("n\(sequence)".utf8)
+    }
+
     @Test func agreesWithADictionaryThroughGrowthReplacementAndCollection() {
         forEachSeed(0..<40) { seed, gen in
             var table = EntryTable(digest: StateDigest(fanoutBits: 2, depth: 3))
@@ -18,9 +29,15 @@ import Testing
                 if index % 3 == 1 {
                     return StateKey(name: index % 2 == 0 ? "k\(index % 7)" : "atomic state with a long name \(index)")
                 }
+                let name = index % 5 == 0 ? "own\(index)" : "k\(index % 7)"
+                // Every fourth a set dot (`ElementGroup`) of one of a few members, every
+                // seventeenth of those malformed (its length runs past its end: no group).
+                if index % 4 == 3 {
+                    return StateKey(name: name, element: index % 17 == 0 ? [0xFF, 0x73, 0x01, 0x7F, 0x22] : Self.dot(member: index % 13, sequence: index))
+                }
                 // Elements short (held in the record) and, every eleventh, long (on the heap).
                 let element = index % 11 == 0 ? "a long element id of more than sixteen bytes \(index)" : "\(index)"
-                return StateKey(name: index % 5 == 0 ? "own\(index)" : "k\(index % 7)", element: Array(element.utf8))
+                return StateKey(name: name, element: Array(element.utf8))
             }
             for _ in 0..<(keyCount * 3) {
                 let key = keys[gen.int(0...(keyCount - 1))]
@@ -48,6 +65,18 @@ import Testing
                         "seed \(seed) name \(name)")
                 #expect(Set(listed.map(\.key)) == Set(expected.keys), "seed \(seed) name \(name)")
                 for item in listed { #expect(model[item.key] == item.entry, "seed \(seed) \(item.key)") }
+                // Each member's dots are listed by group, and only they; the count of groups
+                // is the count of members with a dot stored.
+                var members = Set<Int>()
+                for member in 0..<13 {
+                    let group = Self.group(member: member)
+                    let grouped = table.elements(ofCollectionNamed: name, inGroupOf: group)
+                    let expectedDots = expected.keys.filter { $0.element.starts(with: group) }
+                    #expect(Set(grouped.map(\.key)) == Set(expectedDots) && grouped.count == expectedDots.count, "seed \(seed) name \(name) member \(member)")
+                    for item in grouped { #expect(model[item.key] == item.entry, "seed \(seed) \(item.key)") }
+                    if !expectedDots.isEmpty { members.insert(member) }
+                }
+                #expect(table.groupCount(ofCollectionNamed: name) == members.count, "seed \(seed) name \(name)")
             }
             let heldKeys = Set(table.entries.map { $0.key })
             #expect(heldKeys == Set(model.keys), "seed \(seed)")

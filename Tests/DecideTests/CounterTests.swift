@@ -45,12 +45,12 @@ import Testing
         #expect(node.read(Quota.self) == 6)
         // One slot, this process's: [increments, decrements] = [1+1+10, 5+1].
         let slots = node.counterSlots(Quota.self)
-        #expect(slots.count == 1 && slots[0].node == "a" && slots[0].incarnation == node.counterIncarnation)
+        #expect(slots.count == 1 && slots[0].node == "a" && slots[0].incarnation == node.incarnation)
         #expect(slots.first.map { [$0.increments, $0.decrements] } == [12, 6])
         // Zero changes nothing: no write.
-        let before = node.entry(for: StateKey(name: "quota", element: CounterSlot.element(incarnation: node.counterIncarnation, node: "a")))
+        let before = node.entry(for: StateKey(name: "quota", element: CounterSlot.element(incarnation: node.incarnation, node: "a")))
         node.decide(Change(changes: [.increment(by: 0)]))
-        #expect(node.entry(for: StateKey(name: "quota", element: CounterSlot.element(incarnation: node.counterIncarnation, node: "a")))?.version == before?.version)
+        #expect(node.entry(for: StateKey(name: "quota", element: CounterSlot.element(incarnation: node.incarnation, node: "a")))?.version == before?.version)
     }
 
     @Test func aResetCancelsWhatItSawAndKeepsWhatItDidNot() throws {
@@ -106,24 +106,24 @@ import Testing
         let clock = TestClock()
         var node: Node? = try StorageTests.open(scratch, durability: durability, clock: clock)
         node!.decide(Change(changes: [.increment(by: 10)]))
-        let first = node!.counterIncarnation
+        let first = node!.incarnation
         try node!.close()
         node = nil
         clock.advance(by: .milliseconds(1))
         let reopened = try StorageTests.open(scratch, durability: durability, clock: clock)
-        #expect(reopened.counterIncarnation > first)
+        #expect(reopened.incarnation > first)
         #expect(reopened.read(Quota.self) == 10)
         reopened.decide(Change(changes: [.decrement(by: 3)]))
         #expect(reopened.read(Quota.self) == 7)
-        #expect(reopened.counterSlots(Quota.self).map(\.incarnation).sorted() == [first, reopened.counterIncarnation])
+        #expect(reopened.counterSlots(Quota.self).map(\.incarnation).sorted() == [first, reopened.incarnation])
         try reopened.close()
     }
 
     @Test func aSlotOfThisIncarnationThatThisProcessDidNotWriteIsNeverBuiltOn() throws {
         let node = Fixture.node()
         // Another process of node id "a" that took the same incarnation wrote [5, 0].
-        let shared = StateKey(name: "quota", element: CounterSlot.element(incarnation: node.counterIncarnation, node: "a"))
-        let remote = Version(timestamp: HLCTimestamp(rawValue: node.counterIncarnation + 1), node: "a")
+        let shared = StateKey(name: "quota", element: CounterSlot.element(incarnation: node.incarnation, node: "a"))
+        let remote = Version(timestamp: HLCTimestamp(rawValue: node.incarnation + 1), node: "a")
         _ = try node.apply(Delta(version: remote, writes: [Delta.Write(key: shared, value: Array("[5,0]".utf8))]))
         node.decide(Change(changes: [.increment(by: 1)]))
         #expect(node.read(Quota.self) == 6, "both processes' changes count")

@@ -83,4 +83,66 @@ import Testing
         #expect(node.read(Online.self) == ["ann"] && node.read(Count.self) == 2)
         #expect(node.elements(Shared.self).ids == ["x"])
     }
+
+    /// A dot of this incarnation and sequence already stored (another process of node id "a"
+    /// that took the same incarnation) is never reused: the insert takes a new incarnation, so a
+    /// remove that saw the other process's insert cannot take out this one.
+    @Test func aDotOfThisIncarnationThatThisProcessDidNotWriteIsNeverReused() throws {
+        let node = Fixture.node()
+        let before = node.incarnation
+        let taken = StateKey(name: Online.name, element: SetDot.element(member: Array("\"bob\"".utf8), incarnation: before, sequence: 1, node: "a"))
+        let remote = Version(timestamp: HLCTimestamp(rawValue: before + 1), node: "a")
+        _ = try node.apply(Delta(version: remote, writes: [Delta.Write(key: taken, value: Array("1".utf8))]))
+        node.decide(Change(changes: [.insert("bob")]))
+        #expect(node.incarnation > before, "a new incarnation")
+        // The insert saw the other process's dot and deleted it, as every insert does with the
+        // dots it sees; its own dot is of the new incarnation.
+        #expect(node.read { $0.entry(taken) }?.packedValue == nil)
+        let own = StateKey(name: Online.name, element: SetDot.element(member: Array("\"bob\"".utf8), incarnation: node.incarnation, sequence: 2, node: "a"))
+        #expect(node.read { $0.entry(own) }?.packedValue != nil)
+        #expect(node.read(Online.self) == ["bob"])
+    }
+
+    /// A new member past `maxSetMembers` aborts its decision with the reason; members already
+    /// in the set can still be inserted again and removed.
+    @Test func aMemberPastTheBoundAborts() {
+        let node = Fixture.node { $0.maxSetMembers = 2 }
+        #expect(node.decide(Change(changes: [.insert("ann"), .insert("bob")])).version != nil)
+        let refused = node.decide(Change(changes: [.insert("cid")]))
+        #expect(CounterTests.reason(refused)?.contains("maxSetMembers 2") == true, "\(refused)")
+        #expect(node.decide(Change(changes: [.insert("ann"), .remove("bob")])).version != nil)
+        #expect(node.read(Online.self) == ["ann"])
+        // bob's tombstoned dot still counts until it is collected.
+        #expect(CounterTests.reason(node.decide(Change(changes: [.insert("cid")]))) != nil)
+        #expect(node.decide(Change(changes: [.insert("bob")])).version != nil)
+    }
+
+    /// A peer's dot ids that do not parse (a length past the end, a bare tag) are stored as
+    /// elements of nothing: no member, no crash, and the set reads on.
+    @Test func malformedDotsFromAPeerAreNoMembers() throws {
+        let node = Fixture.node()
+        node.decide(Change(changes: [.insert("ann")]))
+        let version = Version(timestamp: HLCTimestamp(rawValue: 1), node: "z")
+        for element: [UInt8] in [[0xFF, 0x73, 0x01], [0xFF, 0x73, 0x01, 0x7F, 0x22], [0xFF, 0x73, 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]] {
+            _ = try node.apply(Delta(version: version, writes: [Delta.Write(key: StateKey(name: Online.name, element: element), value: Array("1".utf8))]))
+        }
+        #expect(node.read(Online.self) == ["ann"])
+        #expect(node.decide(Change(changes: [.removeAll])).version != nil)
+        #expect(node.read(Online.self).isEmpty)
+    }
+
+    @Test func observersSeeTheElements() async {
+        let node = Fixture.node()
+        let seen = Recorder<Set<String>>()
+        let task = Task {
+            for await elements in node.observe(Online.self) {
+                seen.append(elements)
+                if elements == ["ann"] { break }
+            }
+        }
+        _ = await seen.wait { $0.contains([]) }
+        node.decide(Change(changes: [.insert("ann")]))
+        #expect(await seen.wait { $0.last == ["ann"] })
+        task.cancel()
+    }
 }

@@ -56,7 +56,7 @@ import Testing
             var committed: [Process: Sums] = [:]
             var heldAtCrash: [Process: Sums] = [:]
             var expected: Int64 = 0
-            func process(_ id: String) -> Process { Process(node: id, incarnation: cluster.node(id).counterIncarnation) }
+            func process(_ id: String) -> Process { Process(node: id, incarnation: cluster.node(id).incarnation) }
             for _ in 0..<60 {   // 6 s of faults, in 100 ms steps
                 for _ in 0..<Int.random(in: 0...4, using: &random) {
                     guard let id = cluster.aliveIDs.randomElement(using: &random) else { continue }

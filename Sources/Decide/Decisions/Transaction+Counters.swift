@@ -104,10 +104,10 @@ extension Transaction {
     /// the same millisecond of an HLC that had not moved); building on it could lose that
     /// process's sums, so this process takes a new incarnation first.
     private func ownSlot(of counter: CounterName) -> StateKey {
-        let key = counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
+        let key = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
         guard !core.counterSlotsWritten.contains(counter.name), core.entry(for: key)?.packedValue != nil else { return key }
-        core.renewCounterIncarnation(logger: logger, counter: counter.name)
-        return counter.makeKey(CounterSlot.element(incarnation: core.counterIncarnation, node: core.nodeID))
+        core.renewIncarnation(logger: logger, state: counter.name)
+        return counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
     }
 
     /// The counter's slots, this decision's writes applied, summed; and the sums of slot `own`.

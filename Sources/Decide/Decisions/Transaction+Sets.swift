@@ -4,27 +4,39 @@ import DecideCore
 /// decision's writes applied; an insert as a fresh dot that replaces the dots of the member this
 /// node sees, a remove as the deletion of those dots (docs/design/0002-sets.md).
 extension Transaction {
-    /// The live dots of the set named `name`, by member JSON.
-    private func dots(named name: String) -> [[UInt8]: [StateKey]] {
-        var byMember: [[UInt8]: [StateKey]] = [:]
-        for item in presentElements(named: name) {
-            guard let member = SetDot.member(of: item.key) else { continue }
-            byMember[member, default: []].append(item.key)
+    /// The live dots of `member` (its JSON) in the set named `name`, this decision's writes
+    /// applied. O(dots of the member): the table lists them by group (`ElementGroup`).
+    private func dots(of member: [UInt8], inSetNamed name: String) -> [StateKey] {
+        var live: [StateKey] = []
+        for (key, entry) in core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)) where pending.position(of: key) == nil {
+            if entry.packedValue != nil, core.isVisible(entry, now: now) { live.append(key) }
         }
-        return byMember
+        if let fresh = insertedDots[name]?[member], let index = pending.position(of: fresh), pending.writes[index].value != nil {
+            live.append(fresh)
+        }
+        return live
     }
 
-    /// The JSON of every member of the set named `name`.
+    /// The JSON of every member of the set named `name`. O(dots of the set).
     func members(ofSetNamed name: String) -> [[UInt8]] {
-        Array(dots(named: name).keys)
+        var members = Set<[UInt8]>()
+        for item in presentElements(named: name) {
+            if let member = SetDot.member(of: item.key) { members.insert(member) }
+        }
+        return Array(members)
     }
 
     func members<S: SetState>(_ set: S.Type) -> Set<S.Element> {
-        var members = Set<S.Element>()
+        var elements = Set<S.Element>()
         for bytes in members(ofSetNamed: core.name(of: S.self, named: S.name)) {
-            if let element = try? ValueCoding.decode(S.Element.self, from: bytes) { members.insert(element) }
+            if let element = try? ValueCoding.decode(S.Element.self, from: bytes) { elements.insert(element) }
         }
-        return members
+        return elements
+    }
+
+    /// Whether `member` (its JSON) is in the set named `name`. O(dots of the member).
+    func contains(member: [UInt8], inSetNamed name: String) -> Bool {
+        !dots(of: member, inSetNamed: name).isEmpty
     }
 
     func change<S: SetState>(_ change: SetChange<S.Element>, set: S.Type) {
@@ -41,14 +53,23 @@ extension Transaction {
     }
 
     /// Puts `member` (its JSON) in the set named `name`: one fresh dot, and the dots of it this
-    /// decision sees deleted. Returns whether it was not in the set before.
+    /// decision sees deleted (one insert per decision: a second finds the first's dot and
+    /// leaves it). Returns whether it was not in the set before.
     @discardableResult
     func insert(member: [UInt8], intoSetNamed name: String) -> Bool {
-        let seen = dots(named: name)[member] ?? []
+        let seen = dots(of: member, inSetNamed: name)
+        if let fresh = insertedDots[name]?[member], seen.contains(fresh) { return false }
+        if seen.isEmpty, core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)).isEmpty {
+            let stored = core.groupCount(ofCollectionNamed: name) + (insertedDots[name]?.count ?? 0)
+            if stored >= core.maxSetMembers {
+                failure = failure ?? "set \(name) stores \(stored) members (removed ones count until their tombstones are collected), the most maxSetMembers \(core.maxSetMembers) allows"
+                return false
+            }
+        }
         for key in seen { store(key, nil, decoded: nil) }
-        core.setDotSequence += 1
-        let element = SetDot.element(member: member, incarnation: core.counterIncarnation, sequence: core.setDotSequence, node: core.nodeID)
-        store(StateKey(name: name, element: element), SetDot.value, decoded: nil)
+        let key = freshDot(of: member, inSetNamed: name)
+        store(key, SetDot.value, decoded: nil)
+        insertedDots[name, default: [:]][member] = key
         return seen.isEmpty
     }
 
@@ -56,8 +77,22 @@ extension Transaction {
     /// deleted. Returns whether it was in the set.
     @discardableResult
     func remove(member: [UInt8], fromSetNamed name: String) -> Bool {
-        let seen = dots(named: name)[member] ?? []
+        let seen = dots(of: member, inSetNamed: name)
         for key in seen { store(key, nil, decoded: nil) }
         return !seen.isEmpty
+    }
+
+    /// The key of this process's next dot of `member`. A dot of this incarnation and sequence
+    /// already stored means another process of this node id took the same incarnation (as
+    /// `ownSlot` in Transaction+Counters says); reusing it could let a remove that saw the other
+    /// process's insert take out this one, so this process takes a new incarnation.
+    private func freshDot(of member: [UInt8], inSetNamed name: String) -> StateKey {
+        while true {
+            core.setDotSequence += 1
+            let key = StateKey(name: name, element: SetDot.element(member: member, incarnation: core.incarnation,
+                                                                   sequence: core.setDotSequence, node: core.nodeID))
+            guard core.entry(for: key) != nil else { return key }
+            core.renewIncarnation(logger: logger, state: name)
+        }
     }
 }

@@ -40,6 +40,9 @@ final class Transaction: @unchecked Sendable {
 
     /// Why the decision must abort (the first reason found), or nil.
     var failure: String?
+    /// The dot this decision inserted for each member, by set name (`Transaction+Sets`): found
+    /// without a scan of the decision's writes.
+    var insertedDots: [String: [[UInt8]: StateKey]] = [:]
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
     /// expired at it read as absent.
     private(set) var now: UInt64 = 0
@@ -74,6 +77,7 @@ final class Transaction: @unchecked Sendable {
         pending.removeAll()
         // Only when set: assigning nil released the old value, a runtime call every decision.
         if failure != nil { failure = nil }
+        if !insertedDots.isEmpty { insertedDots.removeAll() }
         return generation
     }
 

@@ -5,7 +5,7 @@ import DecideCore
 /// the inserting process's incarnation (8 bytes, big-endian), its sequence number (varint) and
 /// its node id; whose value is `1`.
 package enum SetDot {
-    static let tag: [UInt8] = [0xFF, 0x73, 0x01]
+    static let tag: [UInt8] = [ElementGroup.setDotTag.0, ElementGroup.setDotTag.1, ElementGroup.setDotTag.2]
     static let value = PackedBytes(Array("1".utf8))
 
     /// The element of insert `sequence` of `member` by process `incarnation` of `node`.
@@ -20,28 +20,17 @@ package enum SetDot {
         return bytes
     }
 
-    /// The member's JSON of dot `key`, or nil when `key` is no set dot.
-    package static func member(of key: StateKey) -> [UInt8]? {
-        guard key.elementCount > tag.count + 1 else { return nil }
-        let bytes = key.element
-        guard bytes[0] == 0xFF, bytes[1] == 0x73, bytes[2] == 0x01 else { return nil }
-        var index = tag.count
-        var length: UInt64 = 0
-        var shift: UInt64 = 0
-        while index < bytes.count, shift < 64 {
-            let byte = bytes[index]
-            index += 1
-            length |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { break }
-            shift += 7
-        }
-        guard length <= UInt64(bytes.count - index) else { return nil }
-        return Array(bytes[index..<index + Int(length)])
+    /// The group every dot of `member` shares (`ElementGroup`): the tag and the length-prefixed
+    /// member, with no dot after it.
+    static func group(of member: [UInt8]) -> [UInt8] {
+        var bytes = tag
+        appendVarint(UInt64(member.count), to: &bytes)
+        return bytes + member
     }
 
-    /// Whether `key` is a set dot.
-    package static func isDot(_ key: StateKey) -> Bool {
-        key.elementCount > tag.count && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[1] == 0x73 && $0[2] == 0x01 }
+    /// The member's JSON of dot `key`, or nil when `key` is no set dot.
+    package static func member(of key: StateKey) -> [UInt8]? {
+        key.packedElement.withUnsafeBytes { ElementGroup.member($0) }
     }
 
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

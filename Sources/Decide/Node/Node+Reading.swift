@@ -63,9 +63,21 @@ extension Node {
         }
     }
 
-    /// This process's incarnation: the part of its counter slots' ids that tells it from this
-    /// node id's earlier processes.
-    package var counterIncarnation: UInt64 { core.withLock { $0.counterIncarnation } }
+    /// The live dots of `member` (its JSON) in the set named `name` this node holds, in key
+    /// order: one per insert no remove has seen (docs/design/0002-sets.md). For syncnode's
+    /// DECIDE.GET and tests.
+    package func setDots(named name: String, member: [UInt8]) -> [StateKey] {
+        core.withLock { core in
+            let now = hybridNow(core)
+            return core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member))
+                .filter { $0.entry.packedValue != nil && core.isVisible($0.entry, now: now) }
+                .map(\.key).sorted()
+        }
+    }
+
+    /// This process's incarnation: the part of its counter slots' and set dots' ids that tells
+    /// it from this node id's earlier processes.
+    package var incarnation: UInt64 { core.withLock { $0.incarnation } }
 
     /// The ids of `index` now, in order.
     public func read<I: IndexState>(_ index: I.Type) -> [I.ID] {

@@ -95,10 +95,11 @@ public final class Node: Sendable {
             logger: logger, limits: configuration.limits,
             recentChangeCapacity: configuration.recentChangeCapacity,
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
-        core.counterIncarnation = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds()).rawValue
+        core.incarnation = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds()).rawValue
         counterPresence = core.counterPresence
         if loadedCounters { core.counterPresence.noteWritten() }
         core.maxCounterSlots = configuration.maxCounterSlots
+        core.maxSetMembers = configuration.maxSetMembers
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
         self.core = lock
         // Commits queue under the node's lock; the store's writer takes it, politely, to take them.

@@ -131,28 +131,32 @@ final class NodeCore: @unchecked Sendable {
     /// them on: the decision could still come back `.aborted`.
     var undurable = Set<UInt64>()
     let nodeID: String
-    /// This process's incarnation: part of the id of its slot of every counter, so that a
-    /// process never builds on a slot another process of this node id may have written
-    /// further (docs/design/0001-counters.md). Chosen by a clock tick at start.
-    var counterIncarnation: UInt64 = 0
-    /// The counters whose slot of `counterIncarnation` this process has written.
+    /// This process's incarnation: part of the id of its slot of every counter and of its every
+    /// set dot, so that a process never builds on a slot, or reuses a dot, another process of
+    /// this node id may have written (docs/design/0001-counters.md). Chosen by a clock tick at
+    /// start.
+    var incarnation: UInt64 = 0
+    /// The counters whose slot of `incarnation` this process has written.
     var counterSlotsWritten = Set<String>()
     /// The sequence number of this process's last set insert (`SetDot`): with the incarnation,
     /// it makes every insert's dot unique.
     var setDotSequence: UInt64 = 0
     /// `Node.Configuration.maxCounterSlots`.
     var maxCounterSlots = 4096
+    /// `Node.Configuration.maxSetMembers`.
+    var maxSetMembers = 1_000_000
     /// Whether the table ever held a counter slot (shared with `Node`, read without the lock).
     let counterPresence = CounterPresence()
 
     /// Takes a new incarnation, past the current one and the clock, when the current one turned
-    /// out to be another process's too (a slot of it this process never wrote).
-    func renewCounterIncarnation(logger: Logger, counter: String) {
-        let previous = counterIncarnation
-        counterIncarnation = max(counterIncarnation, clock.last.rawValue) + 1
+    /// out to be another process's too (a counter slot or set dot of it, in `state`, that this
+    /// process never wrote).
+    func renewIncarnation(logger: Logger, state: String) {
+        let previous = incarnation
+        incarnation = max(incarnation, clock.last.rawValue) + 1
         counterSlotsWritten.removeAll()
-        logger.warning("counter slot of this incarnation already written by another process of this node id; taking a new incarnation", metadata: [
-            "counter": "\(counter)", "previous": "\(previous)", "incarnation": "\(counterIncarnation)"])
+        logger.warning("a slot or dot of this incarnation was already written by another process of this node id; taking a new incarnation", metadata: [
+            "state": "\(state)", "previous": "\(previous)", "incarnation": "\(incarnation)"])
     }
 
     /// Whether `entry` is one of this node's own decisions not yet on disk (strict durability).
@@ -353,6 +357,17 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
 
+    /// `EntryTable.groupCount(ofCollectionNamed:)`.
+    func groupCount(ofCollectionNamed name: String) -> Int {
+        withTable { $0.pointee.inPlaceGroupCount(ofCollectionNamed: name) }
+    }
+
+    /// The stored elements of the collection named `name` in `element`'s group
+    /// (`EntryTable.elements(ofCollectionNamed:inGroupOf:)`), read in place.
+    func elements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
+        withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name, inGroupOf: element) }
+    }
+
     /// One slice of a walk over every stored entry (`EntryTable.appendEntries`), appended to
     /// `output`, read in place.
     func appendEntries(from cursor: inout EntryTable.SweepCursor, budget: Int, into output: inout [KeyedEntry]) {
@@ -377,6 +392,12 @@ private extension EntryTable {
 
     mutating func inPlaceValue(ofAtomicNamed name: UnsafeRawBufferPointer, clock now: () -> UInt64) -> PackedBytes?? {
         value(ofAtomicNamed: name, clock: now)
+    }
+
+    mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
+
+    mutating func inPlaceElements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
+        elements(ofCollectionNamed: name, inGroupOf: element)
     }
 
     mutating func inPlaceElements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {

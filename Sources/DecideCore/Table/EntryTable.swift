@@ -198,6 +198,14 @@ package struct EntryTable: Sendable {
     /// atomic record), so removing one is O(1) however large its collection.
     private var memberSlots = GrowingArray<UInt32>()
     private var nameNumbers: [String: UInt32] = [:]
+    /// The record numbers of each element group (`ElementGroup`: one member's dots of a set),
+    /// so a member's dots are found without a scan of its set. Keyed by name number and a
+    /// per-process-seeded hash of the group's bytes (a peer cannot aim ids at one entry); two
+    /// groups that share a hash share an entry, and `elements(ofCollectionNamed:inGroupOf:)`
+    /// compares the bytes.
+    private var groups: [GroupID: GroupRecords] = [:]
+    /// How many groups each name number has (absent: none).
+    private var groupCounts: [UInt32: Int] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
     /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
@@ -364,6 +372,7 @@ package struct EntryTable: Sendable {
             } else {
                 memberSlots.append(UInt32(names[Int(name)].members.count))
                 names[Int(name)].members.append(number)
+                if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number) }
             }
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
@@ -955,6 +964,57 @@ package struct EntryTable: Sendable {
         }
     }
 
+    /// Every stored element (tombstones, expired values and those of hidden owners included) of
+    /// the collection named `name` in the same group as element id `element` (`ElementGroup`:
+    /// the dots of one member of a set), with its entry; none when `element` has no group.
+    /// O(elements of that group), not O(collection).
+    public func elements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
+        guard let number = nameNumbers[name] else { return [] }
+        return element.withUnsafeBytes { probe -> [(key: StateKey, entry: Entry)] in
+            guard let length = ElementGroup.prefixLength(probe), let records = groups[GroupID(name: number, bytes: probe, length: length)] else {
+                return []
+            }
+            let prefix = UnsafeRawBufferPointer(rebasing: probe[..<length])
+            return records.numbers.compactMap { member in
+                let record = self.records[Int(member)]
+                let same = record.keyBytes.withUnsafeBytes { $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }
+                return same ? (key: key(of: record), entry: entry(of: record)) : nil
+            }
+        }
+    }
+
+    /// The group of a collection record of name number `name` and id `keyBytes`, if it has one.
+    @inline(__always)
+    private func groupID(name: UInt32, keyBytes: PackedBytes) -> GroupID? {
+        keyBytes.withUnsafeBytes { bytes in
+            guard bytes.count > 3, bytes[0] == 0xFF, let length = ElementGroup.prefixLength(bytes) else { return nil }
+            return GroupID(name: name, bytes: bytes, length: length)
+        }
+    }
+
+    /// Record `number` is in `group`, which it starts when it is the group's first.
+    private mutating func joinGroup(_ group: GroupID, number: UInt32) {
+        groups[group, default: GroupRecords()].insert(number)
+        if groups[group]!.isSingle { groupCounts[group.name, default: 0] += 1 }
+    }
+
+    /// Record `position` is gone from `group`; the group is forgotten with its last record.
+    private mutating func leaveGroup(_ group: GroupID, position: Int) {
+        guard var records = groups.removeValue(forKey: group) else { return }
+        records.remove(UInt32(position))
+        if !records.isEmpty {
+            groups[group] = records
+        } else if let count = groupCounts[group.name] {
+            groupCounts[group.name] = count > 1 ? count - 1 : nil
+        }
+    }
+
+    /// How many element groups (`ElementGroup`: members of a set, live or with only
+    /// tombstoned dots left) the collection named `name` stores. O(1).
+    public func groupCount(ofCollectionNamed name: String) -> Int {
+        nameNumbers[name].flatMap { groupCounts[$0] } ?? 0
+    }
+
     /// The number of stored elements (tombstones included) of the collection named `name`. O(1).
     public func elementCount(ofCollectionNamed name: String) -> Int {
         nameNumbers[name].map { names[Int($0)].members.count } ?? 0
@@ -1227,7 +1287,10 @@ package struct EntryTable: Sendable {
         // removal, for a digest that reads only its hash.
         digest.toggle(contribution: record.contribution, ofHash: record.keyHash)
         let bucket = digest.bucket(ofHash: record.keyHash)
-        if record.name != Self.inlineName { releaseName(record.name, of: position) }
+        if record.name != Self.inlineName {
+            if let group = groupID(name: record.name, keyBytes: record.keyBytes) { leaveGroup(group, position: position) }
+            releaseName(record.name, of: position)
+        }
         unlink(position, fromBucket: bucket)
 
         // Close the gap in the index the cell is in (`draining`'s for `~cell`): the sequence
@@ -1247,6 +1310,9 @@ package struct EntryTable: Sendable {
             renumber(last, to: position, inBucket: digest.bucket(ofHash: moved.keyHash))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
+                if let group = groupID(name: moved.name, keyBytes: moved.keyBytes) {
+                    groups[group]?.renumber(UInt32(last), to: UInt32(position))
+                }
             }
             memberSlots[position] = memberSlots[last]
             let owned = ownedSlots.moveLast(last, to: position)
@@ -1279,5 +1345,47 @@ package struct EntryTable: Sendable {
             next = (next + 1) & mask
         }
         cells[hole] = 0
+    }
+}
+
+/// An element group's key in `EntryTable.groups`: its collection's name number and a hash of
+/// its bytes seeded per process.
+private struct GroupID: Hashable {
+    let name: UInt32
+    let hash: Int
+
+    init(name: UInt32, bytes: UnsafeRawBufferPointer, length: Int) {
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: bytes[..<length]))
+        self.name = name
+        self.hash = hasher.finalize()
+    }
+}
+
+/// The record numbers of one element group: nearly always one (a member inserted once since it
+/// was last removed everywhere), held in place; more in an array.
+private struct GroupRecords {
+    private var first: UInt32 = .max
+    private var rest: [UInt32] = []
+
+    var isEmpty: Bool { first == .max }
+    var isSingle: Bool { first != .max && rest.isEmpty }
+    var numbers: [UInt32] { isEmpty ? [] : [first] + rest }
+
+    mutating func insert(_ number: UInt32) {
+        if isEmpty { first = number } else { rest.append(number) }
+    }
+
+    mutating func remove(_ number: UInt32) {
+        if first == number {
+            first = rest.popLast() ?? .max
+        } else if let index = rest.firstIndex(of: number) {
+            rest.swapAt(index, rest.count - 1)
+            rest.removeLast()
+        }
+    }
+
+    mutating func renumber(_ old: UInt32, to new: UInt32) {
+        if first == old { first = new } else if let index = rest.firstIndex(of: old) { rest[index] = new }
     }
 }
