@@ -257,7 +257,7 @@ for round in $(seq 1 "$ROUNDS"); do
     else first=run_syncnode second=run_redis order="syncnode, then Redis"; fi
     echo "== round $round of $ROUNDS: redis-benchmark, each line against $order"
     for pipeline in 1 16; do
-        for test in set get incr; do
+        for test in set get incr sadd; do
             $first "$pipeline" "$test"
             $second "$pipeline" "$test"
         done
@@ -324,6 +324,7 @@ for pipeline in 1 16; do
     row "redis-benchmark SET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_set_p${pipeline}_per_s syncnode_set_p${pipeline}_per_s 1.0
     row "redis-benchmark GET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_get_p${pipeline}_per_s syncnode_get_p${pipeline}_per_s 1.0
     row "redis-benchmark INCR -P $pipeline, 50 clients: Redis master vs syncnode (a counter no concurrent change is lost from)" rate redis_incr_p${pipeline}_per_s syncnode_incr_p${pipeline}_per_s 1.0
+    row "redis-benchmark SADD -P $pipeline, 50 clients: Redis master vs syncnode (a set whose concurrent adds stay)" rate redis_sadd_p${pipeline}_per_s syncnode_sadd_p${pipeline}_per_s 1.0
     row "replicated, SET -P $pipeline: writes / time until the second server holds all (Redis replica vs syncnode peer 2)" rate redis_set_p${pipeline}_replicated_per_s syncnode_set_p${pipeline}_replicated_per_s 1.0
 done
 for pipeline in 1 16; do

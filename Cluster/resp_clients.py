@@ -28,6 +28,15 @@ def check(name, condition, detail=""):
         print(f"FAIL {name}" + (f"\n     {detail}" if detail else ""))
 
 
+def raises(call, text):
+    """Whether `call` raises a Redis error whose message contains `text`."""
+    try:
+        call()
+    except redis.ResponseError as error:
+        return text in str(error)
+    return False
+
+
 def eventually(predicate, seconds=10.0):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -204,6 +213,39 @@ def main():
     check("two DECRBY 10 of a SET 100 on A and B at once leave 80 on both",
           eventually(lambda: a.get("py:quota") == b"80" and b.get("py:quota") == b"80"), f"{a.get('py:quota')!r} {b.get('py:quota')!r}")
     check("DEL of a counter on A removes it on B", a.delete("py:limit") == 1 and eventually(lambda: b.get("py:limit") is None))
+
+    # Online users on two peers at once (a set, docs/operations.md "Sets"): A takes every user
+    # out while B adds the even ones again and new ones, as a presence service behind a load
+    # balancer would when users reconnect through B. Every add B made stays (A had not seen it);
+    # no user only A removed is left; both peers end with the same members.
+    users = [f"user{i}" for i in range(200)]
+    check("SADD of 200 users answers 200", a.sadd("py:online", *users) == 200)
+    check("B sees 200 members", eventually(lambda: b.scard("py:online") == 200), repr(b.scard("py:online")))
+
+    def remover():
+        client = connect(sys.argv[1])
+        for user in users:
+            client.srem("py:online", user)
+
+    def adder():
+        client = connect(sys.argv[2])
+        for index in range(0, 200, 2):
+            client.sadd("py:online", users[index], f"new{index}")
+
+    both = [threading.Thread(target=remover), threading.Thread(target=adder)]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join()
+    new = {f"new{i}".encode() for i in range(0, 200, 2)}
+    allowed = new | {users[i].encode() for i in range(0, 200, 2)}
+    check("after concurrent SREM on A and SADD on B, both peers hold the same members",
+          eventually(lambda: a.smembers("py:online") == b.smembers("py:online") and new <= a.smembers("py:online")),
+          f"A {len(a.smembers('py:online'))}, B {len(b.smembers('py:online'))}")
+    check("every member B added is in, and no member only A removed", new <= a.smembers("py:online") <= allowed,
+          f"extra {sorted(a.smembers('py:online') - allowed)[:5]}")
+    check("SISMEMBER and SMISMEMBER on B agree", b.sismember("py:online", "new0") == 1 and b.smismember("py:online", ["new0", "user1"]) == [1, 0])
+    check("a set is a set to TYPE, and GET of it is WRONGTYPE", b.type("py:online") == b"set" and raises(lambda: b.get("py:online"), "WRONGTYPE"))
 
     # Malformed requests on raw sockets: an error or a closed connection, never a crash.
     host, port = sys.argv[1].rsplit(":", 1)

@@ -52,10 +52,20 @@ public struct StorageReader {
         transaction.open { $0.members(ofSetNamed: name) }
     }
 
-    /// Whether this node's table ever held a counter slot (this decision's included): until then
-    /// a front end skips its counter checks.
-    package var holdsCounters: Bool {
-        transaction.open { $0.core.counterPresence.exists }
+    /// Whether `member` (JSON bytes) is in the set named `name`. O(dots of the member).
+    package func contains(member: [UInt8], inSetNamed name: String) -> Bool {
+        transaction.open { $0.contains(member: member, inSetNamed: name) }
+    }
+
+    /// Whether the set named `name` has a member (O(1) for a name that never had one).
+    package func hasMembers(ofSetNamed name: String) -> Bool {
+        transaction.open { $0.hasMembers(ofSetNamed: name) }
+    }
+
+    /// Whether this node's table ever held a counter slot or set dot (this decision's
+    /// included): until then a front end skips its counter and set checks.
+    package var holdsCompounds: Bool {
+        transaction.open { $0.core.compoundPresence.exists }
     }
 
     /// The total of the counter named `name` (a front end's, with no Swift type).

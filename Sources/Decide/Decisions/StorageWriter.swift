@@ -138,6 +138,12 @@ public struct StorageWriter {
         transaction.open { $0.remove(member: member, fromSetNamed: name) }
     }
 
+    /// Takes every member this decision sees out of the set named `name`; how many there were.
+    @discardableResult
+    package func removeAll(fromSetNamed name: String) -> Int {
+        transaction.open { $0.removeAll(fromSetNamed: name) }
+    }
+
     /// Changes the counter named `name` (a front end's, with no Swift type), as
     /// `callAsFunction(_:into:)` does.
     package func change(_ change: CounterChange, counterNamed name: String) {

@@ -23,7 +23,7 @@ extension Transaction {
 
     func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
         // A counter or set of the same name keeps its slots or dots in the collection too; they are not elements.
-        var present = presentElements(named: core.name(of: C.self, named: C.name)).filter { !CounterSlot.isCompound($0.key) }
+        var present = presentElements(named: core.name(of: C.self, named: C.name)).filter { !CompoundPresence.isCompound($0.key) }
         present.sort { $0.key < $1.key }
         var ids: [C.ID] = []
         var values: [C.Value] = []
@@ -39,7 +39,7 @@ extension Transaction {
 
     /// Deletes every element of `collection` that holds a value now.
     func deleteAll<C: CollectionState>(_ collection: C.Type) {
-        for item in presentElements(named: core.name(of: C.self, named: C.name)) where !CounterSlot.isCompound(item.key) {
+        for item in presentElements(named: core.name(of: C.self, named: C.name)) where !CompoundPresence.isCompound(item.key) {
             store(item.key, nil, decoded: nil)
         }
     }
@@ -63,7 +63,7 @@ extension Transaction {
         let name = core.name(of: I.self, named: I.name)
         if let kept = pending.indexOrders[name] { return kept }
         var invalid = 0
-        var items = presentElements(named: name).filter { !CounterSlot.isCompound($0.key) }.map { item -> (key: StateKey, position: IndexPosition) in
+        var items = presentElements(named: name).filter { !CompoundPresence.isCompound($0.key) }.map { item -> (key: StateKey, position: IndexPosition) in
             if let position = item.decoded as? IndexPosition { return (item.key, position) }
             if let version = item.version, let kept = core.decoded.value(of: item.key, at: version) as? IndexPosition {
                 return (item.key, kept)

@@ -38,7 +38,7 @@ extension Transaction {
     /// value writes the same slot, so it counts once however many do (docs/design/0001-counters.md).
     func writeCounterBase(named name: String, from version: Version, value: Int64) {
         let key = StateKey(name: name, element: CounterSlot.baseElement(timestamp: version.timestamp.rawValue, node: version.node))
-        core.counterPresence.noteWritten()
+        core.compoundPresence.noteWritten()
         store(key, CounterSlot.value(increments: value >= 0 ? value.magnitude : 0, decrements: value < 0 ? value.magnitude : 0),
               decoded: nil)
     }
@@ -95,7 +95,7 @@ extension Transaction {
             return
         }
         core.counterSlotsWritten.insert(counter.name)
-        core.counterPresence.noteWritten()
+        core.compoundPresence.noteWritten()
         store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
     }
 

@@ -34,6 +34,13 @@ extension Transaction {
         return elements
     }
 
+    /// Whether the set named `name` has a member: O(1) when it never stored one, else
+    /// O(dots of the set).
+    func hasMembers(ofSetNamed name: String) -> Bool {
+        guard core.groupCount(ofCollectionNamed: name) > 0 || insertedDots[name] != nil else { return false }
+        return !members(ofSetNamed: name).isEmpty
+    }
+
     /// Whether `member` (its JSON) is in the set named `name`. O(dots of the member).
     func contains(member: [UInt8], inSetNamed name: String) -> Bool {
         !dots(of: member, inSetNamed: name).isEmpty
@@ -45,7 +52,7 @@ extension Transaction {
             switch change {
             case .insert(let element): insert(member: try ValueCoding.encode(element), intoSetNamed: name)
             case .remove(let element): remove(member: try ValueCoding.encode(element), fromSetNamed: name)
-            case .removeAll: for member in members(ofSetNamed: name) { remove(member: member, fromSetNamed: name) }
+            case .removeAll: removeAll(fromSetNamed: name)
             }
         } catch {
             failure = failure ?? "\(error)"
@@ -68,6 +75,7 @@ extension Transaction {
         }
         for key in seen { store(key, nil, decoded: nil) }
         let key = freshDot(of: member, inSetNamed: name)
+        core.compoundPresence.noteWritten()
         store(key, SetDot.value, decoded: nil)
         insertedDots[name, default: [:]][member] = key
         return seen.isEmpty
@@ -80,6 +88,14 @@ extension Transaction {
         let seen = dots(of: member, inSetNamed: name)
         for key in seen { store(key, nil, decoded: nil) }
         return !seen.isEmpty
+    }
+
+    /// Takes every member this decision sees out of the set named `name`; how many there were.
+    @discardableResult
+    func removeAll(fromSetNamed name: String) -> Int {
+        let members = members(ofSetNamed: name)
+        for member in members { remove(member: member, fromSetNamed: name) }
+        return members.count
     }
 
     /// The key of this process's next dot of `member`. A dot of this incarnation and sequence

@@ -1,19 +1,4 @@
 import DecideCore
-import Synchronization
-
-/// Whether a node's table has ever held a counter slot, readable without the node's lock: a
-/// front end skips its counter checks (a plain SET resetting a counter of the same name) until
-/// one exists. Never goes back to false.
-package final class CounterPresence: Sendable {
-    private let flag = Atomic<Bool>(false)
-    package var exists: Bool { flag.load(ordering: .relaxed) }
-    /// Marks that `key` was merged, when it counts in a counter.
-    @inline(__always)
-    func note(_ key: StateKey) {
-        if !exists, CounterSlot.counts(key) { flag.store(true, ordering: .relaxed) }
-    }
-    func noteWritten() { if !exists { flag.store(true, ordering: .relaxed) } }
-}
 
 /// The layout of one node process's slot of a `CounterState` (docs/replication.md, "Counter
 /// slots"): an element of the counter's collection whose id is `FF 63 01`, the process's
@@ -56,12 +41,6 @@ package enum CounterSlot {
     private static func kind(of key: StateKey) -> UInt8? {
         guard key.elementCount > tag.count + 8 else { return nil }
         return key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 ? $0[1] : nil }
-    }
-
-    /// Whether `key` belongs to a kind laid out on a collection (a counter's slot, a set's dot):
-    /// not an element of a `CollectionState` or `IndexState` of the same name.
-    package static func isCompound(_ key: StateKey) -> Bool {
-        key.elementCount > 3 && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 }
     }
 
     /// Whether `key` counts in its counter's total: a process's slot or a base slot.

@@ -17,8 +17,8 @@ public final class Node: Sendable {
     let configuration: Configuration
     let logger: Logger
     let core: NodeLock<NodeCore>
-    /// Whether this node's table ever held a counter slot (`CounterPresence`).
-    package let counterPresence: CounterPresence
+    /// Whether this node's table ever held a counter slot or set dot (`CompoundPresence`).
+    package let compoundPresence: CompoundPresence
     let delivery = DeliveryQueue()
     let pool: TaskPool
     let environmentBox: Mutex<EffectEnvironment>
@@ -61,7 +61,7 @@ public final class Node: Sendable {
             fanoutBits: configuration.digestFanoutBits, depth: configuration.digestDepth))
         var clock = HybridLogicalClock(maxSkewMilliseconds: configuration.maxClockSkewMilliseconds)
         let store: any NodeStore
-        var loadedCounters = false
+        var loadedCompounds = false
         do throws(StorageError) {
             if let directory = configuration.dataDirectory {
                 store = try SQLiteStore(
@@ -72,7 +72,7 @@ public final class Node: Sendable {
                 store = InMemoryStore()
             }
             let storedClock = try store.load { key, entry in
-                if !loadedCounters, CounterSlot.counts(key) { loadedCounters = true }
+                if !loadedCompounds, CompoundPresence.isCompound(key) { loadedCompounds = true }
                 table.merge(entry, for: key)
             }
             clock.advance(pastOrTo: storedClock)
@@ -96,8 +96,8 @@ public final class Node: Sendable {
             recentChangeCapacity: configuration.recentChangeCapacity,
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
         core.incarnation = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds()).rawValue
-        counterPresence = core.counterPresence
-        if loadedCounters { core.counterPresence.noteWritten() }
+        compoundPresence = core.compoundPresence
+        if loadedCompounds { core.compoundPresence.noteWritten() }
         core.maxCounterSlots = configuration.maxCounterSlots
         core.maxSetMembers = configuration.maxSetMembers
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)

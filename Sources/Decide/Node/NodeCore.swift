@@ -146,7 +146,7 @@ final class NodeCore: @unchecked Sendable {
     /// `Node.Configuration.maxSetMembers`.
     var maxSetMembers = 1_000_000
     /// Whether the table ever held a counter slot (shared with `Node`, read without the lock).
-    let counterPresence = CounterPresence()
+    let compoundPresence = CompoundPresence()
 
     /// Takes a new incarnation, past the current one and the clock, when the current one turned
     /// out to be another process's too (a counter slot or set dot of it, in `state`, that this

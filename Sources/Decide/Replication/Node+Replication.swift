@@ -199,7 +199,7 @@ extension Node {
     func mergeReceived(_ core: NodeCore, _ entry: consuming Entry, for key: StateKey, now: UInt64, admitted: Bool,
                        into stored: inout [StoreChange]) -> Bool {
         guard !core.isCollected(entry, for: key, now: now) else { return false }
-        core.counterPresence.note(key)
+        core.compoundPresence.note(key)
         guard admitted || core.observing else {
             // Nothing reads the entry after the merge: moved into the table, not copied (a
             // retain and a release of its value, a write).

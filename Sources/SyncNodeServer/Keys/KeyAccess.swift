@@ -69,13 +69,20 @@ struct KeyAccess {
         entry(key)?.value
     }
 
+    /// Whether plain key `key` names a set with members (`KeySetChange`), this access's writes
+    /// applied.
+    func holdsSet(_ key: StateKey) -> Bool {
+        KeySetChange.holdsSet(read, key)
+    }
+
     /// Writes `value` (nil: deletes) into `key`. A plain key's write also resets the counter of
-    /// its name, as a SET or DEL over a Redis counter replaces it (`resettingCounter` false: not,
-    /// for INCR taking the value over).
+    /// its name and empties the set of its name, as a SET or DEL over a Redis counter or set
+    /// replaces it (`resettingCounter` false: not, for INCR taking the value over).
     mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false,
                       resettingCounter: Bool = true) {
-        if resettingCounter, key.elementCount == 0, read.holdsCounters, read.counterTotal(named: key.name) != 0 {
-            write.change(.reset, counterNamed: key.name)
+        if resettingCounter, key.elementCount == 0, read.holdsCompounds {
+            if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
+            write.removeAll(fromSetNamed: key.name)
         }
         guard let value else {
             write.raw(packed: nil, into: key)

@@ -26,7 +26,7 @@ struct KeyCounterChange: Sendable {
     /// What plain key `name` reads as when it holds no value of its own: the total of the
     /// counter of that name as a stored number, nil when there is none or it is 0.
     static func heldTotal(_ read: StorageReader, name: String) -> PackedBytes? {
-        guard read.holdsCounters else { return nil }
+        guard read.holdsCompounds else { return nil }
         let total = read.counterTotal(named: name)
         return total == 0 ? nil : PackedBytes(Array(String(total).utf8))
     }
@@ -42,6 +42,10 @@ struct KeyCounterChange: Sendable {
     static let notAnInteger = "ERR value is not an integer or out of range"
 
     func apply(_ access: inout KeyAccess) {
+        if access.holdsSet(key) {
+            outcome.error = KeySetChange.wrongType
+            return
+        }
         if let held = access.plainEntry(key), let value = held.value {
             guard let number = ValueMapping.integer(value) else {
                 outcome.error = Self.notAnInteger

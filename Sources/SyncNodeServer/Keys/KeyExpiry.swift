@@ -33,7 +33,7 @@ struct KeyExpiry: Sendable {
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// Whether the key held a value and the change was made (Redis replies 1).
         var changed = false
-        /// The error reply instead (the key is a counter, which does not expire yet).
+        /// The error reply instead (the key is a counter or a set, which do not expire yet).
         var refusal: String?
     }
 
@@ -49,7 +49,12 @@ struct KeyExpiry: Sendable {
 
     /// The change, through `access` (alone, or as one command of a MULTI … EXEC block).
     func apply(_ access: inout KeyAccess) {
-        guard let entry = access.entry(key), let value = entry.value else { return }
+        guard let entry = access.entry(key), let value = entry.value else {
+            if case .at = change, access.holdsSet(key) {
+                outcome.refusal = "ERR \(key.name) is a set, and sets do not expire yet: keep members that come and go in a set of their own and SREM them, or DEL the set"
+            }
+            return
+        }
         guard access.plainEntry(key)?.value != nil else {
             outcome.refusal = "ERR \(key.name) is a counter, and counters do not expire yet: keep a rate window in its name (hits:2026-12-02T10:05) and let old windows be, or DEL them"
             return

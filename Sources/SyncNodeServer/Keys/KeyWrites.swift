@@ -58,23 +58,27 @@ struct KeyWrites: Sendable {
     func apply(_ access: inout KeyAccess) {
         var previous: [PackedBytes?] = []
         var previousExpiry: [UInt64?] = []
+        // Whether each key held something: a value, or (a plain key) a set of its name.
+        var held: [Bool] = []
         previous.reserveCapacity(writes.count)
+        held.reserveCapacity(writes.count)
         for (key, _) in writes {
             let entry = access.entry(key)
             previous.append(entry?.value)
+            held.append(entry?.value != nil || access.holdsSet(key))
             if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
         }
         outcome.previous = previous
         switch condition {
         case .always: break
-        case .ifAbsent: guard previous.allSatisfy({ $0 == nil }) else { return }
-        case .ifPresent: guard previous.allSatisfy({ $0 != nil }) else { return }
+        case .ifAbsent: guard !held.contains(true) else { return }
+        case .ifPresent: guard !held.contains(false) else { return }
         }
         outcome.wrote = true
         var deletedKeys = Set<StateKey>()
         for (index, (key, value)) in writes.enumerated() {
             if value == nil && deleteOnlyLive {
-                guard previous[index] != nil, deletedKeys.insert(key).inserted else { continue }
+                guard held[index], deletedKeys.insert(key).inserted else { continue }
                 outcome.deleted += 1
             }
             guard let value else {

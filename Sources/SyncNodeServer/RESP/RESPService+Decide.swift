@@ -54,11 +54,13 @@ extension RESPService {
     /// DECIDE.GET KEY: null when this node never held the key or its value expired, else
     /// `{"key":K,"value":V|null,"deleted":bool,"version":V}` (and `"expiresAt"` for an
     /// expiring value). A plain key with no value that names a counter:
-    /// `{"key":K,"counter":TOTAL,"slots":[{"node","incarnation","increments","decrements"}…]}`.
+    /// `{"key":K,"counter":TOTAL,"slots":[{"node","incarnation","increments","decrements"}…]}`;
+    /// that names a set: `{"key":K,"set":[{"member":M,"dots":N}…]}` (members in byte order, each
+    /// with its live dots: more than one after concurrent inserts).
     func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
         let entry = node.read({ $0.entry(key) })
-        if entry?.packedValue == nil, key.elementCount == 0, node.counterPresence.exists {
+        if entry?.packedValue == nil, key.elementCount == 0, node.compoundPresence.exists {
             let total = node.read { $0.counterTotal(named: key.name) }
             let slots = node.counterSlots(named: key.name)
             if total != 0 || !slots.isEmpty {
@@ -67,6 +69,15 @@ extension RESPService {
                              ("increments", .number(String(slot.increments))), ("decrements", .number(String(slot.decrements)))])
                 }
                 writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("counter", .number(String(total))), ("slots", .array(listed))]))
+                return
+            }
+            let members = node.read { $0.hasMembers(ofSetNamed: key.name) ? $0.members(ofSetNamed: key.name) : [] }
+            if !members.isEmpty {
+                let listed: [JSONValue] = members.sorted { $0.lexicographicallyPrecedes($1) }.map { member in
+                    let dots = node.setDots(named: key.name, member: member).count
+                    return .object([("member", (try? JSONValue.parse(member)) ?? .null), ("dots", .number(String(dots)))])
+                }
+                writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("set", .array(listed))]))
                 return
             }
         }

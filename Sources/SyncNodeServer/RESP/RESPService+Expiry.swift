@@ -58,8 +58,8 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return }
         let (instant, now) = node.read { read -> (UInt64??, UInt64) in
             if let entry = read.entry(key), !entry.isTombstone { return (.some(entry.expiresAtMilliseconds), read.nowMilliseconds) }
-            // A counter of that name: a key that never expires.
-            let counter = key.elementCount == 0 && KeyCounterChange.heldTotal(read, name: key.name) != nil
+            // A counter or set of that name: a key that never expires.
+            let counter = key.elementCount == 0 && (KeyCounterChange.heldTotal(read, name: key.name) != nil || KeySetChange.holdsSet(read, key))
             return (counter ? .some(nil) : nil, read.nowMilliseconds)
         }
         Self.replyLifetime(command, expiringAt: instant, now: now, into: &writer)

@@ -8,15 +8,22 @@ import DecideRESP
 extension RESPService {
     func get(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         let stored: PackedBytes?
+        var key: StateKey?
         if Self.isPlainName(arguments[1]) {
             // A Redis-style key (an atomic state's name): looked up by its bytes, no StateKey.
             let plain = arguments[1].withUnsafeBytes { node.value(ofAtomicNamed: $0) } ?? nil
             // No value of its own (never written, or a tombstone): a counter of that name may hold one.
-            stored = plain ?? (node.counterPresence.exists
+            stored = plain ?? (node.compoundPresence.exists
                 ? node.read { KeyCounterChange.heldTotal($0, name: String(decoding: arguments[1], as: UTF8.self)) } : nil)
         } else {
-            guard let key = key(arguments[1], into: &writer) else { return }
-            stored = node.read { KeyCounterChange.value($0, key) }
+            guard let parsed = self.key(arguments[1], into: &writer) else { return }
+            key = parsed
+            stored = node.read { KeyCounterChange.value($0, parsed) }
+        }
+        // Nothing to read, on a node that holds sets: a set of that name answers WRONGTYPE.
+        if stored == nil, node.compoundPresence.exists {
+            let named = key ?? StateKey(name: String(decoding: arguments[1], as: UTF8.self))
+            if node.read({ KeySetChange.holdsSet($0, named) }) { return writer.error(KeySetChange.wrongType) }
         }
         // Written into the reply from where the value is held: no array between.
         ValueMapping.reply(stored, into: &writer)
@@ -65,12 +72,17 @@ extension RESPService {
 
     func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
-        writer.integer(node.read { read in keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) == nil ? 0 : 1) } })
+        writer.integer(node.read { read in
+            keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) != nil || KeySetChange.holdsSet(read, $1) ? 1 : 0) }
+        })
     }
 
     func type(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
-        writer.simpleString(Self.typeName(holding: node.read { KeyCounterChange.value($0, key) }))
+        writer.simpleString(node.read { read in
+            let value = KeyCounterChange.value(read, key)
+            return value == nil && KeySetChange.holdsSet(read, key) ? "set" : Self.typeName(holding: value)
+        })
     }
 
     /// TYPE's answer for a key holding `value` (nil: none).
@@ -92,7 +104,7 @@ extension RESPService {
         }
         var pattern: ArraySlice<UInt8>?
         var count = 10
-        var onlyStrings = true
+        var type: String?
         var index = 2
         while index < arguments.count {
             guard index + 1 < arguments.count else {
@@ -113,7 +125,7 @@ extension RESPService {
                 }
                 count = min(number, 100_000)
             } else if Self.matches(arguments[index], "TYPE") {
-                onlyStrings = Self.matches(value, "string")
+                type = String(decoding: value, as: UTF8.self).lowercased()
             } else {
                 writer.error("ERR syntax error")
                 return
@@ -132,15 +144,14 @@ extension RESPService {
             page = node.scanKeys(cursor: cursor, minimumKeys: count, maximumBuckets: max(16_384, count * 64))
         }
         var names: [[UInt8]] = []
-        if onlyStrings {
-            var seen = Set<[UInt8]>()
-            for key in page.keys {
-                let name = Self.redisName(of: key)
-                if let pattern, !RESPGlob.matches(pattern, name) { continue }
-                // A counter's slots are one Redis key (and a plain value of its name too).
-                if CounterSlot.counts(key) || key.elementCount == 0 { guard seen.insert(name).inserted else { continue } }
-                names.append(name)
-            }
+        var seen = Set<[UInt8]>()
+        for key in page.keys {
+            if let type, type != Self.typeName(of: key) { continue }
+            let name = Self.redisName(of: key)
+            if let pattern, !RESPGlob.matches(pattern, name) { continue }
+            // A counter's slots or a set's dots are one Redis key (and a plain value of its name too).
+            if CompoundPresence.isCompound(key) || key.elementCount == 0 { guard seen.insert(name).inserted else { continue } }
+            names.append(name)
         }
         writer.arrayHeader(2)
         writer.bulk(String(page.next))
@@ -161,7 +172,7 @@ extension RESPService {
             for key in page.keys {
                 let name = Self.redisName(of: key)
                 guard RESPGlob.matches(pattern, name) else { continue }
-                if CounterSlot.counts(key) || key.elementCount == 0 { guard counters.insert(name).inserted else { continue } }
+                if CompoundPresence.isCompound(key) || key.elementCount == 0 { guard counters.insert(name).inserted else { continue } }
                 replyBytes += name.count + 16
                 guard replyBytes <= configuration.maxReplyBytes else {
                     writer.error("ERR KEYS would reply more than maxReplyBytes \(configuration.maxReplyBytes) bytes: use SCAN")
@@ -175,9 +186,15 @@ extension RESPService {
         for name in names { writer.bulk(name) }
     }
 
-    /// The Redis key `key` is part of: its name for a counter's slot, else NAME or NAME[ID].
+    /// The Redis key `key` is part of: its name for a counter's slot or a set's dot, else NAME
+    /// or NAME[ID].
     static func redisName(of key: StateKey) -> [UInt8] {
-        CounterSlot.counts(key) ? Array(key.name.utf8) : Array(key.description.utf8)
+        CompoundPresence.isCompound(key) ? Array(key.name.utf8) : Array(key.description.utf8)
+    }
+
+    /// The Redis type of the key that live stored key `key` is part of (SCAN's TYPE).
+    static func typeName(of key: StateKey) -> String {
+        SetDot.member(of: key) != nil ? "set" : "string"
     }
 
     // MARK: writes
@@ -243,6 +260,8 @@ extension RESPService {
             return prepareSetex(command, arguments, into: &writer)
         case .incr, .decr, .incrby, .decrby:
             return prepareCounterChange(command, arguments, into: &writer)
+        case .sadd, .srem:
+            return prepareSetChange(command, arguments, into: &writer)
         default:
             preconditionFailure("\(command) is not a keyspace write")
         }
@@ -292,7 +311,7 @@ extension RESPService {
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
         let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
-        let plain = condition == .always && !returnPrevious && expiry == .never && !owned && !node.counterPresence.exists
+        let plain = condition == .always && !returnPrevious && expiry == .never && !owned && !node.compoundPresence.exists
         let repliesPrevious = returnPrevious
         return PreparedWrite(command: .set, apply: decision.apply, plainSet: plain ? (key, value) : nil) { writer in
             if repliesPrevious {

@@ -8,8 +8,10 @@ import Dispatch
 /// from a peer or takes in a catch-up, every value that expires here, and every owned value
 /// that disappears or returns with its owner (as `del` / `set`), is published, once per key,
 /// on three channels:
-/// - `__keyspace@0__:KEY` with the event (`set`, `del` or `expired`), as Redis does;
-/// - `__keyevent@0__:set` / `del` / `expired` with the key, as Redis does;
+/// - `__keyspace@0__:KEY` with the event (`set`, `del`, `expired`, `incrby` for a counter's
+///   change, `sadd` / `srem` for a dot of a set written / deleted), as Redis does;
+/// - `__keyevent@0__:set` / `del` / `expired` / `incrby` / `sadd` / `srem` with the key, as
+///   Redis does;
 /// - `__decide@0__:KEY` with the entry as JSON (`{"key","value","deleted","version","origin"}`),
 ///   what `syncnode watch` prints.
 /// PUBLISH is refused: these channels carry Decide's changes only.
@@ -18,6 +20,8 @@ extension RESPService {
     static let keyeventSet = Array("__keyevent@0__:set".utf8)
     static let keyeventDel = Array("__keyevent@0__:del".utf8)
     static let keyeventIncrby = Array("__keyevent@0__:incrby".utf8)
+    static let keyeventSadd = Array("__keyevent@0__:sadd".utf8)
+    static let keyeventSrem = Array("__keyevent@0__:srem".utf8)
     static let keyeventExpired = Array("__keyevent@0__:expired".utf8)
     static let decidePrefix = Array("__decide@0__:".utf8)
     /// Where a `__decide@0__` subscriber hears that notifications were dropped.
@@ -275,13 +279,16 @@ struct NotificationWork {
         }
         let expired = committed.origin == .expired
         self.item = committed.delta.entries[item]
-        // A counter's slot changed: Redis's event for INCR, INCRBY, DECR and DECRBY, on the key.
+        // A counter's slot changed: Redis's event for INCR, INCRBY, DECR and DECRBY, on the key;
+        // a set's dot: SADD's (a dot written) or SREM's (one deleted).
         let counter = CounterSlot.counts(self.item.key)
+        let setDot = !counter && SetDot.member(of: self.item.key) != nil
         let name = RESPService.redisName(of: self.item.key)
         let deleted = self.item.entry.isTombstone
-        let event = Array((expired ? "expired" : deleted ? "del" : counter ? "incrby" : "set").utf8)
-        let keyevent = expired ? RESPService.keyeventExpired : deleted ? RESPService.keyeventDel
-            : counter ? RESPService.keyeventIncrby : RESPService.keyeventSet
+        let event = Array((expired ? "expired" : setDot ? (deleted ? "srem" : "sadd") : deleted ? "del" : counter ? "incrby" : "set").utf8)
+        let keyevent = expired ? RESPService.keyeventExpired
+            : setDot ? (deleted ? RESPService.keyeventSrem : RESPService.keyeventSadd)
+            : deleted ? RESPService.keyeventDel : counter ? RESPService.keyeventIncrby : RESPService.keyeventSet
         channels = [RESPService.keyspacePrefix + name, keyevent, RESPService.decidePrefix + name]
         payloads = [event, name, nil]
         for (position, channel) in channels.enumerated() {

@@ -30,6 +30,7 @@ extension RESPService {
         switch command {
         case .get, .mget, .exists, .type, .ttl, .pttl, .expiretime, .pexpiretime,
              .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex, .incr, .incrby, .decr, .decrby,
+             .sadd, .srem, .smembers, .sismember, .smismember, .scard,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .ping, .echo:
             return true
         default:
@@ -152,21 +153,25 @@ extension RESPService {
             guard let key = key(arguments[1], into: &writer) else { return .reply(writer.bytes) }
             return .read { access, writer in
                 let held = access.entry(key)
+                let isSet = held?.value == nil && access.holdsSet(key)
                 switch command {
-                case .get: ValueMapping.reply(held?.value, into: &writer)
-                case .type: writer.simpleString(Self.typeName(holding: held?.value))
+                case .get: if isSet { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
+                case .type: writer.simpleString(isSet ? "set" : Self.typeName(holding: held?.value))
                 default:
-                    Self.replyLifetime(command, expiringAt: held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
+                    Self.replyLifetime(command, expiringAt: isSet ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
                                        now: access.nowMilliseconds, into: &writer)
                 }
             }
+        case .smembers, .sismember, .smismember, .scard:
+            guard let read = prepareSetRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
+            return .read { access, writer in read(access.read, access.entry(read.key)?.value != nil, &writer) }
         case .mget, .exists:
             guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return .reply(writer.bytes) }
             let maxReplyBytes = configuration.maxReplyBytes
             return .read { access, writer in
                 let values = keys.map { access.value($0) }
                 if command == .exists {
-                    writer.integer(values.reduce(0) { $0 + ($1 == nil ? 0 : 1) })
+                    writer.integer(zip(keys, values).reduce(0) { $0 + ($1.1 != nil || access.holdsSet($1.0) ? 1 : 0) })
                 } else {
                     Self.replyValues(values, maxReplyBytes: maxReplyBytes, into: &writer)
                 }

@@ -362,7 +362,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set,
               refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
               // Once counters exist, a SET may have to reset one of its name: it runs as a decision of its own.
-              !node.counterPresence.exists,
+              !node.compoundPresence.exists,
               let key = try? KeySyntax.parse(bytes: arguments[1]),
               let value = try? ValueMapping.stored(arguments[2]) else { return nil }
         return (key, value)
@@ -485,8 +485,9 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         switch command {
         case .get: get(arguments, into: &session.writer)
         case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete,
-             .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby:
+             .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby, .sadd, .srem:
             write(command, arguments, into: &session.writer)
+        case .smembers, .sismember, .smismember, .scard: setRead(command, arguments, into: &session.writer)
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .wait: wait(arguments, session: session, server: server)
         case .decideLease: lease(arguments, session: session, server: server)

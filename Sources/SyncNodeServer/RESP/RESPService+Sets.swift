@@ -1,0 +1,94 @@
+import Decide
+import DecideCore
+import DecideRESP
+
+/// The set commands: SADD, SREM (writes, `KeySetChange`), SMEMBERS, SISMEMBER, SMISMEMBER and
+/// SCARD (reads), on the `SetState` a plain key names, with Redis's replies in RESP2 and RESP3
+/// (docs/operations.md, "Sets").
+extension RESPService {
+    /// SADD key member…, SREM key member…: answered with how many members were added (not in
+    /// the set before) or removed (in it before).
+    func prepareSetChange(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
+        guard let key = setKey(command, arguments[1], into: &writer), let members = setMembers(arguments.dropFirst(2), into: &writer) else {
+            return nil
+        }
+        let change = KeySetChange(key: key, members: members, inserting: command == .sadd)
+        return PreparedWrite(command: command, apply: change.apply) { writer in
+            if let error = change.outcome.error { writer.error(error) } else { writer.integer(change.outcome.changed) }
+        }
+    }
+
+    /// SMEMBERS, SISMEMBER, SMISMEMBER, SCARD alone: read from one snapshot.
+    func setRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
+        guard let read = prepareSetRead(command, arguments, into: &writer) else { return }
+        node.read { reader in read(reader, KeyCounterChange.value(reader, read.key) != nil, &writer) }
+    }
+
+    /// A set read made ready to run against a snapshot or a MULTI block's access: its key, and
+    /// what writes its reply given the reader and whether the key holds a plain value.
+    struct SetRead {
+        let key: StateKey
+        let run: @Sendable (StorageReader, Bool, inout RESPWriter) -> Void
+        func callAsFunction(_ read: StorageReader, _ holdsValue: Bool, _ writer: inout RESPWriter) { run(read, holdsValue, &writer) }
+    }
+
+    /// The read `command` asks for, or nil (with the error written) when its arguments are wrong.
+    func prepareSetRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> SetRead? {
+        guard let key = setKey(command, arguments[1], into: &writer) else { return nil }
+        let probes: [[UInt8]]
+        if command == .sismember || command == .smismember {
+            guard let members = setMembers(arguments.dropFirst(2), into: &writer) else { return nil }
+            probes = members
+        } else {
+            probes = []
+        }
+        let maxReplyBytes = configuration.maxReplyBytes
+        return SetRead(key: key) { read, holdsValue, writer in
+            guard !holdsValue else { return writer.error(KeySetChange.wrongType) }
+            switch command {
+            case .sismember:
+                writer.integer(read.contains(member: probes[0], inSetNamed: key.name) ? 1 : 0)
+            case .smismember:
+                writer.arrayHeader(probes.count)
+                for probe in probes { writer.integer(read.contains(member: probe, inSetNamed: key.name) ? 1 : 0) }
+            case .scard:
+                writer.integer(read.hasMembers(ofSetNamed: key.name) ? read.members(ofSetNamed: key.name).count : 0)
+            default:
+                let members = read.hasMembers(ofSetNamed: key.name) ? read.members(ofSetNamed: key.name) : []
+                let replyBytes = members.reduce(0) { $0 + 16 + $1.count }
+                guard replyBytes <= maxReplyBytes else {
+                    return writer.error("ERR SMEMBERS would reply about \(replyBytes) bytes, more than maxReplyBytes \(maxReplyBytes)")
+                }
+                writer.setHeader(members.count)
+                for member in members.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                    member.withUnsafeBytes { raw in ValueMapping.withResp(raw) { writer.bulk($0) } }
+                }
+            }
+        }
+    }
+
+    /// The plain key a set command names, or nil (with the error written).
+    private func setKey(_ command: RESPCommand, _ argument: ArraySlice<UInt8>, into writer: inout RESPWriter) -> StateKey? {
+        guard let key = key(argument, into: &writer) else { return nil }
+        guard key.elementCount == 0 else {
+            writer.error("ERR \(command.name.uppercased()) needs a plain key: \(key) names an element of a collection, and a set is a key of its own")
+            return nil
+        }
+        return key
+    }
+
+    /// The members given, as stored (`KeySetChange.member`), or nil (with the error written)
+    /// at the first that is not UTF-8.
+    private func setMembers(_ arguments: ArraySlice<ArraySlice<UInt8>>, into writer: inout RESPWriter) -> [[UInt8]]? {
+        var members: [[UInt8]] = []
+        members.reserveCapacity(arguments.count)
+        for argument in arguments {
+            guard let member = KeySetChange.member(argument) else {
+                writer.error("ERR set member is not valid UTF-8: Decide stores members as JSON strings, which hold text only")
+                return nil
+            }
+            members.append(member)
+        }
+        return members
+    }
+}
