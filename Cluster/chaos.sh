@@ -9,7 +9,9 @@
 # acknowledged write was lost: each key's final version is at least every acknowledged write's
 # version, and an equal version carries that write's value; keys written only once must hold
 # their one value, so a loss cannot hide behind a later write. MULTI blocks (the Redis protocol)
-# must never show half: both keys of a pair or neither, with one version.
+# must never show half: both keys of a pair or neither, with one version. A counter every peer
+# INCRBYs must end at the sum of the acknowledged increments, and a set every peer SADDs to and
+# SREMs from must hold each member as its last acknowledged change left it.
 #
 #   CHAOS_SECONDS   how long the nemesis runs (default 60; `make test` runs 20)
 #   CHAOS_SEED      the nemesis's seed (default: from the clock; printed for a replay)
@@ -138,7 +140,7 @@ wait_until 60 "a full mesh of five" linked_all || { echo "chaos: the five peers 
 # instead: a pair of keys written once (pair[nK-i-a], pair[nK-i-b]) and a shared key, then
 # WAIT 2; a line of the block history: node, the pair's value, the replies as received.
 writer() {
-    local node=$1 index=0 out status key value
+    local node=$1 index=0 set_ops=0 out status key value member op
     while true; do
         index=$((index + 1))
         if [ $((index % 3)) -eq 0 ]; then
@@ -161,6 +163,21 @@ writer() {
             request=$(printf 'INCRBY ctr %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$amount")
             out=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\n" "$1" >&3 && cat <&3' _ "$request" 2>&1)
             printf '%s\t%s\t%s\t%s\n' "$node" "$index" "$amount" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/counter.n$node"
+            continue
+        fi
+        if [ $((index % 7)) -eq 1 ]; then
+            # A change of the one set every peer changes: SADD of a member of this peer's own
+            # (n<node>-<k>, k cycling over 8), or SREM of one, then WAIT 2, on a connection of
+            # its own; a line of the set history: node, index, op, member, replies. Each member
+            # has one writer, whose changes run one after another, so its last answered and
+            # acknowledged change says what the set must hold of it.
+            set_ops=$((set_ops + 1))
+            member="n$node-$((set_ops / 2 % 8))"
+            if [ $((set_ops % 2)) -eq 0 ]; then op=SADD; else op=SREM; fi
+            printf '%s\t%s\t%s\t%s\n' "$node" "$index" "$op" "$member" >> "$RUN_DIR/set-sent.n$node"
+            request=$(printf '%s online %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$op" "$member")
+            out=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\n" "$1" >&3 && cat <&3' _ "$request" 2>&1)
+            printf '%s\t%s\t%s\t%s\t%s\n' "$node" "$index" "$op" "$member" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/set.n$node"
             continue
         fi
         if [ $((index % 2)) -eq 0 ]; then
@@ -241,5 +258,17 @@ for node in "${NODES[@]}"; do
         | tr -d '\r' | sed -n 2p)
     printf '%s\t%s\n' "$node" "$total" >> "$RUN_DIR/counter-totals"
 done
+# Every set change sent, answered or not (those with no reply line were cut off), and the
+# members each peer holds (SMEMBERS online), a line each: node, members joined by '|'.
+cat "$RUN_DIR"/set.n* > "$RUN_DIR/set" 2>/dev/null || : > "$RUN_DIR/set"
+cat "$RUN_DIR"/set-sent.n* 2>/dev/null | while IFS=$'\t' read -r node index op member; do
+    grep -q "^$node"$'\t'"$index"$'\t' "$RUN_DIR/set" || printf '%s\t%s\t%s\t%s\t\n' "$node" "$index" "$op" "$member"
+done >> "$RUN_DIR/set"
+: > "$RUN_DIR/set-members"
+for node in "${NODES[@]}"; do
+    members=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "SMEMBERS online\r\nQUIT\r\n" >&3 && cat <&3' 2>/dev/null \
+        | tr -d '\r' | grep -v '^[*$+]' | sort | tr '\n' '|')
+    printf '%s\t%s\n' "$node" "$members" >> "$RUN_DIR/set-members"
+done
 "$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED" "$RUN_DIR/blocks" \
-    "$RUN_DIR/counter" "$RUN_DIR/counter-totals"
+    "$RUN_DIR/counter" "$RUN_DIR/counter-totals" "$RUN_DIR/set" "$RUN_DIR/set-members"

@@ -17,8 +17,13 @@ after convergence): every peer reads the same total, at least the sum of the inc
 and acknowledged by 2 peers (none lost) and at most the sum of those answered or cut off before
 an answer (none invented, none counted twice).
 
-usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS [COUNTER TOTALS]]
-       chaos_check.py --self-test   (the counter check fails on a lost or doubled increment)
+The set (SET, a line per `SADD online M` / `SREM online M` + `WAIT 2` sent: node, index, op,
+member, the replies, none when cut off; MEMBERS, each peer's `SMEMBERS online`): every peer
+holds the same members; a member whose last change was answered and acknowledged by 2 peers is
+in exactly when that change was an SADD; no member is held that no SADD sent.
+
+usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS [COUNTER TOTALS [SET MEMBERS]]]
+       chaos_check.py --self-test   (the counter and set checks fail on doctored runs)
 """
 import json
 import re
@@ -95,6 +100,55 @@ def check_counter(counter_path, totals_path, problems):
     return acknowledged, lower, upper, totals
 
 
+def check_set(set_path, members_path, problems):
+    """The set: every peer holds the same members; each member (one writer, its changes one
+    after another) as its last change left it when that change was answered and acknowledged by
+    2 peers, and any member only when an SADD of it was sent. Returns (acknowledged changes,
+    members checked, members held)."""
+    last = {}          # member: (index, op, outcome) of its latest change, by index
+    sent = set()       # members an SADD was sent for
+    acknowledged = 0
+    with open(set_path) as history:
+        for record in history:
+            node, index, op, member, output = record.rstrip("\n").split("\t", 4)
+            parts = [part for part in output.split("|") if part]
+            if not parts:
+                outcome = "unknown"        # cut off before any reply: may have committed
+            elif parts[0].startswith(":"):
+                ok = len(parts) > 1 and parts[1].startswith(":") and int(parts[1][1:]) >= 2
+                outcome = "acknowledged" if ok else "unknown"
+                acknowledged += ok
+            else:
+                outcome = "refused"        # an error: nothing written
+            if op == "SREM" and parts and parts[0] == ":0":
+                outcome = "refused"        # removed nothing (its node did not hold the member): no change
+            if op == "SADD":
+                sent.add(member)
+            if outcome != "refused" and (member not in last or int(index) > last[member][0]):
+                last[member] = (int(index), op, outcome)
+    held = {}
+    with open(members_path) as lines:
+        for line in lines:
+            node, listed = line.rstrip("\n").split("\t")
+            held[node] = {part for part in listed.split("|") if part}
+    if len({frozenset(members) for members in held.values()}) > 1:
+        problems.append(f"set: the peers hold different members after convergence: " +
+                        ", ".join(f"n{node} {sorted(members)}" for node, members in sorted(held.items())))
+    checked = 0
+    for node, members in sorted(held.items()):
+        for member in sorted(members - sent):
+            problems.append(f"set: n{node} holds {member}, which no SADD sent")
+        for member, (index, op, outcome) in sorted(last.items()):
+            if outcome != "acknowledged":
+                continue
+            checked += node == min(held)
+            if op == "SADD" and member not in members:
+                problems.append(f"set: {member} added (index {index}, acknowledged by 2 peers) and not removed since, missing on n{node}")
+            elif op == "SREM" and member in members:
+                problems.append(f"set: {member} removed (index {index}, acknowledged by 2 peers) and not added since, held on n{node}")
+    return acknowledged, checked, len(next(iter(held.values()), set()))
+
+
 def self_test():
     """The counter check against doctored runs: a lost acknowledged increment, a doubled one,
     peers that disagree, and an honest run."""
@@ -118,7 +172,31 @@ def self_test():
             if (not problems) != passes:
                 failures += 1
                 print(f"chaos_check self-test: FAILED: {name}: {problems or 'no problem found'}")
-    print("chaos_check self-test: " + ("FAILED" if failures else "PASSED: the counter check catches a lost, a doubled and a split total"))
+    # The set check: n1-0 added then removed, n1-1 added (an SREM that found nothing after), n2-0
+    # added with its WAIT cut short,
+    # n2-1 refused; an honest end, then a lost add, a removal come back, an invented member, peers
+    # that disagree.
+    set_history = ("1\t1\tSADD\tn1-0\t:1|:2|+OK\n1\t8\tSREM\tn1-0\t:1|:3|+OK\n1\t22\tSADD\tn1-1\t:1|:2|+OK\n"
+                   "1\t29\tSREM\tn1-1\t:0|:2|+OK\n"
+                   "2\t1\tSADD\tn2-0\t:1|:1|+OK\n2\t8\tSADD\tn2-1\t-ERR SADD refused\n")
+    set_cases = [({"1": "n1-1", "2": "n1-1"}, True, "honest"), ({"1": "n1-1|n2-0", "2": "n1-1|n2-0"}, True, "honest, the unacknowledged add in"),
+                 ({"1": "", "2": ""}, False, "an acknowledged add lost"), ({"1": "n1-0|n1-1", "2": "n1-0|n1-1"}, False, "an acknowledged remove undone"),
+                 ({"1": "n1-1|x", "2": "n1-1|x"}, False, "a member no SADD sent"), ({"1": "n1-1", "2": "n1-1|n2-0"}, False, "peers that disagree")]
+    with tempfile.TemporaryDirectory() as directory:
+        history_path = os.path.join(directory, "set")
+        with open(history_path, "w") as file:
+            file.write(set_history)
+        for members, passes, name in set_cases:
+            path = os.path.join(directory, "members")
+            with open(path, "w") as file:
+                file.write("".join(f"{node}\t{listed}\n" for node, listed in members.items()))
+            problems = []
+            check_set(history_path, path, problems)
+            if (not problems) != passes:
+                failures += 1
+                print(f"chaos_check self-test: FAILED: set, {name}: {problems or 'no problem found'}")
+    print("chaos_check self-test: " + ("FAILED" if failures else "PASSED: the counter check catches a lost, a doubled and a split total; "
+                                      "the set check a lost add, an undone remove, an invented member and a split"))
     sys.exit(1 if failures else 0)
 
 
@@ -185,6 +263,12 @@ def main():
               f"within [{counted[1]}, {counted[2]}]")
         if counted[0] == 0:
             problems.append("no counter increment was acknowledged: the counter check proves nothing")
+    if len(sys.argv) > 9:
+        changed = check_set(sys.argv[8], sys.argv[9], problems)
+        print(f"chaos: set: {changed[0]} changes acknowledged; {changed[1]} members checked against their last acknowledged change; "
+              f"{changed[2]} members held")
+        if changed[1] == 0:
+            problems.append("no set change was acknowledged as a member's last: the set check proves nothing")
     if not converged:
         problems.insert(0, "the five peers did not converge to identical dumps within 90 s of healing")
     if acknowledged == 0:
