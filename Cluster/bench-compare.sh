@@ -5,7 +5,7 @@
 #   Decide: two syncnode peers (memory durability), and two library nodes linked by DecideUV
 #           in one process.
 #   (a) The same redis-benchmark command line against the Redis master and syncnode peer 1:
-#       SET, GET and INCR, -d 64 -c 50, -P 1 and -P 16, -r COMPARE_KEYS and -n COMPARE_KEYS × P (so a
+#       SET, GET, INCR and SADD, -d 64 -c 50, -P 1 and -P 16, -r COMPARE_KEYS and -n COMPARE_KEYS × P (so a
 #       run at -P 16 lasts about as long as one at -P 1, not a seventh of it). After each SET run
 #       the second server is polled until it holds everything the first does (Redis: the
 #       replica's replication offset reaches the master's; syncnode: peer 2's state digest
