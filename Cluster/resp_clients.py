@@ -247,6 +247,25 @@ def main():
     check("SISMEMBER and SMISMEMBER on B agree", b.sismember("py:online", "new0") == 1 and b.smismember("py:online", ["new0", "user1"]) == [1, 0])
     check("a set is a set to TYPE, and GET of it is WRONGTYPE", b.type("py:online") == b"set" and raises(lambda: b.get("py:online"), "WRONGTYPE"))
 
+    # A session hash written field by field on two peers at once (docs/operations.md "Hashes"):
+    # every field is kept on both, and the field both write ends the same on both.
+    def session_writer(address, prefix):
+        client = connect(address)
+        for index in range(100):
+            client.hset("py:session", mapping={f"{prefix}{index}": str(index), "shared": prefix})
+
+    both = [threading.Thread(target=session_writer, args=(sys.argv[1], "a")), threading.Thread(target=session_writer, args=(sys.argv[2], "b"))]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join()
+    check("a session hash written field by field on A and B at once keeps all 201 fields on both",
+          eventually(lambda: a.hlen("py:session") == 201 and b.hlen("py:session") == 201), f"A {a.hlen('py:session')}, B {b.hlen('py:session')}")
+    check("HGETALL reads the same on both, the shared field included", eventually(lambda: a.hgetall("py:session") == b.hgetall("py:session")))
+    check("HGET and HMGET read a field written on the other peer", b.hget("py:session", "a7") == b"7" and a.hmget("py:session", ["b3", "none"]) == [b"3", None])
+    check("a hash is a hash to TYPE; DEL removes it on both", b.type("py:session") == b"hash" and a.delete("py:session") == 1
+          and eventually(lambda: b.hlen("py:session") == 0))
+
     # Malformed requests on raw sockets: an error or a closed connection, never a crash.
     host, port = sys.argv[1].rsplit(":", 1)
     cases = {

@@ -77,6 +77,8 @@ import Testing
                     if !expectedDots.isEmpty { members.insert(member) }
                 }
                 #expect(table.groupCount(ofCollectionNamed: name) == members.count, "seed \(seed) name \(name)")
+                let plain = expected.keys.filter { $0.element.first != 0xFF }.count
+                #expect(table.plainElementCount(ofCollectionNamed: name) == plain, "seed \(seed) name \(name)")
             }
             let heldKeys = Set(table.entries.map { $0.key })
             #expect(heldKeys == Set(model.keys), "seed \(seed)")

@@ -79,7 +79,9 @@ extension SyncNodeTests {
                 let cases: [([String], String)] = [
                     (["incrbyfloat", "k", "2.5"], "to the last bit"),
                     (["LPUSH", "list", "a"], "NAME[ID]"),
-                    (["HSET", "h", "f", "v"], "NAME[ID]"),
+                    (["HINCRBY", "h", "f", "1"], "a counter of its own"),
+                    (["SPOP", "s"], "hand the same member to both"),
+                    (["ZADD", "z", "1", "m"], "NAME[ID]"),
                     (["WATCH", "k"], "one server to order every write"),
                     (["EVAL", "return 1", "0"], "MULTI … EXEC (or MSET) runs several commands as one decision"),
                     (["APPEND", "k", "x"], "parts of one string"),

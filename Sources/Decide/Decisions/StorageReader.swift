@@ -62,6 +62,23 @@ public struct StorageReader {
         transaction.open { $0.hasMembers(ofSetNamed: name) }
     }
 
+    /// The live fields of the hash named `name` (a front end's: the plain elements of that
+    /// collection), each its element key and value, in no order. O(elements).
+    package func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
+        transaction.open { $0.fields(ofHashNamed: name) }
+    }
+
+    /// Whether the table stores a plain element of the collection named `name` (tombstones
+    /// included; this decision's writes not): O(1), and no scan, for a SET's fast path.
+    package func storesPlainElements(ofCollectionNamed name: String) -> Bool {
+        transaction.open { $0.core.plainElementCount(ofCollectionNamed: name) > 0 }
+    }
+
+    /// Whether the hash named `name` has a live field (O(1) for a name with no plain element).
+    package func hasFields(ofHashNamed name: String) -> Bool {
+        transaction.open { $0.hasFields(ofHashNamed: name) }
+    }
+
     /// Whether this node's table ever held a counter slot or set dot (this decision's
     /// included): until then a front end skips its counter and set checks.
     package var holdsCompounds: Bool {

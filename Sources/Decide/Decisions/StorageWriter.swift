@@ -138,6 +138,12 @@ public struct StorageWriter {
         transaction.open { $0.remove(member: member, fromSetNamed: name) }
     }
 
+    /// Deletes every live field of the hash named `name` (a front end's); how many there were.
+    @discardableResult
+    package func deleteFields(ofHashNamed name: String) -> Int {
+        transaction.open { $0.deleteFields(ofHashNamed: name) }
+    }
+
     /// Takes every member this decision sees out of the set named `name`; how many there were.
     @discardableResult
     package func removeAll(fromSetNamed name: String) -> Int {

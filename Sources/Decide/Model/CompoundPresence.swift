@@ -13,7 +13,7 @@ package final class CompoundPresence: Sendable {
     /// id starts `FF kind 01`, which no JSON text does, so it is no element of a
     /// `CollectionState` or `IndexState` of the same name.
     package static func isCompound(_ key: StateKey) -> Bool {
-        key.elementCount > 3 && key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 }
+        key.elementCount > 3 && key.packedElement.withUnsafeBytes { ElementGroup.isCompound($0) }
     }
 
     /// Marks that `key` was merged, when it is a compound element.

@@ -357,6 +357,11 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
 
+    /// `EntryTable.plainElementCount(ofCollectionNamed:)`.
+    func plainElementCount(ofCollectionNamed name: String) -> Int {
+        withTable { $0.pointee.inPlacePlainElementCount(ofCollectionNamed: name) }
+    }
+
     /// `EntryTable.groupCount(ofCollectionNamed:)`.
     func groupCount(ofCollectionNamed name: String) -> Int {
         withTable { $0.pointee.inPlaceGroupCount(ofCollectionNamed: name) }
@@ -395,6 +400,8 @@ private extension EntryTable {
     }
 
     mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
+
+    mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
 
     mutating func inPlaceElements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
         elements(ofCollectionNamed: name, inGroupOf: element)

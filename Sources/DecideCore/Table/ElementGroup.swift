@@ -10,6 +10,13 @@ package enum ElementGroup {
     /// The first three bytes of a grouped id.
     package static let setDotTag: (UInt8, UInt8, UInt8) = (0xFF, 0x73, 0x01)
 
+    /// Whether element id `bytes` is of a kind laid out on a collection (a counter's slot, a
+    /// set's dot): `FF kind 01` and more, which no JSON text starts with (0xFF is never UTF-8).
+    @inline(__always)
+    package static func isCompound(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count > 3 && bytes[0] == 0xFF && bytes[2] == 0x01
+    }
+
     /// The length of `bytes`'s group prefix (tag, varint, member), or nil when `bytes` is no
     /// grouped id. The varint is at most 5 bytes (a length under 2^35) and must fit.
     @inline(__always)

@@ -206,6 +206,10 @@ package struct EntryTable: Sendable {
     private var groups: [GroupID: GroupRecords] = [:]
     /// How many groups each name number has (absent: none).
     private var groupCounts: [UInt32: Int] = [:]
+    /// How many records of kinds laid out on a collection (ids `FF kind 01 …`: a counter's
+    /// slots, a set's dots) each name number has (absent: none), so the plain elements of a
+    /// name (a hash's fields) are counted without a scan.
+    private var compoundCounts: [UInt32: Int] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
     /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
@@ -372,7 +376,10 @@ package struct EntryTable: Sendable {
             } else {
                 memberSlots.append(UInt32(names[Int(name)].members.count))
                 names[Int(name)].members.append(number)
-                if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number) }
+                if Self.isCompound(keyBytes) {
+                    compoundCounts[name, default: 0] += 1
+                    if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number) }
+                }
             }
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
                                   meta: meta, value: value, name: name, keyBytes: keyBytes, node: node))
@@ -1009,6 +1016,19 @@ package struct EntryTable: Sendable {
         }
     }
 
+    /// `ElementGroup.isCompound` of a record's id.
+    @inline(__always)
+    private static func isCompound(_ keyBytes: PackedBytes) -> Bool {
+        keyBytes.withUnsafeBytes { ElementGroup.isCompound($0) }
+    }
+
+    /// How many stored elements (tombstones included) of the collection named `name` are plain:
+    /// not a counter's slot or a set's dot. O(1).
+    public func plainElementCount(ofCollectionNamed name: String) -> Int {
+        guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return 0 }
+        return names[Int(number)].members.count - (compoundCounts[number] ?? 0)
+    }
+
     /// How many element groups (`ElementGroup`: members of a set, live or with only
     /// tombstoned dots left) the collection named `name` stores. O(1).
     public func groupCount(ofCollectionNamed name: String) -> Int {
@@ -1288,7 +1308,10 @@ package struct EntryTable: Sendable {
         digest.toggle(contribution: record.contribution, ofHash: record.keyHash)
         let bucket = digest.bucket(ofHash: record.keyHash)
         if record.name != Self.inlineName {
-            if let group = groupID(name: record.name, keyBytes: record.keyBytes) { leaveGroup(group, position: position) }
+            if Self.isCompound(record.keyBytes) {
+                if let count = compoundCounts[record.name] { compoundCounts[record.name] = count > 1 ? count - 1 : nil }
+                if let group = groupID(name: record.name, keyBytes: record.keyBytes) { leaveGroup(group, position: position) }
+            }
             releaseName(record.name, of: position)
         }
         unlink(position, fromBucket: bucket)

@@ -75,14 +75,29 @@ struct KeyAccess {
         KeySetChange.holdsSet(read, key)
     }
 
+    /// Whether plain key `key` names a hash with a live field (`KeyHashChange`), this access's
+    /// writes applied.
+    func holdsHash(_ key: StateKey) -> Bool {
+        KeyHashChange.holdsHash(read, key)
+    }
+
+    /// Whether plain key `key` holds a set or a hash: a key of a kind other than a string.
+    func holdsCollection(_ key: StateKey) -> Bool {
+        holdsSet(key) || holdsHash(key)
+    }
+
     /// Writes `value` (nil: deletes) into `key`. A plain key's write also resets the counter of
-    /// its name and empties the set of its name, as a SET or DEL over a Redis counter or set
-    /// replaces it (`resettingCounter` false: not, for INCR taking the value over).
+    /// its name and empties the set and the hash of its name, as a SET or DEL over a Redis
+    /// counter, set or hash replaces it (`resettingCounter` false: not, for INCR taking the value
+    /// over).
     mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false,
                       resettingCounter: Bool = true) {
-        if resettingCounter, key.elementCount == 0, read.holdsCompounds {
-            if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
-            write.removeAll(fromSetNamed: key.name)
+        if resettingCounter, key.elementCount == 0 {
+            if read.holdsCompounds {
+                if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
+                write.removeAll(fromSetNamed: key.name)
+            }
+            if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
         }
         guard let value else {
             write.raw(packed: nil, into: key)

@@ -33,7 +33,7 @@ struct KeyExpiry: Sendable {
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// Whether the key held a value and the change was made (Redis replies 1).
         var changed = false
-        /// The error reply instead (the key is a counter or a set, which do not expire yet).
+        /// The error reply instead (the key is a counter, a set or a hash, which do not expire yet).
         var refusal: String?
     }
 
@@ -52,6 +52,8 @@ struct KeyExpiry: Sendable {
         guard let entry = access.entry(key), let value = entry.value else {
             if case .at = change, access.holdsSet(key) {
                 outcome.refusal = "ERR \(key.name) is a set, and sets do not expire yet: keep members that come and go in a set of their own and SREM them, or DEL the set"
+            } else if case .at = change, access.holdsHash(key) {
+                outcome.refusal = "ERR \(key.name) is a hash, and a hash does not expire as a whole yet: give each field its lifetime (SET \(key.name)[\"field\"] value EX seconds), or DEL the hash"
             }
             return
         }

@@ -7,9 +7,9 @@ import DecideCore
 /// (docs/operations.md, "Sets"). An insert on one node and a remove of the same member on
 /// another at once leave it in (docs/consistency.md, "Sets").
 ///
-/// A key holds a plain value (a string or a counter) or a set, never both: SADD or SREM on a
-/// key with a value answers WRONGTYPE, as GET and INCR on a set do; SET and DEL over a set
-/// replace it.
+/// A key holds a plain value (a string or a counter), a set or a hash, never two: SADD or SREM
+/// on a key of another kind answers WRONGTYPE, as GET and INCR on a set do; SET and DEL over a
+/// set replace it.
 struct KeySetChange: Sendable {
     /// What the decision found and did; read after `decide` returns.
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
@@ -42,7 +42,7 @@ struct KeySetChange: Sendable {
     }
 
     func apply(_ access: inout KeyAccess) {
-        if access.entry(key)?.value != nil {
+        if access.entry(key)?.value != nil || access.holdsHash(key) {
             outcome.error = Self.wrongType
             return
         }

@@ -58,14 +58,14 @@ struct KeyWrites: Sendable {
     func apply(_ access: inout KeyAccess) {
         var previous: [PackedBytes?] = []
         var previousExpiry: [UInt64?] = []
-        // Whether each key held something: a value, or (a plain key) a set of its name.
+        // Whether each key held something: a value, or (a plain key) a set or hash of its name.
         var held: [Bool] = []
         previous.reserveCapacity(writes.count)
         held.reserveCapacity(writes.count)
         for (key, _) in writes {
             let entry = access.entry(key)
             previous.append(entry?.value)
-            held.append(entry?.value != nil || access.holdsSet(key))
+            held.append(entry?.value != nil || access.holdsCollection(key))
             if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
         }
         outcome.previous = previous

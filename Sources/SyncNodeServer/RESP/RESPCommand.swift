@@ -5,6 +5,7 @@ enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
     case incr, incrby, decr, decrby
     case sadd, srem, smembers, sismember, smismember, scard
+    case hset, hmset, hsetnx, hdel, hget, hmget, hgetall, hkeys, hvals, hlen, hexists
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case multi, exec, discard, unwatch
@@ -69,6 +70,17 @@ enum RESPCommand: Int, CaseIterable {
         case .sismember: return Info(name: "sismember", arity: 3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .smismember: return Info(name: "smismember", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .scard: return Info(name: "scard", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .hset: return Info(name: "hset", arity: -4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .hmset: return Info(name: "hmset", arity: -4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .hsetnx: return Info(name: "hsetnx", arity: 4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .hdel: return Info(name: "hdel", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .hget: return Info(name: "hget", arity: 3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .hmget: return Info(name: "hmget", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .hgetall: return Info(name: "hgetall", arity: 2, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .hkeys: return Info(name: "hkeys", arity: 2, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .hvals: return Info(name: "hvals", arity: 2, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .hlen: return Info(name: "hlen", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .hexists: return Info(name: "hexists", arity: 3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .expire: return Info(name: "expire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .pexpire: return Info(name: "pexpire", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .expireat: return Info(name: "expireat", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
@@ -155,15 +167,22 @@ enum RESPCommand: Int, CaseIterable {
         for name in ["append", "setrange", "setbit", "bitfield"] {
             reasons[name] = part
         }
-        let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list, set, hash or sorted set at once would lose one change; store one key per member instead (NAME[ID])"
+        let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list or sorted set at once would lose one change; store one key per member instead (NAME[ID]), or use a set (SADD) or hash (HSET), which keep concurrent changes"
         for name in ["lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "linsert", "lset", "lrem", "ltrim", "lmove", "rpoplpush",
-                     "blpop", "brpop", "blmove", "lrange", "llen", "lindex", "hset", "hsetnx", "hmset", "hdel", "hincrby", "hincrbyfloat", "hget", "hgetall", "hmget", "hkeys",
+                     "blpop", "brpop", "blmove", "lrange", "llen", "lindex",
                      "zadd", "zincrby", "zrem", "zrange", "zscore", "zcard", "pfadd", "pfmerge", "xadd", "xdel", "xtrim", "geoadd"] {
             reasons[name] = structure
         }
         let setPart = "a set here is observed-remove (docs/consistency.md, \"Sets\"): an insert no remove had seen stays; taking a member at random (SPOP, SRANDMEMBER) or moving one between sets (SMOVE) on two nodes at once could hand the same member to both, so read with SMEMBERS and SREM what you take"
         for name in ["spop", "smove"] {
             reasons[name] = setPart
+        }
+        let hashCount = "a hash field here is one value replaced last-writer-wins, so two nodes adding to one field at once would lose one change; keep the count in a counter of its own (INCRBY KEY:FIELD N), which never loses one"
+        for name in ["hincrby", "hincrbyfloat"] {
+            reasons[name] = hashCount
+        }
+        for name in ["hscan", "hrandfield", "hstrlen"] {
+            reasons[name] = "not built yet: read the hash with HGETALL"
         }
         let setAlgebra = "not built yet: read the sets with SMEMBERS and combine them in the client"
         for name in ["sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore", "sintercard", "sscan", "srandmember"] {

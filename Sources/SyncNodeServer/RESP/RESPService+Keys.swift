@@ -20,10 +20,12 @@ extension RESPService {
             key = parsed
             stored = node.read { KeyCounterChange.value($0, parsed) }
         }
-        // Nothing to read, on a node that holds sets: a set of that name answers WRONGTYPE.
-        if stored == nil, node.compoundPresence.exists {
+        // Nothing to read: a set or hash of that name answers WRONGTYPE.
+        if stored == nil {
             let named = key ?? StateKey(name: String(decoding: arguments[1], as: UTF8.self))
-            if node.read({ KeySetChange.holdsSet($0, named) }) { return writer.error(KeySetChange.wrongType) }
+            if named.elementCount == 0, node.read({ KeySetChange.holdsSet($0, named) || KeyHashChange.holdsHash($0, named) }) {
+                return writer.error(KeySetChange.wrongType)
+            }
         }
         // Written into the reply from where the value is held: no array between.
         ValueMapping.reply(stored, into: &writer)
@@ -73,7 +75,7 @@ extension RESPService {
     func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
         writer.integer(node.read { read in
-            keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) != nil || KeySetChange.holdsSet(read, $1) ? 1 : 0) }
+            keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) != nil || KeySetChange.holdsSet(read, $1) || KeyHashChange.holdsHash(read, $1) ? 1 : 0) }
         })
     }
 
@@ -81,7 +83,8 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return }
         writer.simpleString(node.read { read in
             let value = KeyCounterChange.value(read, key)
-            return value == nil && KeySetChange.holdsSet(read, key) ? "set" : Self.typeName(holding: value)
+            guard value == nil else { return Self.typeName(holding: value) }
+            return KeySetChange.holdsSet(read, key) ? "set" : KeyHashChange.holdsHash(read, key) ? "hash" : "none"
         })
     }
 
@@ -208,7 +211,7 @@ extension RESPService {
         }
         guard let prepared = prepareWrite(command, arguments, into: &writer) else { return }
         if let plain = prepared.plainSet {
-            guard commit(RawWrite(key: plain.key, value: plain.value), "SET", into: &writer) else { return }
+            guard commit(RawWrite(key: plain.key, value: plain.value, replacesHash: true), "SET", into: &writer) else { return }
         } else {
             guard commit(prepared, prepared.command.name.uppercased(), into: &writer) else { return }
         }
@@ -262,6 +265,8 @@ extension RESPService {
             return prepareCounterChange(command, arguments, into: &writer)
         case .sadd, .srem:
             return prepareSetChange(command, arguments, into: &writer)
+        case .hset, .hmset, .hsetnx, .hdel:
+            return prepareHashChange(command, arguments, into: &writer)
         default:
             preconditionFailure("\(command) is not a keyspace write")
         }

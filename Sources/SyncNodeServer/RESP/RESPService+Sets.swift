@@ -9,7 +9,7 @@ extension RESPService {
     /// SADD key member…, SREM key member…: answered with how many members were added (not in
     /// the set before) or removed (in it before).
     func prepareSetChange(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
-        guard let key = setKey(command, arguments[1], into: &writer), let members = setMembers(arguments.dropFirst(2), into: &writer) else {
+        guard let key = plainKey(command, arguments[1], kind: "a set", into: &writer), let members = setMembers(arguments.dropFirst(2), into: &writer) else {
             return nil
         }
         let change = KeySetChange(key: key, members: members, inserting: command == .sadd)
@@ -34,7 +34,7 @@ extension RESPService {
 
     /// The read `command` asks for, or nil (with the error written) when its arguments are wrong.
     func prepareSetRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> SetRead? {
-        guard let key = setKey(command, arguments[1], into: &writer) else { return nil }
+        guard let key = plainKey(command, arguments[1], kind: "a set", into: &writer) else { return nil }
         let probes: [[UInt8]]
         if command == .sismember || command == .smismember {
             guard let members = setMembers(arguments.dropFirst(2), into: &writer) else { return nil }
@@ -67,11 +67,11 @@ extension RESPService {
         }
     }
 
-    /// The plain key a set command names, or nil (with the error written).
-    private func setKey(_ command: RESPCommand, _ argument: ArraySlice<UInt8>, into writer: inout RESPWriter) -> StateKey? {
+    /// The plain key a set or hash command names, or nil (with the error written).
+    func plainKey(_ command: RESPCommand, _ argument: ArraySlice<UInt8>, kind: String, into writer: inout RESPWriter) -> StateKey? {
         guard let key = key(argument, into: &writer) else { return nil }
         guard key.elementCount == 0 else {
-            writer.error("ERR \(command.name.uppercased()) needs a plain key: \(key) names an element of a collection, and a set is a key of its own")
+            writer.error("ERR \(command.name.uppercased()) needs a plain key: \(key) names an element of a collection, and \(kind) is a key of its own")
             return nil
         }
         return key

@@ -31,6 +31,7 @@ extension RESPService {
         case .get, .mget, .exists, .type, .ttl, .pttl, .expiretime, .pexpiretime,
              .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex, .incr, .incrby, .decr, .decrby,
              .sadd, .srem, .smembers, .sismember, .smismember, .scard,
+             .hset, .hmset, .hsetnx, .hdel, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .ping, .echo:
             return true
         default:
@@ -154,24 +155,30 @@ extension RESPService {
             return .read { access, writer in
                 let held = access.entry(key)
                 let isSet = held?.value == nil && access.holdsSet(key)
+                let isHash = held?.value == nil && !isSet && access.holdsHash(key)
                 switch command {
-                case .get: if isSet { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
-                case .type: writer.simpleString(isSet ? "set" : Self.typeName(holding: held?.value))
+                case .get: if isSet || isHash { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
+                case .type: writer.simpleString(isSet ? "set" : isHash ? "hash" : Self.typeName(holding: held?.value))
                 default:
-                    Self.replyLifetime(command, expiringAt: isSet ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
+                    Self.replyLifetime(command, expiringAt: isSet || isHash ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
                                        now: access.nowMilliseconds, into: &writer)
                 }
             }
         case .smembers, .sismember, .smismember, .scard:
             guard let read = prepareSetRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
             return .read { access, writer in read(access.read, access.entry(read.key)?.value != nil, &writer) }
+        case .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists:
+            guard let read = prepareHashRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
+            return .read { access, writer in
+                read(access.read, access.entry(read.key)?.value != nil || access.holdsSet(read.key), { access.value($0) }, &writer)
+            }
         case .mget, .exists:
             guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return .reply(writer.bytes) }
             let maxReplyBytes = configuration.maxReplyBytes
             return .read { access, writer in
                 let values = keys.map { access.value($0) }
                 if command == .exists {
-                    writer.integer(zip(keys, values).reduce(0) { $0 + ($1.1 != nil || access.holdsSet($1.0) ? 1 : 0) })
+                    writer.integer(zip(keys, values).reduce(0) { $0 + ($1.1 != nil || access.holdsCollection($1.0) ? 1 : 0) })
                 } else {
                     Self.replyValues(values, maxReplyBytes: maxReplyBytes, into: &writer)
                 }

@@ -387,7 +387,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     /// Answers one SET of a batch: `+OK` when the batch committed together, otherwise commits it
     /// alone and answers what that gave.
     private func answer(_ write: (key: StateKey, value: PackedBytes), committedTogether: Bool, into writer: inout RESPWriter) {
-        if committedTogether || commit(RawWrite(key: write.key, value: write.value), "SET", into: &writer) {
+        if committedTogether || commit(RawWrite(key: write.key, value: write.value, replacesHash: true), "SET", into: &writer) {
             writer.simpleString("OK")
         }
     }
@@ -485,9 +485,11 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         switch command {
         case .get: get(arguments, into: &session.writer)
         case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete,
-             .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby, .sadd, .srem:
+             .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby, .sadd, .srem,
+             .hset, .hmset, .hsetnx, .hdel:
             write(command, arguments, into: &session.writer)
         case .smembers, .sismember, .smismember, .scard: setRead(command, arguments, into: &session.writer)
+        case .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists: hashRead(command, arguments, into: &session.writer)
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .wait: wait(arguments, session: session, server: server)
         case .decideLease: lease(arguments, session: session, server: server)

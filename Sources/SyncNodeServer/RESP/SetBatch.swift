@@ -37,7 +37,11 @@ struct BatchedSets: Decision {
     let writes: [(key: StateKey, value: PackedBytes)]
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        for (key, value) in writes { write.raw(packed: value, into: key) }
+        for (key, value) in writes {
+            // A SET over a hash replaces it, as Redis's does (O(1) to see there is none).
+            if key.elementCount == 0, read.storesPlainElements(ofCollectionNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
+            write.raw(packed: value, into: key)
+        }
         return .none
     }
 }

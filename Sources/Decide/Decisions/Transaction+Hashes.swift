@@ -1,0 +1,37 @@
+import DecideCore
+
+/// A front end's hashes inside a decision or snapshot read: the plain elements of the
+/// collection a name names (not a counter's slots or a set's dots), each field replaced
+/// last-writer-wins like any element, this decision's writes applied. A Swift service reads the
+/// same fields as a `CollectionState` of that name.
+extension Transaction {
+    /// The live fields of the hash named `name`, each an element id (its JSON) and its value, in
+    /// no order. O(elements of the collection).
+    func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
+        guard mayHoldFields(name) else { return [] }
+        return presentElements(named: name).compactMap { item in
+            CompoundPresence.isCompound(item.key) ? nil : (item.key, item.bytes)
+        }
+    }
+
+    /// Whether the hash named `name` has a live field: O(1) when its collection stores no plain
+    /// element and this decision wrote none.
+    func hasFields(ofHashNamed name: String) -> Bool {
+        guard mayHoldFields(name) else { return false }
+        return presentElements(named: name).contains { !CompoundPresence.isCompound($0.key) }
+    }
+
+    /// Deletes every live field of the hash named `name`; how many there were.
+    @discardableResult
+    func deleteFields(ofHashNamed name: String) -> Int {
+        let fields = fields(ofHashNamed: name)
+        for field in fields { store(field.field, nil, decoded: nil) }
+        return fields.count
+    }
+
+    /// False when no plain element of `name` is stored or written in this decision.
+    private func mayHoldFields(_ name: String) -> Bool {
+        core.plainElementCount(ofCollectionNamed: name) > 0
+            || pending.writes.contains { $0.key.elementCount != 0 && $0.key.name == name && !CompoundPresence.isCompound($0.key) }
+    }
+}

@@ -1,0 +1,60 @@
+import Decide
+import DecideCore
+
+/// The work behind HSET and HDEL, and what the keyspace commands read of a hash: a plain key
+/// names the collection of that name, and its fields are that collection's elements, the
+/// field's text as a JSON string for the id (so `HSET session user ann` writes the key
+/// `session["user"]`, and a Swift `CollectionState` named `session` with `String` ids reads the
+/// same fields). Each field is replaced last-writer-wins, on its own: two nodes writing two
+/// fields of one hash at once keep both (docs/operations.md, "Hashes").
+///
+/// A key holds a plain value, a counter, a set or a hash, never two: HSET on a key with another
+/// kind answers WRONGTYPE, as GET, INCR and SADD on a hash do; SET and DEL over a hash replace it.
+struct KeyHashChange: Sendable {
+    /// What the decision found and did; read after `decide` returns.
+    final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
+        /// Fields added (HSET: not in the hash before) or deleted (HDEL: in it before).
+        var changed = 0
+        /// The error reply instead (the key holds another kind).
+        var error: String?
+    }
+
+    let key: StateKey
+    /// (field id, new value); a nil value deletes the field (HDEL).
+    let writes: [(field: [UInt8], value: PackedBytes?)]
+    /// HSETNX: writes only fields that hold no value.
+    var onlyAbsent = false
+    let outcome = Outcome()
+
+    /// The element id of a client's field string (a JSON string of its text), or nil for bytes
+    /// that are not UTF-8.
+    static func field(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        KeySetChange.member(bytes)
+    }
+
+    /// Whether plain key `key` names a hash with a live field, as `read` sees it (O(1) for a
+    /// name with no plain element stored).
+    static func holdsHash(_ read: StorageReader, _ key: StateKey) -> Bool {
+        key.elementCount == 0 && read.hasFields(ofHashNamed: key.name)
+    }
+
+    func apply(_ access: inout KeyAccess) {
+        if access.entry(key)?.value != nil || access.holdsSet(key) {
+            outcome.error = KeySetChange.wrongType
+            return
+        }
+        var seen = Set<[UInt8]>()
+        for (field, value) in writes {
+            let element = StateKey(name: key.name, element: field)
+            let held = access.plainEntry(element)?.value != nil
+            if let value {
+                if onlyAbsent && held { continue }
+                access.set(value, into: element)
+                if !held, seen.insert(field).inserted { outcome.changed += 1 }
+            } else if held {
+                access.set(nil, into: element)
+                outcome.changed += 1
+            }
+        }
+    }
+}
