@@ -5,7 +5,7 @@
 #   Decide: two syncnode peers (memory durability), and two library nodes linked by DecideUV
 #           in one process.
 #   (a) The same redis-benchmark command line against the Redis master and syncnode peer 1:
-#       SET, GET, INCR and SADD, -d 64 -c 50, -P 1 and -P 16, -r COMPARE_KEYS and -n COMPARE_KEYS × P (so a
+#       SET, GET, INCR, SADD and HSET, -d 64 -c 50, -P 1 and -P 16, -r COMPARE_KEYS and -n COMPARE_KEYS × P (so a
 #       run at -P 16 lasts about as long as one at -P 1, not a seventh of it). After each SET run
 #       the second server is polled until it holds everything the first does (Redis: the
 #       replica's replication offset reaches the master's; syncnode: peer 2's state digest
@@ -257,7 +257,7 @@ for round in $(seq 1 "$ROUNDS"); do
     else first=run_syncnode second=run_redis order="syncnode, then Redis"; fi
     echo "== round $round of $ROUNDS: redis-benchmark, each line against $order"
     for pipeline in 1 16; do
-        for test in set get incr sadd; do
+        for test in set get incr sadd hset; do
             $first "$pipeline" "$test"
             $second "$pipeline" "$test"
         done
@@ -325,6 +325,7 @@ for pipeline in 1 16; do
     row "redis-benchmark GET -P $pipeline, 50 clients: Redis master vs syncnode" rate redis_get_p${pipeline}_per_s syncnode_get_p${pipeline}_per_s 1.0
     row "redis-benchmark INCR -P $pipeline, 50 clients: Redis master vs syncnode (a counter no concurrent change is lost from)" rate redis_incr_p${pipeline}_per_s syncnode_incr_p${pipeline}_per_s 1.0
     row "redis-benchmark SADD -P $pipeline, 50 clients: Redis master vs syncnode (a set whose concurrent adds stay)" rate redis_sadd_p${pipeline}_per_s syncnode_sadd_p${pipeline}_per_s 1.0
+    row "redis-benchmark HSET -P $pipeline, 50 clients: Redis master vs syncnode (a hash whose fields are kept one by one)" rate redis_hset_p${pipeline}_per_s syncnode_hset_p${pipeline}_per_s 1.0
     row "replicated, SET -P $pipeline: writes / time until the second server holds all (Redis replica vs syncnode peer 2)" rate redis_set_p${pipeline}_replicated_per_s syncnode_set_p${pipeline}_replicated_per_s 1.0
 done
 for pipeline in 1 16; do
