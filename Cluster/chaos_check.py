@@ -149,52 +149,47 @@ def check_set(set_path, members_path, problems):
     return acknowledged, checked, len(next(iter(held.values()), set()))
 
 
-def self_test():
-    """The counter check against doctored runs: a lost acknowledged increment, a doubled one,
-    peers that disagree, and an honest run."""
+def doctored(check, history, cases, what):
+    """Runs `check` over `history` and each case's per-node answers (node: text); how many cases
+    it judged wrongly (a problem found in an honest run, none in a broken one)."""
     import os
     import tempfile
+    failures = 0
+    with tempfile.TemporaryDirectory() as directory:
+        history_path = os.path.join(directory, "history")
+        with open(history_path, "w") as file:
+            file.write(history)
+        for answers, passes, name in cases:
+            path = os.path.join(directory, "answers")
+            with open(path, "w") as file:
+                file.write("".join(f"{node}\t{answer}\n" for node, answer in answers.items()))
+            problems = []
+            check(history_path, path, problems)
+            if (not problems) != passes:
+                failures += 1
+                print(f"chaos_check self-test: FAILED: {what}, {name}: {problems or 'no problem found'}")
+    return failures
+
+
+def self_test():
+    """The checks against doctored runs: the counter's against a lost acknowledged increment, a
+    doubled one, peers that disagree and an honest run; the set's against a lost add, an undone
+    remove, an invented member, peers that disagree and honest runs."""
     history = "1\t5\t5\t:5|:2|+OK\n2\t10\t3\t:8|:3|+OK\n3\t20\t4\t:12|:1|+OK\n4\t25\t2\t-ERR INCRBY refused\n5\t35\t6\t\n"
     cases = [({"1": 8, "2": 8}, True, "honest: the acknowledged 8"), ({"1": 18, "2": 18}, True, "honest: all that may have committed"),
              ({"1": 5, "2": 5}, False, "an acknowledged increment lost"), ({"1": 23, "2": 23}, False, "an increment counted twice"),
              ({"1": 8, "2": 12}, False, "peers that disagree")]
-    failures = 0
-    with tempfile.TemporaryDirectory() as directory:
-        counter = os.path.join(directory, "counter")
-        with open(counter, "w") as file:
-            file.write(history)
-        for totals, passes, name in cases:
-            path = os.path.join(directory, "totals")
-            with open(path, "w") as file:
-                file.write("".join(f"{node}\t{total}\n" for node, total in totals.items()))
-            problems = []
-            check_counter(counter, path, problems)
-            if (not problems) != passes:
-                failures += 1
-                print(f"chaos_check self-test: FAILED: {name}: {problems or 'no problem found'}")
-    # The set check: n1-0 added then removed, n1-1 added (an SREM that found nothing after), n2-0
-    # added with its WAIT cut short,
-    # n2-1 refused; an honest end, then a lost add, a removal come back, an invented member, peers
-    # that disagree.
+    failures = doctored(check_counter, history, [({node: str(total) for node, total in totals.items()}, passes, name)
+                                                 for totals, passes, name in cases], "counter")
+    # The set: n1-0 added then removed, n1-1 added (an SREM that found nothing after), n2-0 added
+    # with its WAIT cut short, n2-1 refused.
     set_history = ("1\t1\tSADD\tn1-0\t:1|:2|+OK\n1\t8\tSREM\tn1-0\t:1|:3|+OK\n1\t22\tSADD\tn1-1\t:1|:2|+OK\n"
                    "1\t29\tSREM\tn1-1\t:0|:2|+OK\n"
                    "2\t1\tSADD\tn2-0\t:1|:1|+OK\n2\t8\tSADD\tn2-1\t-ERR SADD refused\n")
     set_cases = [({"1": "n1-1", "2": "n1-1"}, True, "honest"), ({"1": "n1-1|n2-0", "2": "n1-1|n2-0"}, True, "honest, the unacknowledged add in"),
                  ({"1": "", "2": ""}, False, "an acknowledged add lost"), ({"1": "n1-0|n1-1", "2": "n1-0|n1-1"}, False, "an acknowledged remove undone"),
                  ({"1": "n1-1|x", "2": "n1-1|x"}, False, "a member no SADD sent"), ({"1": "n1-1", "2": "n1-1|n2-0"}, False, "peers that disagree")]
-    with tempfile.TemporaryDirectory() as directory:
-        history_path = os.path.join(directory, "set")
-        with open(history_path, "w") as file:
-            file.write(set_history)
-        for members, passes, name in set_cases:
-            path = os.path.join(directory, "members")
-            with open(path, "w") as file:
-                file.write("".join(f"{node}\t{listed}\n" for node, listed in members.items()))
-            problems = []
-            check_set(history_path, path, problems)
-            if (not problems) != passes:
-                failures += 1
-                print(f"chaos_check self-test: FAILED: set, {name}: {problems or 'no problem found'}")
+    failures += doctored(check_set, set_history, set_cases, "set")
     print("chaos_check self-test: " + ("FAILED" if failures else "PASSED: the counter check catches a lost, a doubled and a split total; "
                                       "the set check a lost add, an undone remove, an invented member and a split"))
     sys.exit(1 if failures else 0)

@@ -145,4 +145,37 @@ import Testing
         #expect(await seen.wait { $0.last == ["ann"] })
         task.cancel()
     }
+
+    /// At the size users have: 100,000 members in one set, inserted 1,000 a decision, then
+    /// tested, removed and counted, with a counter of the same name changed by each decision. Every step
+    /// reads one member's dots (or the counter's slots) by group, not the set: were any O(set),
+    /// this would take hours instead of seconds.
+    @Test func aSetOfAHundredThousandMembers() {
+        struct Big: SetState { typealias Element = Int; static var name: String { "big" } }
+        struct Count: CounterState { static var name: String { "big" } }
+        struct Insert: Decision {
+            let range: Range<Int>
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                for member in range { write(.insert(member), into: Big.self) }
+                write(.increment(by: Int64(range.count)), into: Count.self)
+                return .none
+            }
+        }
+        struct Remove: Decision {
+            let members: [Int]
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                for member in members { write(.remove(member), into: Big.self) }
+                return .none
+            }
+        }
+        let node = Fixture.node()
+        for start in stride(from: 0, to: 100_000, by: 1_000) {
+            #expect(node.decide(Insert(range: start..<start + 1_000)).version != nil)
+        }
+        #expect(node.read(Count.self) == 100_000)
+        #expect(node.decide(Remove(members: Array(stride(from: 0, to: 100_000, by: 2)))).version != nil)
+        let held = node.read(Big.self)
+        #expect(held.count == 50_000 && held.contains(1) && !held.contains(0))
+        #expect(node.setDots(named: Big.name, member: Array("99999".utf8)).count == 1)
+    }
 }

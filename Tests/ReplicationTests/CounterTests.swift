@@ -77,10 +77,7 @@ import Testing
                 }, restartsEmpty: { random in emptyRestarts && Bool.random(using: &random) })
                 cluster.run(milliseconds: 100)
             }
-            cluster.network.heal()
-            cluster.network.faults = SimulatedNetwork.Faults()
-            for id in ids where !cluster.members[id]!.alive { cluster.restart(id, empty: false) }
-            let converged = cluster.runUntilConverged(maxMilliseconds: 60_000)
+            let converged = SimulationTests.healAndConverge(cluster, ids: ids)
             #expect(converged, "seed \(seed) did not converge: \(cluster.describe())")
             let reference = Self.slots(on: cluster.node("a"))
             var problems: [String] = []

@@ -92,6 +92,15 @@ import Testing
         }
     }
 
+    /// The end of a nemesis run: every partition healed, faults off, every crashed node
+    /// restarted with its store; whether the cluster then converged within 60 s.
+    static func healAndConverge(_ cluster: SimCluster, ids: [String]) -> Bool {
+        cluster.network.heal()
+        cluster.network.faults = SimulatedNetwork.Faults()
+        for id in ids where !cluster.members[id]!.alive { cluster.restart(id, empty: false) }
+        return cluster.runUntilConverged(maxMilliseconds: 60_000)
+    }
+
     @Test func randomFaultsThenHealConvergeWithoutLostWritesOrHalfDecisions() {
         for seed in Self.seeds(salt: 0) {
             var random = SplitMix64(seed: seed ^ 0x5EED)
@@ -111,10 +120,7 @@ import Testing
                 violations += Self.atomicityViolations(cluster)
             }
             // Faults stop, the network heals, every crashed node comes back (with its state).
-            cluster.network.heal()
-            cluster.network.faults = SimulatedNetwork.Faults()
-            for id in ids where !cluster.members[id]!.alive { cluster.restart(id, empty: false) }
-            let converged = cluster.runUntilConverged(maxMilliseconds: 60_000)
+            let converged = SimulationTests.healAndConverge(cluster, ids: ids)
             #expect(converged, "did not converge: \(cluster.describe())")
             #expect(violations.isEmpty, "half decisions seen, \(cluster.describe()): \(violations.prefix(3))")
             for id in ids {

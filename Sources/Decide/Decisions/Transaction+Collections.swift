@@ -21,6 +21,23 @@ extension Transaction {
         return present
     }
 
+    /// `presentElements(named:)` of the elements in `group`'s group only (`ElementGroup`: one
+    /// member's dots, or a counter's slots of one kind): O(elements of the group, and of this
+    /// decision's writes).
+    func presentElements(named name: String, inGroupOf group: [UInt8]) -> [(key: StateKey, bytes: PackedBytes)] {
+        var present: [(key: StateKey, bytes: PackedBytes)] = []
+        for (key, entry) in core.elements(ofCollectionNamed: name, inGroupOf: group) where pending.position(of: key) == nil {
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now) else { continue }
+            present.append((key, bytes))
+        }
+        for write in pending.writes {
+            guard write.key.elementCount >= group.count, write.key.name == name, let bytes = write.value,
+                  write.key.element.starts(with: group) else { continue }
+            present.append((write.key, bytes))
+        }
+        return present
+    }
+
     func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {
         // A counter or set of the same name keeps its slots or dots in the collection too; they are not elements.
         var present = presentElements(named: core.name(of: C.self, named: C.name)).filter { !CompoundPresence.isCompound($0.key) }

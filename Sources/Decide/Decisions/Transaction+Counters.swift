@@ -118,7 +118,7 @@ extension Transaction {
         var own: (UInt64, UInt64) = (0, 0)
         var ownExists = false
         var slots = 0
-        for item in presentElements(named: name) where CounterSlot.counts(item.key) {
+        for item in presentElements(named: name, inGroupOf: CounterSlot.tag) + presentElements(named: name, inGroupOf: CounterSlot.baseTag) {
             slots += 1
             guard let sums = CounterSlot.sums(item.bytes) else { continue }
             increments += UInt128(sums.increments)

@@ -35,10 +35,17 @@ extension Transaction {
     }
 
     /// Whether the set named `name` has a member: O(1) when it never stored one, else
-    /// O(dots of the set).
+    /// O(dots tried until a live one; all of them for a set emptied but not yet collected).
     func hasMembers(ofSetNamed name: String) -> Bool {
-        guard core.groupCount(ofCollectionNamed: name) > 0 || insertedDots[name] != nil else { return false }
-        return !members(ofSetNamed: name).isEmpty
+        if let fresh = insertedDots[name]?.values, fresh.contains(where: { key in pending.position(of: key).map { pending.writes[$0].value != nil } ?? false }) {
+            return true
+        }
+        guard core.groupCount(ofCollectionNamed: name) > 0 else { return false }
+        let now = now
+        return core.containsElement(ofCollectionNamed: name) { key, entry in
+            entry.packedValue != nil && SetDot.member(of: key) != nil && core.isVisible(entry, now: now)
+                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
+        }
     }
 
     /// Whether `member` (its JSON) is in the set named `name`. O(dots of the member).

@@ -52,7 +52,7 @@ extension Node {
     package func counterSlots(named name: String) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
         core.withLock { core in
             let now = hybridNow(core)
-            return core.elements(ofCollectionNamed: name)
+            return core.elements(ofCollectionNamed: name, inGroupOf: CounterSlot.tag)
                 .filter { CounterSlot.isSlot($0.key) && core.isVisible($0.entry, now: now) }
                 .sorted { $0.key < $1.key }
                 .compactMap { item in

@@ -357,6 +357,11 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name) }
     }
 
+    /// `EntryTable.containsElement(ofCollectionNamed:where:)`, read in place.
+    func containsElement(ofCollectionNamed name: String, where predicate: (StateKey, Entry) -> Bool) -> Bool {
+        withTable { $0.pointee.inPlaceContainsElement(ofCollectionNamed: name, where: predicate) }
+    }
+
     /// `EntryTable.plainElementCount(ofCollectionNamed:)`.
     func plainElementCount(ofCollectionNamed name: String) -> Int {
         withTable { $0.pointee.inPlacePlainElementCount(ofCollectionNamed: name) }
@@ -402,6 +407,10 @@ private extension EntryTable {
     mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
 
     mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
+
+    mutating func inPlaceContainsElement(ofCollectionNamed name: String, where predicate: (StateKey, Entry) -> Bool) -> Bool {
+        containsElement(ofCollectionNamed: name, where: predicate)
+    }
 
     mutating func inPlaceElements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
         elements(ofCollectionNamed: name, inGroupOf: element)

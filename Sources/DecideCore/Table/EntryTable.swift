@@ -378,7 +378,7 @@ package struct EntryTable: Sendable {
                 names[Int(name)].members.append(number)
                 if Self.isCompound(keyBytes) {
                     compoundCounts[name, default: 0] += 1
-                    if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number) }
+                    if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number, counted: Self.isSetDot(keyBytes)) }
                 }
             }
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
@@ -1000,20 +1000,26 @@ package struct EntryTable: Sendable {
     }
 
     /// Record `number` is in `group`, which it starts when it is the group's first.
-    private mutating func joinGroup(_ group: GroupID, number: UInt32) {
+    private mutating func joinGroup(_ group: GroupID, number: UInt32, counted: Bool) {
         groups[group, default: GroupRecords()].insert(number)
-        if groups[group]!.isSingle { groupCounts[group.name, default: 0] += 1 }
+        if counted, groups[group]!.isSingle { groupCounts[group.name, default: 0] += 1 }
     }
 
     /// Record `position` is gone from `group`; the group is forgotten with its last record.
-    private mutating func leaveGroup(_ group: GroupID, position: Int) {
+    private mutating func leaveGroup(_ group: GroupID, position: Int, counted: Bool) {
         guard var records = groups.removeValue(forKey: group) else { return }
         records.remove(UInt32(position))
         if !records.isEmpty {
             groups[group] = records
-        } else if let count = groupCounts[group.name] {
+        } else if counted, let count = groupCounts[group.name] {
             groupCounts[group.name] = count > 1 ? count - 1 : nil
         }
+    }
+
+    /// Whether a record's id is a set's dot (its groups are counted: `groupCount`).
+    @inline(__always)
+    private static func isSetDot(_ keyBytes: PackedBytes) -> Bool {
+        keyBytes.withUnsafeBytes { $0[1] == ElementGroup.setDotTag.1 }
     }
 
     /// `ElementGroup.isCompound` of a record's id.
@@ -1029,10 +1035,21 @@ package struct EntryTable: Sendable {
         return names[Int(number)].members.count - (compoundCounts[number] ?? 0)
     }
 
-    /// How many element groups (`ElementGroup`: members of a set, live or with only
+    /// How many set members (`ElementGroup` groups of set dots, live or with only
     /// tombstoned dots left) the collection named `name` stores. O(1).
     public func groupCount(ofCollectionNamed name: String) -> Int {
         nameNumbers[name].flatMap { groupCounts[$0] } ?? 0
+    }
+
+    /// Whether a stored element of the collection named `name` satisfies `predicate`, tried in
+    /// no particular order until one does: O(elements tried), for "does this set have a member".
+    public func containsElement(ofCollectionNamed name: String, where predicate: (StateKey, Entry) -> Bool) -> Bool {
+        guard let number = nameNumbers[name] else { return false }
+        for member in names[Int(number)].members {
+            let record = records[Int(member)]
+            if predicate(key(of: record), entry(of: record)) { return true }
+        }
+        return false
     }
 
     /// The number of stored elements (tombstones included) of the collection named `name`. O(1).
@@ -1310,7 +1327,9 @@ package struct EntryTable: Sendable {
         if record.name != Self.inlineName {
             if Self.isCompound(record.keyBytes) {
                 if let count = compoundCounts[record.name] { compoundCounts[record.name] = count > 1 ? count - 1 : nil }
-                if let group = groupID(name: record.name, keyBytes: record.keyBytes) { leaveGroup(group, position: position) }
+                if let group = groupID(name: record.name, keyBytes: record.keyBytes) {
+                    leaveGroup(group, position: position, counted: Self.isSetDot(record.keyBytes))
+                }
             }
             releaseName(record.name, of: position)
         }
