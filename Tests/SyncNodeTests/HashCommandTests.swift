@@ -68,15 +68,20 @@ extension SyncNodeTests {
             }
         }
 
-        /// A SET over a hash on a node that never held a counter or set (the pipelined SET's fast
-        /// path) replaces it too.
-        @Test func aPipelinedSetReplacesAHash() async throws {
+        /// Pipelined SETs (committed together, `SetBatch`) replace a hash, a counter and a set of
+        /// their key's name too, as a SET alone does.
+        @Test func pipelinedSetsReplaceAHashACounterAndASet() async throws {
             try await withPeer("hash-set") { peer in
                 let client = try peer.client()
                 #expect(try client.call("HSET", "h", "a", "1", "b", "2") == .integer(2))
                 try client.send(raw: "SET h x\r\nSET other y\r\nGET h\r\nHLEN h\r\n")
                 #expect(try [client.reply(), client.reply(), client.reply()] == [ok, ok, bulk("x")])
                 #expect(try client.reply() == .error("WRONGTYPE Operation against a key holding the wrong kind of value"))
+                #expect(try client.call("INCRBY", "c", "5") == .integer(5))
+                #expect(try client.call("SADD", "s", "m") == .integer(1))
+                try client.send(raw: "SET c 1\r\nSET s x\r\nGET c\r\nINCR c\r\nTYPE s\r\nGET s\r\n")
+                let replies = try (0..<6).map { _ in try client.reply() }
+                #expect(replies == [ok, ok, bulk("1"), .integer(2), .simple("string"), bulk("x")], "\(replies)")
             }
         }
 

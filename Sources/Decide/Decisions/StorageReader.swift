@@ -68,10 +68,14 @@ public struct StorageReader {
         transaction.open { $0.fields(ofHashNamed: name) }
     }
 
-    /// Whether the table stores a plain element of the collection named `name` (tombstones
-    /// included; this decision's writes not): O(1), and no scan, for a SET's fast path.
-    package func storesPlainElements(ofCollectionNamed name: String) -> Bool {
-        transaction.open { $0.core.plainElementCount(ofCollectionNamed: name) > 0 }
+    /// Whether the table stores an element of the collection named `name` (a field, a counter's
+    /// slot, a set's dot; tombstones included), or, `countingThisDecision`, this decision wrote
+    /// one: O(1) without (for every plain SET), O(this decision's writes) with.
+    package func storesElements(ofCollectionNamed name: String, countingThisDecision: Bool) -> Bool {
+        transaction.open { transaction in
+            transaction.core.elementCount(ofCollectionNamed: name) > 0
+                || (countingThisDecision && transaction.pending.writes.contains { $0.key.elementCount != 0 && $0.key.name == name })
+        }
     }
 
     /// Whether the hash named `name` has a live field (O(1) for a name with no plain element).

@@ -362,6 +362,11 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlaceContainsElement(ofCollectionNamed: name, where: predicate) }
     }
 
+    /// `EntryTable.elementCount(ofCollectionNamed:)`.
+    func elementCount(ofCollectionNamed name: String) -> Int {
+        withTable { $0.pointee.inPlaceElementCount(ofCollectionNamed: name) }
+    }
+
     /// `EntryTable.plainElementCount(ofCollectionNamed:)`.
     func plainElementCount(ofCollectionNamed name: String) -> Int {
         withTable { $0.pointee.inPlacePlainElementCount(ofCollectionNamed: name) }
@@ -407,6 +412,8 @@ private extension EntryTable {
     mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
 
     mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
+
+    mutating func inPlaceElementCount(ofCollectionNamed name: String) -> Int { elementCount(ofCollectionNamed: name) }
 
     mutating func inPlaceContainsElement(ofCollectionNamed name: String, where predicate: (StateKey, Entry) -> Bool) -> Bool {
         containsElement(ofCollectionNamed: name, where: predicate)

@@ -69,6 +69,17 @@ struct KeyAccess {
         entry(key)?.value
     }
 
+    /// Before a plain key's SET or DEL: resets the counter of its name and empties the set and
+    /// the hash of its name, as a SET or DEL over a Redis counter, set or hash replaces it. O(1)
+    /// for a name no collection, counter or set uses (every plain SET runs it, batched or not);
+    /// `countingThisDecision` also looks for elements this decision wrote (a MULTI block's).
+    static func replaceOtherKinds(of key: StateKey, read: StorageReader, write: StorageWriter, countingThisDecision: Bool = false) {
+        guard key.elementCount == 0, read.storesElements(ofCollectionNamed: key.name, countingThisDecision: countingThisDecision) else { return }
+        if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
+        write.removeAll(fromSetNamed: key.name)
+        if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
+    }
+
     /// Whether plain key `key` names a set with members (`KeySetChange`), this access's writes
     /// applied.
     func holdsSet(_ key: StateKey) -> Bool {
@@ -92,13 +103,7 @@ struct KeyAccess {
     /// over).
     mutating func set(_ value: PackedBytes?, into key: StateKey, expiry: WriteExpiry = .never, owned: Bool = false,
                       resettingCounter: Bool = true) {
-        if resettingCounter, key.elementCount == 0 {
-            if read.holdsCompounds {
-                if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
-                write.removeAll(fromSetNamed: key.name)
-            }
-            if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
-        }
+        if resettingCounter { Self.replaceOtherKinds(of: key, read: read, write: write, countingThisDecision: true) }
         guard let value else {
             write.raw(packed: nil, into: key)
             if tracking { written[key] = Held(value: nil, expiresAtMilliseconds: nil, owned: false) }

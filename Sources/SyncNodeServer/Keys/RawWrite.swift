@@ -10,14 +10,12 @@ struct RawWrite: Decision {
     var lifetimeMilliseconds: UInt64? = nil
     /// The value belongs to this node (docs/consistency.md, "Node-owned keys").
     var owned = false
-    /// A Redis SET: a plain key's write also deletes the fields of a hash of its name, as
-    /// Redis's SET replaces a hash (`put` and `delete` write the one key only).
-    var replacesHash = false
+    /// A Redis SET: a plain key's write also replaces a counter, set or hash of its name, as
+    /// Redis's SET does (`put` and `delete` write the one key only).
+    var replacesOtherKinds = false
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
-        if replacesHash, key.elementCount == 0, read.storesPlainElements(ofCollectionNamed: key.name) {
-            write.deleteFields(ofHashNamed: key.name)
-        }
+        if replacesOtherKinds { KeyAccess.replaceOtherKinds(of: key, read: read, write: write) }
         if let value, lifetimeMilliseconds != nil || owned {
             write.raw(packed: value, into: key, expiry: lifetimeMilliseconds.map { .after(milliseconds: $0) } ?? .never, ownedByThisNode: owned)
         } else {

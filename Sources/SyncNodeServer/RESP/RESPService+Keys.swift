@@ -211,7 +211,7 @@ extension RESPService {
         }
         guard let prepared = prepareWrite(command, arguments, into: &writer) else { return }
         if let plain = prepared.plainSet {
-            guard commit(RawWrite(key: plain.key, value: plain.value, replacesHash: true), "SET", into: &writer) else { return }
+            guard commit(RawWrite(key: plain.key, value: plain.value, replacesOtherKinds: true), "SET", into: &writer) else { return }
         } else {
             guard commit(prepared, prepared.command.name.uppercased(), into: &writer) else { return }
         }
@@ -316,7 +316,7 @@ extension RESPService {
         }
         guard let key = key(arguments[1], into: &writer), let value = storedValue(arguments[2], into: &writer) else { return nil }
         let decision = KeyWrites(writes: [(key, value)], condition: condition, expiry: expiry, owned: owned)
-        let plain = condition == .always && !returnPrevious && expiry == .never && !owned && !node.compoundPresence.exists
+        let plain = condition == .always && !returnPrevious && expiry == .never && !owned
         let repliesPrevious = returnPrevious
         return PreparedWrite(command: .set, apply: decision.apply, plainSet: plain ? (key, value) : nil) { writer in
             if repliesPrevious {

@@ -361,8 +361,6 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: PackedBytes)? {
         guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set,
               refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
-              // Once counters exist, a SET may have to reset one of its name: it runs as a decision of its own.
-              !node.compoundPresence.exists,
               let key = try? KeySyntax.parse(bytes: arguments[1]),
               let value = try? ValueMapping.stored(arguments[2]) else { return nil }
         return (key, value)
@@ -387,7 +385,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     /// Answers one SET of a batch: `+OK` when the batch committed together, otherwise commits it
     /// alone and answers what that gave.
     private func answer(_ write: (key: StateKey, value: PackedBytes), committedTogether: Bool, into writer: inout RESPWriter) {
-        if committedTogether || commit(RawWrite(key: write.key, value: write.value, replacesHash: true), "SET", into: &writer) {
+        if committedTogether || commit(RawWrite(key: write.key, value: write.value, replacesOtherKinds: true), "SET", into: &writer) {
             writer.simpleString("OK")
         }
     }

@@ -38,8 +38,8 @@ struct BatchedSets: Decision {
 
     func execute(read: StorageReader, write: StorageWriter) -> Effect {
         for (key, value) in writes {
-            // A SET over a hash replaces it, as Redis's does (O(1) to see there is none).
-            if key.elementCount == 0, read.storesPlainElements(ofCollectionNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
+            // A SET over a counter, set or hash replaces it, as Redis's does (O(1) to see there is none).
+            KeyAccess.replaceOtherKinds(of: key, read: read, write: write)
             write.raw(packed: value, into: key)
         }
         return .none
