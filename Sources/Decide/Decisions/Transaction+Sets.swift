@@ -7,14 +7,21 @@ extension Transaction {
     /// The live dots of `member` (its JSON) in the set named `name`, this decision's writes
     /// applied. O(dots of the member): the table lists them by group (`ElementGroup`).
     private func dots(of member: [UInt8], inSetNamed name: String) -> [StateKey] {
+        storedDots(of: member, inSetNamed: name).live
+    }
+
+    /// `dots(of:inSetNamed:)`, and whether the table stores any dot of `member` at all (live or
+    /// a tombstone: a member the table already counts).
+    private func storedDots(of member: [UInt8], inSetNamed name: String) -> (live: [StateKey], stored: Bool) {
         var live: [StateKey] = []
-        for (key, entry) in core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)) where pending.position(of: key) == nil {
+        let stored = core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member))
+        for (key, entry) in stored where pending.position(of: key) == nil {
             if entry.packedValue != nil, core.isVisible(entry, now: now) { live.append(key) }
         }
         if let fresh = insertedDots[name]?[member], let index = pending.position(of: fresh), pending.writes[index].value != nil {
             live.append(fresh)
         }
-        return live
+        return (live, !stored.isEmpty)
     }
 
     /// The JSON of every member of the set named `name`. O(dots of the set).
@@ -71,9 +78,9 @@ extension Transaction {
     /// leaves it). Returns whether it was not in the set before.
     @discardableResult
     func insert(member: [UInt8], intoSetNamed name: String) -> Bool {
-        let seen = dots(of: member, inSetNamed: name)
+        let (seen, stored) = storedDots(of: member, inSetNamed: name)
         if let fresh = insertedDots[name]?[member], seen.contains(fresh) { return false }
-        if seen.isEmpty, core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)).isEmpty {
+        if seen.isEmpty, !stored {
             let stored = core.groupCount(ofCollectionNamed: name) + (insertedDots[name]?.count ?? 0)
             if stored >= core.maxSetMembers {
                 failure = failure ?? "set \(name) stores \(stored) members (removed ones count until their tombstones are collected), the most maxSetMembers \(core.maxSetMembers) allows"
