@@ -183,23 +183,25 @@ public final class TestNode: @unchecked Sendable {
                            fileID: fileID, filePath: filePath, line: line, column: column)
     }
 
-    /// The actual state with only the keys, indexes, counters and sets the test changed taken from
-    /// `expected`.
+    /// The actual state with only the keys, indexes, counters, sets and sorted sets the test
+    /// changed taken from `expected`.
     private static func overlay(_ expected: TestState, changedFrom before: TestState, onto after: TestState) -> TestState {
         var result = after
-        for key in Set(before.values.keys).union(expected.values.keys) where before.values[key] != expected.values[key] {
-            result.values[key] = expected.values[key]
-        }
-        for name in Set(before.indexes.keys).union(expected.indexes.keys) where before.indexes[name] != expected.indexes[name] {
-            result.indexes[name] = expected.indexes[name]
-        }
-        for name in Set(before.counters.keys).union(expected.counters.keys) where before.counters[name] != expected.counters[name] {
-            result.counters[name] = expected.counters[name]
-        }
-        for name in Set(before.sets.keys).union(expected.sets.keys) where before.sets[name] != expected.sets[name] {
-            result.sets[name] = expected.sets[name]
-        }
+        overlay(\.values, expected, before, &result)
+        overlay(\.indexes, expected, before, &result)
+        overlay(\.counters, expected, before, &result)
+        overlay(\.sets, expected, before, &result)
+        overlay(\.sortedSets, expected, before, &result)
         return result
+    }
+
+    /// `overlay` of one part of the state: each entry `expected` changed from `before`.
+    private static func overlay<Value: Equatable>(_ part: WritableKeyPath<TestState, [String: Value]>, _ expected: TestState,
+                                                  _ before: TestState, _ result: inout TestState) {
+        for name in Set(before[keyPath: part].keys).union(expected[keyPath: part].keys)
+        where before[keyPath: part][name] != expected[keyPath: part][name] {
+            result[keyPath: part][name] = expected[keyPath: part][name]
+        }
     }
 
     /// Applies a decision's writes to the accounted state (last writer wins, as the node does).

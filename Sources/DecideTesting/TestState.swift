@@ -23,15 +23,19 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     /// Sets by name (`SetState`): the JSON text of each element, sorted; an empty set is absent.
     /// Their dots are not in `values`.
     public var sets: [String: [String]]
+    /// Sorted sets by name (`SortedSetState`): the JSON text of each member with its score; an
+    /// empty one is absent. Their members are not in `values`.
+    public var sortedSets: [String: [String: Double]]
 
-    /// A state with these `values`, `indexes`, `counters` and `sets` (all empty by default: no
-    /// key holds a value).
+    /// A state with these `values`, `indexes`, `counters`, `sets` and `sortedSets` (all empty
+    /// by default: no key holds a value).
     public init(values: [String: String] = [:], indexes: [String: [String]] = [:], counters: [String: Int64] = [:],
-                sets: [String: [String]] = [:]) {
+                sets: [String: [String]] = [:], sortedSets: [String: [String: Double]] = [:]) {
         self.values = values
         self.indexes = indexes
         self.counters = counters
         self.sets = sets
+        self.sortedSets = sortedSets
     }
 
     /// The state of `entries` as a reader at `nowMilliseconds` sees it. A collection whose every
@@ -41,8 +45,13 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         var byName: [String: [(element: [UInt8], text: String, position: IndexPosition?)]] = [:]
         var sums: [String: Int128] = [:]
         var members: [String: Set<String>] = [:]
+        var scored: [String: [String: Double]] = [:]
         for (key, entry) in entries {
             guard let bytes = entry.value, !entry.isExpired(atMilliseconds: now) else { continue }
+            if let member = SortedSetMember.member(of: key) {
+                if let score = SortedSetMember.score(PackedBytes(bytes)) { scored[key.name, default: [:]][String(decoding: member, as: UTF8.self)] = score }
+                continue
+            }
             if let member = SetDot.member(of: key) {
                 members[key.name, default: []].insert(String(decoding: member, as: UTF8.self))
                 continue
@@ -78,6 +87,20 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         self.indexes = indexes
         self.counters = sums.filter { $0.value != 0 }.mapValues { Int64(clamping: $0) }
         self.sets = members.mapValues { $0.sorted() }
+        self.sortedSets = scored
+    }
+
+    /// The members of `sortedSet` in order (empty when it holds none); setting states them.
+    public subscript<Z: SortedSetState>(sortedSet: Z.Type) -> [ScoredMember<Z.Member>] {
+        get {
+            (sortedSets[Z.name] ?? [:])
+                .map { (member: Array($0.key.utf8), score: $0.value) }
+                .sorted(by: SortedSetMember.precedes)
+                .compactMap { item in (try? ValueCoding.decode(Z.Member.self, from: item.member)).map { ScoredMember($0, score: item.score) } }
+        }
+        set {
+            sortedSets[Z.name] = newValue.isEmpty ? nil : Dictionary(newValue.map { (Self.text(of: $0.member), $0.score) }, uniquingKeysWith: { $1 })
+        }
     }
 
     /// The elements of `set` (empty when it holds none); setting states them.
@@ -147,6 +170,10 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
         for (name, ids) in indexes.sorted(by: { $0.key < $1.key }) { children.append((name, ids.map(JSONText.init(text:)))) }
         for (name, total) in counters.sorted(by: { $0.key < $1.key }) { children.append((name, total)) }
         for (name, elements) in sets.sorted(by: { $0.key < $1.key }) { children.append((name, elements.map(JSONText.init(text:)))) }
+        for (name, members) in sortedSets.sorted(by: { $0.key < $1.key }) {
+            let ordered = members.map { (member: Array($0.key.utf8), score: $0.value) }.sorted(by: SortedSetMember.precedes)
+            children.append((name, ordered.map { "\(String(decoding: $0.member, as: UTF8.self)) \($0.score)" }))
+        }
         return Mirror(self, children: children, displayStyle: .struct)
     }
 }

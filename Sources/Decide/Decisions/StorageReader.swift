@@ -62,6 +62,33 @@ public struct StorageReader {
         transaction.open { $0.hasMembers(ofSetNamed: name) }
     }
 
+    /// The members of `sortedSet` with their scores, by score, then by the member's JSON
+    /// bytes, this decision's changes applied. O(n log n) in its members.
+    public func callAsFunction<Z: SortedSetState>(_ sortedSet: Z.Type) -> [ScoredMember<Z.Member>] {
+        transaction.open { $0.scoredMembers(sortedSet) }
+    }
+
+    /// The score of `member` in `sortedSet`, nil when it is not in it. O(1).
+    public func callAsFunction<Z: SortedSetState>(_ sortedSet: Z.Type, scoreOf member: Z.Member) -> Double? {
+        transaction.open { $0.score(of: member, in: sortedSet) }
+    }
+
+    /// Every member (JSON bytes) of the sorted set named `name` (a front end's) with its score,
+    /// in `SortedSetState`'s order.
+    package func scoredMembers(ofSortedSetNamed name: String) -> [(member: [UInt8], score: Double)] {
+        transaction.open { $0.scoredMembers(ofSortedSetNamed: name) }
+    }
+
+    /// The score of `member` (JSON bytes) in the sorted set named `name`, nil when not in it. O(1).
+    package func score(of member: [UInt8], inSortedSetNamed name: String) -> Double? {
+        transaction.open { $0.score(of: member, inSortedSetNamed: name) }
+    }
+
+    /// Whether the sorted set named `name` has a member (O(1) for a name that never had one).
+    package func hasScoredMembers(ofSortedSetNamed name: String) -> Bool {
+        transaction.open { $0.hasScoredMembers(ofSortedSetNamed: name) }
+    }
+
     /// The live fields of the hash named `name` (a front end's: the plain elements of that
     /// collection), each its element key and value, in no order. O(elements).
     package func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {

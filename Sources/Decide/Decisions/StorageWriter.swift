@@ -150,6 +150,32 @@ public struct StorageWriter {
         transaction.open { $0.removeAll(fromSetNamed: name) }
     }
 
+    /// Changes `sortedSet`: `write(.add("ann", score: 12), into: Board.self)`. Each member's
+    /// score is replaced last-writer-wins (see `SortedSetState`); an infinite or NaN score, or a
+    /// new member past `maxSetMembers`, aborts the decision.
+    public func callAsFunction<Z: SortedSetState>(_ change: SortedSetChange<Z.Member>, into sortedSet: Z.Type) {
+        transaction.open { $0.change(change, sortedSet: sortedSet) }
+    }
+
+    /// Puts `member` (JSON bytes) in the sorted set named `name` (a front end's) with `score`;
+    /// true when it was not in it.
+    @discardableResult
+    package func add(member: [UInt8], score: Double, intoSortedSetNamed name: String) -> Bool {
+        transaction.open { $0.add(member: member, score: score, intoSortedSetNamed: name) }
+    }
+
+    /// Takes `member` (JSON bytes) out of the sorted set named `name`; true when it was in it.
+    @discardableResult
+    package func remove(member: [UInt8], fromSortedSetNamed name: String) -> Bool {
+        transaction.open { $0.remove(member: member, fromSortedSetNamed: name) }
+    }
+
+    /// Takes every member this decision sees out of the sorted set named `name`; how many there were.
+    @discardableResult
+    package func removeAll(fromSortedSetNamed name: String) -> Int {
+        transaction.open { $0.removeAll(fromSortedSetNamed: name) }
+    }
+
     /// Changes the counter named `name` (a front end's, with no Swift type), as
     /// `callAsFunction(_:into:)` does.
     package func change(_ change: CounterChange, counterNamed name: String) {

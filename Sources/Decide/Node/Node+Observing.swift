@@ -44,6 +44,13 @@ extension Node {
         return collectionObservation(of: name) { node in node.read(set) }
     }
 
+    /// The members of `sortedSet` in order: the current list first, then the list after each
+    /// batch of changes to it, skipping equal lists (see `CollectionObservation`).
+    public func observe<Z: SortedSetState>(_ sortedSet: Z.Type) -> CollectionObservation<[ScoredMember<Z.Member>]> {
+        let name = core.withLock { $0.name(of: Z.self, named: Z.name) }
+        return collectionObservation(of: name) { node in node.read(sortedSet) }
+    }
+
     /// The totals of `counter`: the current one first, then the total after each batch of
     /// changes to it (local or replicated), skipping equal totals (see `CollectionObservation`).
     public func observe<C: CounterState>(_ counter: C.Type) -> CollectionObservation<Int64> {

@@ -41,6 +41,16 @@ extension Node {
         read { $0(counter) }
     }
 
+    /// The members of `sortedSet` now, by score, then by the member's JSON bytes.
+    public func read<Z: SortedSetState>(_ sortedSet: Z.Type) -> [ScoredMember<Z.Member>] {
+        read { $0(sortedSet) }
+    }
+
+    /// The score of `member` in `sortedSet` now, nil when it is not in it.
+    public func read<Z: SortedSetState>(_ sortedSet: Z.Type, scoreOf member: Z.Member) -> Double? {
+        read { $0(sortedSet, scoreOf: member) }
+    }
+
     /// The slots of `counter` this node holds, in element order: the node and process
     /// (incarnation) each belongs to and its running sums; slots whose value is not a pair of
     /// sums are left out. For status pages, syncnode and tests.

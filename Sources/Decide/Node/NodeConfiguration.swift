@@ -43,10 +43,10 @@ extension Node {
         /// one (a restart is a new process). A change that would add one more aborts its
         /// decision with the reason.
         public var maxCounterSlots = 4096
-        /// The most members one `SetState` may store: an insert of a member not in it, into a
-        /// set that holds this many, aborts its decision with the reason. A removed member
-        /// counts until its tombstones are collected (once every member holds them). Each
-        /// member costs about 150 bytes of table.
+        /// The most members one `SetState` or `SortedSetState` may store: an insert (or add)
+        /// of a member not in it, into a set that holds this many, aborts its decision with the
+        /// reason. A removed member counts until its tombstones are collected (once every member
+        /// holds them). Each member costs about 150 bytes of table.
         public var maxSetMembers = 1_000_000
         /// The digest tree's shape: children per inner node as a power of two, and levels below
         /// the root. Every node of a cluster must use the same shape (anti-entropy refuses to

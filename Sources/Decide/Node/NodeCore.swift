@@ -372,6 +372,11 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlacePlainElementCount(ofCollectionNamed: name) }
     }
 
+    /// `EntryTable.scoredMemberCount(ofCollectionNamed:)`.
+    func scoredMemberCount(ofCollectionNamed name: String) -> Int {
+        withTable { $0.pointee.inPlaceScoredMemberCount(ofCollectionNamed: name) }
+    }
+
     /// `EntryTable.groupCount(ofCollectionNamed:)`.
     func groupCount(ofCollectionNamed name: String) -> Int {
         withTable { $0.pointee.inPlaceGroupCount(ofCollectionNamed: name) }
@@ -412,6 +417,8 @@ private extension EntryTable {
     mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
 
     mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
+
+    mutating func inPlaceScoredMemberCount(ofCollectionNamed name: String) -> Int { scoredMemberCount(ofCollectionNamed: name) }
 
     mutating func inPlaceElementCount(ofCollectionNamed name: String) -> Int { elementCount(ofCollectionNamed: name) }
 

@@ -6,6 +6,10 @@
 /// - a counter's slots (`FF 63 01 …`) and its base slots (`FF 62 01 …`): the group is the three
 ///   tag bytes, so a counter's total reads its slots only, whatever else shares its name.
 ///
+/// A sorted set's member (`FF 7A 01` and the member, docs/replication.md, "Sorted set members")
+/// is compound but has no group: it is one record, found by its key, and a range reads the
+/// collection (a group of a whole sorted set would make each removal O(members)).
+///
 /// Any other id, and a dot id whose length runs past its end, has no group: a peer's malformed
 /// id is stored as an element like any other, never trusted.
 package enum ElementGroup {
@@ -14,6 +18,8 @@ package enum ElementGroup {
     /// The second byte of a counter slot's id (`FF 63 01`) and of a base slot's (`FF 62 01`).
     package static let counterSlotKind: UInt8 = 0x63
     package static let counterBaseKind: UInt8 = 0x62
+    /// The second byte of a sorted set member's id (`FF 7A 01`).
+    package static let scoredMemberKind: UInt8 = 0x7A
 
     /// Whether element id `bytes` is of a kind laid out on a collection (a counter's slot, a
     /// set's dot): `FF kind 01` and more, which no JSON text starts with (0xFF is never UTF-8).

@@ -210,6 +210,9 @@ package struct EntryTable: Sendable {
     /// slots, a set's dots) each name number has (absent: none), so the plain elements of a
     /// name (a hash's fields) are counted without a scan.
     private var compoundCounts: [UInt32: Int] = [:]
+    /// How many of those are sorted set members (`FF 7A 01 …`), so "is this name a sorted set"
+    /// and a sorted set's bound are answered without a scan.
+    private var scoredMemberCounts: [UInt32: Int] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
     /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
@@ -378,6 +381,7 @@ package struct EntryTable: Sendable {
                 names[Int(name)].members.append(number)
                 if Self.isCompound(keyBytes) {
                     compoundCounts[name, default: 0] += 1
+                    if Self.isScoredMember(keyBytes) { scoredMemberCounts[name, default: 0] += 1 }
                     if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number, counted: Self.isSetDot(keyBytes)) }
                 }
             }
@@ -1022,6 +1026,12 @@ package struct EntryTable: Sendable {
         keyBytes.withUnsafeBytes { $0[1] == ElementGroup.setDotTag.1 }
     }
 
+    /// Whether a compound record's id is a sorted set member's.
+    @inline(__always)
+    private static func isScoredMember(_ keyBytes: PackedBytes) -> Bool {
+        keyBytes.withUnsafeBytes { $0[1] == ElementGroup.scoredMemberKind }
+    }
+
     /// `ElementGroup.isCompound` of a record's id.
     @inline(__always)
     private static func isCompound(_ keyBytes: PackedBytes) -> Bool {
@@ -1033,6 +1043,12 @@ package struct EntryTable: Sendable {
     public func plainElementCount(ofCollectionNamed name: String) -> Int {
         guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return 0 }
         return names[Int(number)].members.count - (compoundCounts[number] ?? 0)
+    }
+
+    /// How many sorted set members (live or tombstones) the collection named `name` stores. O(1).
+    public func scoredMemberCount(ofCollectionNamed name: String) -> Int {
+        guard !scoredMemberCounts.isEmpty, let number = nameNumbers[name] else { return 0 }
+        return scoredMemberCounts[number] ?? 0
     }
 
     /// How many set members (`ElementGroup` groups of set dots, live or with only
@@ -1327,6 +1343,9 @@ package struct EntryTable: Sendable {
         if record.name != Self.inlineName {
             if Self.isCompound(record.keyBytes) {
                 if let count = compoundCounts[record.name] { compoundCounts[record.name] = count > 1 ? count - 1 : nil }
+                if Self.isScoredMember(record.keyBytes), let count = scoredMemberCounts[record.name] {
+                    scoredMemberCounts[record.name] = count > 1 ? count - 1 : nil
+                }
                 if let group = groupID(name: record.name, keyBytes: record.keyBytes) {
                     leaveGroup(group, position: position, counted: Self.isSetDot(record.keyBytes))
                 }
