@@ -540,7 +540,7 @@ SET session:b 3 XX GET
 GET session:b
 SELECT 1
 SET session:temp 1 EX 0
-ZADD session:z 1 m
+LPUSH session:l a
 SESSION
 rcli a < "$RUN_DIR/session.req" > "$RUN_DIR/session.rep" 2>&1
 cat > "$RUN_DIR/session.expected" <<'EXPECTED'
@@ -561,7 +561,7 @@ ERR DB index is out of range
 
 ERR invalid expire time in 'set' command
 
-ERR ZADD is not supported: Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list or sorted set at once would lose one change; store one key per member instead (NAME[ID]), or use a set (SADD) or hash (HSET), which keep concurrent changes
+ERR LPUSH is not supported: Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list at once would lose one change; store one key per item instead (NAME[ID]), or use a set (SADD), hash (HSET) or sorted set (ZADD), which keep concurrent changes
 
 EXPECTED
 if cmp -s "$RUN_DIR/session.expected" "$RUN_DIR/session.rep"; then

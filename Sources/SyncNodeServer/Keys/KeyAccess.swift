@@ -69,8 +69,9 @@ struct KeyAccess {
         entry(key)?.value
     }
 
-    /// Before a plain key's SET or DEL: resets the counter of its name and empties the set and
-    /// the hash of its name, as a SET or DEL over a Redis counter, set or hash replaces it. O(1)
+    /// Before a plain key's SET or DEL: resets the counter of its name and empties the set, the
+    /// hash and the sorted set of its name, as a SET or DEL over a Redis counter, set, hash or
+    /// sorted set replaces it. O(1)
     /// for a name no collection, counter or set uses (every plain SET runs it, batched or not);
     /// `countingThisDecision` also looks for elements this decision wrote (a MULTI block's).
     static func replaceOtherKinds(of key: StateKey, read: StorageReader, write: StorageWriter, countingThisDecision: Bool = false) {
@@ -78,23 +79,13 @@ struct KeyAccess {
         if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
         write.removeAll(fromSetNamed: key.name)
         if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
+        if read.hasScoredMembers(ofSortedSetNamed: key.name) { write.removeAll(fromSortedSetNamed: key.name) }
     }
 
-    /// Whether plain key `key` names a set with members (`KeySetChange`), this access's writes
-    /// applied.
-    func holdsSet(_ key: StateKey) -> Bool {
-        KeySetChange.holdsSet(read, key)
-    }
-
-    /// Whether plain key `key` names a hash with a live field (`KeyHashChange`), this access's
-    /// writes applied.
-    func holdsHash(_ key: StateKey) -> Bool {
-        KeyHashChange.holdsHash(read, key)
-    }
-
-    /// Whether plain key `key` holds a set or a hash: a key of a kind other than a string.
-    func holdsCollection(_ key: StateKey) -> Bool {
-        holdsSet(key) || holdsHash(key)
+    /// The set, hash or sorted set plain key `key` names (`KeyKind`), this access's writes
+    /// applied; nil for none.
+    func kind(_ key: StateKey) -> KeyKind? {
+        KeyKind.of(read, key)
     }
 
     /// Writes `value` (nil: deletes) into `key`. A plain key's write also resets the counter of

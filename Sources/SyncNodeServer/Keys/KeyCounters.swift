@@ -42,7 +42,7 @@ struct KeyCounterChange: Sendable {
     static let notAnInteger = "ERR value is not an integer or out of range"
 
     func apply(_ access: inout KeyAccess) {
-        if access.holdsCollection(key) {
+        if access.kind(key) != nil {
             outcome.error = KeySetChange.wrongType
             return
         }

@@ -50,10 +50,14 @@ struct KeyExpiry: Sendable {
     /// The change, through `access` (alone, or as one command of a MULTI … EXEC block).
     func apply(_ access: inout KeyAccess) {
         guard let entry = access.entry(key), let value = entry.value else {
-            if case .at = change, access.holdsSet(key) {
+            guard case .at = change, let kind = access.kind(key) else { return }
+            switch kind {
+            case .set:
                 outcome.refusal = "ERR \(key.name) is a set, and sets do not expire yet: keep members that come and go in a set of their own and SREM them, or DEL the set"
-            } else if case .at = change, access.holdsHash(key) {
+            case .hash:
                 outcome.refusal = "ERR \(key.name) is a hash, and a hash does not expire as a whole yet: give each field its lifetime (SET \(key.name)[\"field\"] value EX seconds), or DEL the hash"
+            case .sortedSet:
+                outcome.refusal = "ERR \(key.name) is a sorted set, and sorted sets do not expire yet: ZREM members as they age (a score can be their deadline: ZRANGE BYSCORE -inf now), or DEL the sorted set"
             }
             return
         }

@@ -39,7 +39,7 @@ struct KeyHashChange: Sendable {
     }
 
     func apply(_ access: inout KeyAccess) {
-        if access.entry(key)?.value != nil || access.holdsSet(key) {
+        if KeyKind.holdsOther(than: .hash, access, key) {
             outcome.error = KeySetChange.wrongType
             return
         }

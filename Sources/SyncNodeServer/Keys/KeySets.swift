@@ -42,7 +42,7 @@ struct KeySetChange: Sendable {
     }
 
     func apply(_ access: inout KeyAccess) {
-        if access.entry(key)?.value != nil || access.holdsHash(key) {
+        if KeyKind.holdsOther(than: .set, access, key) {
             outcome.error = Self.wrongType
             return
         }

@@ -65,7 +65,7 @@ struct KeyWrites: Sendable {
         for (key, _) in writes {
             let entry = access.entry(key)
             previous.append(entry?.value)
-            held.append(entry?.value != nil || access.holdsCollection(key))
+            held.append(entry?.value != nil || access.kind(key) != nil)
             if expiry == .keep { previousExpiry.append(entry?.expiresAtMilliseconds) }
         }
         outcome.previous = previous

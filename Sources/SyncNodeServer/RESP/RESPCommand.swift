@@ -6,6 +6,7 @@ enum RESPCommand: Int, CaseIterable {
     case incr, incrby, decr, decrby
     case sadd, srem, smembers, sismember, smismember, scard
     case hset, hmset, hsetnx, hdel, hget, hmget, hgetall, hkeys, hvals, hlen, hexists
+    case zadd, zrem, zscore, zmscore, zcard, zcount, zrank, zrevrank, zrange, zrangebyscore, zrevrange, zrevrangebyscore
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
     case multi, exec, discard, unwatch
@@ -92,6 +93,18 @@ enum RESPCommand: Int, CaseIterable {
         case .pexpiretime: return Info(name: "pexpiretime", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .setex: return Info(name: "setex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .psetex: return Info(name: "psetex", arity: 4, flags: ["write", "denyoom"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .zadd: return Info(name: "zadd", arity: -4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .zrem: return Info(name: "zrem", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .zscore: return Info(name: "zscore", arity: 3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zmscore: return Info(name: "zmscore", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zcard: return Info(name: "zcard", arity: 2, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zcount: return Info(name: "zcount", arity: 4, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrank: return Info(name: "zrank", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrevrank: return Info(name: "zrevrank", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrange: return Info(name: "zrange", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrangebyscore: return Info(name: "zrangebyscore", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrevrange: return Info(name: "zrevrange", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
+        case .zrevrangebyscore: return Info(name: "zrevrangebyscore", arity: -4, flags: ["readonly"], firstKey: 1, lastKey: 1, step: 1)
         case .wait: return Info(name: "wait", arity: 3, flags: ["noscript"], firstKey: 0, lastKey: 0, step: 0)
         case .ping: return Info(name: "ping", arity: -1, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0, whileSubscribed: true)
         case .echo: return Info(name: "echo", arity: 2, flags: ["fast"], firstKey: 0, lastKey: 0, step: 0)
@@ -167,10 +180,10 @@ enum RESPCommand: Int, CaseIterable {
         for name in ["append", "setrange", "setbit", "bitfield"] {
             reasons[name] = part
         }
-        let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list or sorted set at once would lose one change; store one key per member instead (NAME[ID]), or use a set (SADD) or hash (HSET), which keep concurrent changes"
+        let structure = "Decide values are whole JSON documents replaced last-writer-wins, so two nodes changing one list at once would lose one change; store one key per item instead (NAME[ID]), or use a set (SADD), hash (HSET) or sorted set (ZADD), which keep concurrent changes"
         for name in ["lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "linsert", "lset", "lrem", "ltrim", "lmove", "rpoplpush",
                      "blpop", "brpop", "blmove", "lrange", "llen", "lindex",
-                     "zadd", "zincrby", "zrem", "zrange", "zscore", "zcard", "pfadd", "pfmerge", "xadd", "xdel", "xtrim", "geoadd"] {
+                     "pfadd", "pfmerge", "xadd", "xdel", "xtrim", "geoadd"] {
             reasons[name] = structure
         }
         let setPart = "a set here is observed-remove (docs/consistency.md, \"Sets\"): an insert no remove had seen stays; taking a member at random (SPOP, SRANDMEMBER) or moving one between sets (SMOVE) on two nodes at once could hand the same member to both, so read with SMEMBERS and SREM what you take"
@@ -187,6 +200,15 @@ enum RESPCommand: Int, CaseIterable {
         let setAlgebra = "not built yet: read the sets with SMEMBERS and combine them in the client"
         for name in ["sinter", "sunion", "sdiff", "sinterstore", "sunionstore", "sdiffstore", "sintercard", "sscan", "srandmember"] {
             reasons[name] = setAlgebra
+        }
+        reasons["zincrby"] = "a score here is one value replaced last-writer-wins per member, so two nodes adding to one score at once would lose one change; keep an amount that must add up in a counter (INCRBY), and ZADD the score you computed"
+        let pop = "a sorted set here is replaced last-writer-wins per member: taking the lowest or highest member (ZPOPMIN, ZPOPMAX, BZPOP*) on two nodes at once could hand the same member to both; read with ZRANGE and ZREM what you take"
+        for name in ["zpopmin", "zpopmax", "bzpopmin", "bzpopmax", "zmpop", "bzmpop"] {
+            reasons[name] = pop
+        }
+        for name in ["zrangebylex", "zrevrangebylex", "zlexcount", "zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrangestore",
+                     "zunion", "zinter", "zdiff", "zunionstore", "zinterstore", "zdiffstore", "zintercard", "zscan", "zrandmember"] {
+            reasons[name] = "not built yet: read the sorted set with ZRANGE (by rank or BYSCORE) and ZREM or ZADD what you change"
         }
         let script = "a decision is Decide's unit of atomicity: MULTI … EXEC (or MSET) runs several commands as one decision, applied whole on every node"
         for name in ["eval", "evalsha", "eval_ro", "fcall", "function", "script"] {

@@ -56,7 +56,8 @@ extension RESPService {
     /// expiring value). A plain key with no value that names a counter:
     /// `{"key":K,"counter":TOTAL,"slots":[{"node","incarnation","increments","decrements"}…]}`;
     /// that names a set: `{"key":K,"set":[{"member":M,"dots":N}…]}` (members in byte order, each
-    /// with its live dots: more than one after concurrent inserts).
+    /// with its live dots: more than one after concurrent inserts); that names a sorted set:
+    /// `{"key":K,"sortedSet":[{"member":M,"score":S}…]}` (in score order).
     func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
         let entry = node.read({ $0.entry(key) })
@@ -78,6 +79,14 @@ extension RESPService {
                     return .object([("member", (try? JSONValue.parse(member)) ?? .null), ("dots", .number(String(dots)))])
                 }
                 writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("set", .array(listed))]))
+                return
+            }
+            let scored = node.read { $0.hasScoredMembers(ofSortedSetNamed: key.name) ? $0.scoredMembers(ofSortedSetNamed: key.name) : [] }
+            if !scored.isEmpty {
+                let listed: [JSONValue] = scored.map { item in
+                    .object([("member", (try? JSONValue.parse(item.member)) ?? .null), ("score", .number(item.score.description))])
+                }
+                writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("sortedSet", .array(listed))]))
                 return
             }
         }

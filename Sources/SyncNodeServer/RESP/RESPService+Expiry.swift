@@ -58,9 +58,8 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return }
         let (instant, now) = node.read { read -> (UInt64??, UInt64) in
             if let entry = read.entry(key), !entry.isTombstone { return (.some(entry.expiresAtMilliseconds), read.nowMilliseconds) }
-            // A counter, set or hash of that name: a key that never expires.
-            let counter = key.elementCount == 0 && (KeyCounterChange.heldTotal(read, name: key.name) != nil || KeySetChange.holdsSet(read, key)
-                || KeyHashChange.holdsHash(read, key))
+            // A counter, set, hash or sorted set of that name: a key that never expires.
+            let counter = key.elementCount == 0 && (KeyCounterChange.heldTotal(read, name: key.name) != nil || KeyKind.of(read, key) != nil)
             return (counter ? .some(nil) : nil, read.nowMilliseconds)
         }
         Self.replyLifetime(command, expiringAt: instant, now: now, into: &writer)

@@ -3,7 +3,7 @@ import DecideCore
 import DecideRESP
 
 /// The hash commands: HSET, HMSET, HSETNX, HDEL (writes, `KeyHashChange`), HGET, HMGET,
-/// HGETALL, HKEYS, HVALS, HLEN and HEXISTS (reads), on the fields a plain key names, with
+/// HGETALL, HKEYS, HVALS, HLEN and HEXISTS (reads, `CollectionRead`), on the fields a plain key names, with
 /// Redis's replies in RESP2 and RESP3 (docs/operations.md, "Hashes").
 extension RESPService {
     /// HSET key field value [field value …] (the fields added), HMSET (OK), HSETNX key field
@@ -43,27 +43,9 @@ extension RESPService {
         }
     }
 
-    /// HGET, HMGET, HGETALL, HKEYS, HVALS, HLEN, HEXISTS alone: read from one snapshot.
-    func hashRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        guard let read = prepareHashRead(command, arguments, into: &writer) else { return }
-        node.read { reader in
-            read(reader, KeyCounterChange.value(reader, read.key) != nil || KeySetChange.holdsSet(reader, read.key), { reader.entry($0)?.packedValue }, &writer)
-        }
-    }
-
-    /// A hash read made ready to run against a snapshot or a MULTI block's access: its key, and
-    /// what writes its reply given the reader, whether the key holds another kind, and what a
-    /// field's key holds (a block's access answers with the block's own writes).
-    struct HashRead {
-        let key: StateKey
-        let run: @Sendable (StorageReader, Bool, (StateKey) -> PackedBytes?, inout RESPWriter) -> Void
-        func callAsFunction(_ read: StorageReader, _ holdsOtherKind: Bool, _ value: (StateKey) -> PackedBytes?, _ writer: inout RESPWriter) {
-            run(read, holdsOtherKind, value, &writer)
-        }
-    }
-
-    /// The read `command` asks for, or nil (with the error written) when its arguments are wrong.
-    func prepareHashRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> HashRead? {
+    /// HGET, HMGET, HGETALL, HKEYS, HVALS, HLEN or HEXISTS made ready to run, or nil (with the
+    /// error written) when its arguments are wrong.
+    func prepareHashRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> CollectionRead? {
         guard let key = plainKey(command, arguments[1], kind: "a hash", into: &writer) else { return nil }
         var fields: [StateKey] = []
         if command == .hget || command == .hmget || command == .hexists {
@@ -74,8 +56,7 @@ extension RESPService {
         }
         let probes = fields
         let maxReplyBytes = configuration.maxReplyBytes
-        return HashRead(key: key) { read, holdsOtherKind, value, writer in
-            guard !holdsOtherKind else { return writer.error(KeySetChange.wrongType) }
+        return CollectionRead(key: key, kind: .hash) { read, value, writer in
             switch command {
             case .hget: ValueMapping.reply(value(probes[0]), into: &writer)
             case .hexists: writer.integer(value(probes[0]) == nil ? 0 : 1)

@@ -20,10 +20,10 @@ extension RESPService {
             key = parsed
             stored = node.read { KeyCounterChange.value($0, parsed) }
         }
-        // Nothing to read: a set or hash of that name answers WRONGTYPE.
+        // Nothing to read: a set, hash or sorted set of that name answers WRONGTYPE.
         if stored == nil {
             let named = key ?? StateKey(name: String(decoding: arguments[1], as: UTF8.self))
-            if named.elementCount == 0, node.read({ KeySetChange.holdsSet($0, named) || KeyHashChange.holdsHash($0, named) }) {
+            if named.elementCount == 0, node.read({ KeyKind.of($0, named) != nil }) {
                 return writer.error(KeySetChange.wrongType)
             }
         }
@@ -75,7 +75,7 @@ extension RESPService {
     func exists(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return }
         writer.integer(node.read { read in
-            keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) != nil || KeySetChange.holdsSet(read, $1) || KeyHashChange.holdsHash(read, $1) ? 1 : 0) }
+            keys.reduce(0) { $0 + (KeyCounterChange.value(read, $1) != nil || KeyKind.of(read, $1) != nil ? 1 : 0) }
         })
     }
 
@@ -84,7 +84,7 @@ extension RESPService {
         writer.simpleString(node.read { read in
             let value = KeyCounterChange.value(read, key)
             guard value == nil else { return Self.typeName(holding: value) }
-            return KeySetChange.holdsSet(read, key) ? "set" : KeyHashChange.holdsHash(read, key) ? "hash" : "none"
+            return KeyKind.of(read, key)?.typeName ?? "none"
         })
     }
 
@@ -197,7 +197,7 @@ extension RESPService {
 
     /// The Redis type of the key that live stored key `key` is part of (SCAN's TYPE).
     static func typeName(of key: StateKey) -> String {
-        SetDot.member(of: key) != nil ? "set" : "string"
+        SetDot.member(of: key) != nil ? "set" : SortedSetMember.member(of: key) != nil ? "zset" : "string"
     }
 
     // MARK: writes
@@ -267,6 +267,8 @@ extension RESPService {
             return prepareSetChange(command, arguments, into: &writer)
         case .hset, .hmset, .hsetnx, .hdel:
             return prepareHashChange(command, arguments, into: &writer)
+        case .zadd, .zrem:
+            return prepareSortedSetChange(command, arguments, into: &writer)
         default:
             preconditionFailure("\(command) is not a keyspace write")
         }

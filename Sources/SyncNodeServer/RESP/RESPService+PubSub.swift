@@ -9,9 +9,10 @@ import Dispatch
 /// that disappears or returns with its owner (as `del` / `set`), is published, once per key,
 /// on three channels:
 /// - `__keyspace@0__:KEY` with the event (`set`, `del`, `expired`, `incrby` for a counter's
-///   change, `sadd` / `srem` for a dot of a set written / deleted), as Redis does;
-/// - `__keyevent@0__:set` / `del` / `expired` / `incrby` / `sadd` / `srem` with the key, as
-///   Redis does;
+///   change, `sadd` / `srem` for a dot of a set written / deleted, `zadd` / `zrem` for a
+///   sorted set's member scored / removed), as Redis does;
+/// - `__keyevent@0__:set` / `del` / `expired` / `incrby` / `sadd` / `srem` / `zadd` / `zrem`
+///   with the key, as Redis does;
 /// - `__decide@0__:KEY` with the entry as JSON (`{"key","value","deleted","version","origin"}`),
 ///   what `syncnode watch` prints.
 /// PUBLISH is refused: these channels carry Decide's changes only.
@@ -22,6 +23,8 @@ extension RESPService {
     static let keyeventIncrby = Array("__keyevent@0__:incrby".utf8)
     static let keyeventSadd = Array("__keyevent@0__:sadd".utf8)
     static let keyeventSrem = Array("__keyevent@0__:srem".utf8)
+    static let keyeventZadd = Array("__keyevent@0__:zadd".utf8)
+    static let keyeventZrem = Array("__keyevent@0__:zrem".utf8)
     static let keyeventExpired = Array("__keyevent@0__:expired".utf8)
     static let decidePrefix = Array("__decide@0__:".utf8)
     /// Where a `__decide@0__` subscriber hears that notifications were dropped.
@@ -280,17 +283,25 @@ struct NotificationWork {
         let expired = committed.origin == .expired
         self.item = committed.delta.entries[item]
         // A counter's slot changed: Redis's event for INCR, INCRBY, DECR and DECRBY, on the key;
-        // a set's dot: SADD's (a dot written) or SREM's (one deleted).
-        let counter = CounterSlot.counts(self.item.key)
-        let setDot = !counter && SetDot.member(of: self.item.key) != nil
+        // a set's dot: SADD's (a dot written) or SREM's (one deleted); a sorted set's member:
+        // ZADD's or ZREM's.
         let name = RESPService.redisName(of: self.item.key)
         let deleted = self.item.entry.isTombstone
-        let event = Array((expired ? "expired" : setDot ? (deleted ? "srem" : "sadd") : deleted ? "del" : counter ? "incrby" : "set").utf8)
-        let keyevent = expired ? RESPService.keyeventExpired
-            : setDot ? (deleted ? RESPService.keyeventSrem : RESPService.keyeventSadd)
-            : deleted ? RESPService.keyeventDel : counter ? RESPService.keyeventIncrby : RESPService.keyeventSet
+        let event: String
+        let keyevent: [UInt8]
+        if expired {
+            (event, keyevent) = ("expired", RESPService.keyeventExpired)
+        } else if CounterSlot.counts(self.item.key) {
+            (event, keyevent) = deleted ? ("del", RESPService.keyeventDel) : ("incrby", RESPService.keyeventIncrby)
+        } else if SetDot.member(of: self.item.key) != nil {
+            (event, keyevent) = deleted ? ("srem", RESPService.keyeventSrem) : ("sadd", RESPService.keyeventSadd)
+        } else if SortedSetMember.member(of: self.item.key) != nil {
+            (event, keyevent) = deleted ? ("zrem", RESPService.keyeventZrem) : ("zadd", RESPService.keyeventZadd)
+        } else {
+            (event, keyevent) = deleted ? ("del", RESPService.keyeventDel) : ("set", RESPService.keyeventSet)
+        }
         channels = [RESPService.keyspacePrefix + name, keyevent, RESPService.decidePrefix + name]
-        payloads = [event, name, nil]
+        payloads = [Array(event.utf8), name, nil]
         for (position, channel) in channels.enumerated() {
             index.appendCandidates(of: channel, index: position, steps: &steps, into: &candidates)
         }

@@ -3,7 +3,7 @@ import DecideCore
 import DecideRESP
 
 /// The set commands: SADD, SREM (writes, `KeySetChange`), SMEMBERS, SISMEMBER, SMISMEMBER and
-/// SCARD (reads), on the `SetState` a plain key names, with Redis's replies in RESP2 and RESP3
+/// SCARD (reads, `CollectionRead`), on the `SetState` a plain key names, with Redis's replies in RESP2 and RESP3
 /// (docs/operations.md, "Sets").
 extension RESPService {
     /// SADD key member…, SREM key member…: answered with how many members were added (not in
@@ -18,22 +18,9 @@ extension RESPService {
         }
     }
 
-    /// SMEMBERS, SISMEMBER, SMISMEMBER, SCARD alone: read from one snapshot.
-    func setRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
-        guard let read = prepareSetRead(command, arguments, into: &writer) else { return }
-        node.read { reader in read(reader, KeyCounterChange.value(reader, read.key) != nil, &writer) }
-    }
-
-    /// A set read made ready to run against a snapshot or a MULTI block's access: its key, and
-    /// what writes its reply given the reader and whether the key holds a plain value.
-    struct SetRead {
-        let key: StateKey
-        let run: @Sendable (StorageReader, Bool, inout RESPWriter) -> Void
-        func callAsFunction(_ read: StorageReader, _ holdsValue: Bool, _ writer: inout RESPWriter) { run(read, holdsValue, &writer) }
-    }
-
-    /// The read `command` asks for, or nil (with the error written) when its arguments are wrong.
-    func prepareSetRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> SetRead? {
+    /// SMEMBERS, SISMEMBER, SMISMEMBER or SCARD made ready to run, or nil (with the error
+    /// written) when its arguments are wrong.
+    func prepareSetRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> CollectionRead? {
         guard let key = plainKey(command, arguments[1], kind: "a set", into: &writer) else { return nil }
         let probes: [[UInt8]]
         if command == .sismember || command == .smismember {
@@ -43,8 +30,7 @@ extension RESPService {
             probes = []
         }
         let maxReplyBytes = configuration.maxReplyBytes
-        return SetRead(key: key) { read, holdsValue, writer in
-            guard !holdsValue else { return writer.error(KeySetChange.wrongType) }
+        return CollectionRead(key: key, kind: .set) { read, _, writer in
             switch command {
             case .sismember:
                 writer.integer(read.contains(member: probes[0], inSetNamed: key.name) ? 1 : 0)

@@ -32,6 +32,7 @@ extension RESPService {
              .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex, .incr, .incrby, .decr, .decrby,
              .sadd, .srem, .smembers, .sismember, .smismember, .scard,
              .hset, .hmset, .hsetnx, .hdel, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
+             .zadd, .zrem, .zscore, .zmscore, .zcard, .zcount, .zrank, .zrevrank, .zrange, .zrangebyscore, .zrevrange, .zrevrangebyscore,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .ping, .echo:
             return true
         default:
@@ -154,23 +155,20 @@ extension RESPService {
             guard let key = key(arguments[1], into: &writer) else { return .reply(writer.bytes) }
             return .read { access, writer in
                 let held = access.entry(key)
-                let isSet = held?.value == nil && access.holdsSet(key)
-                let isHash = held?.value == nil && !isSet && access.holdsHash(key)
+                let kind = held?.value == nil ? access.kind(key) : nil
                 switch command {
-                case .get: if isSet || isHash { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
-                case .type: writer.simpleString(isSet ? "set" : isHash ? "hash" : Self.typeName(holding: held?.value))
+                case .get: if kind != nil { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
+                case .type: writer.simpleString(kind?.typeName ?? Self.typeName(holding: held?.value))
                 default:
-                    Self.replyLifetime(command, expiringAt: isSet || isHash ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
+                    Self.replyLifetime(command, expiringAt: kind != nil ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
                                        now: access.nowMilliseconds, into: &writer)
                 }
             }
-        case .smembers, .sismember, .smismember, .scard:
-            guard let read = prepareSetRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
-            return .read { access, writer in read(access.read, access.entry(read.key)?.value != nil, &writer) }
-        case .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists:
-            guard let read = prepareHashRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
+        case _ where CollectionRead.reads(command):
+            guard let read = prepareCollectionRead(command, arguments, into: &writer) else { return .reply(writer.bytes) }
             return .read { access, writer in
-                read(access.read, access.entry(read.key)?.value != nil || access.holdsSet(read.key), { access.value($0) }, &writer)
+                guard !KeyKind.holdsOther(than: read.kind, access, read.key) else { return writer.error(KeySetChange.wrongType) }
+                read.run(access.read, { access.value($0) }, &writer)
             }
         case .mget, .exists:
             guard let keys = stateKeys(arguments.dropFirst(), into: &writer) else { return .reply(writer.bytes) }
@@ -178,7 +176,7 @@ extension RESPService {
             return .read { access, writer in
                 let values = keys.map { access.value($0) }
                 if command == .exists {
-                    writer.integer(zip(keys, values).reduce(0) { $0 + ($1.1 != nil || access.holdsCollection($1.0) ? 1 : 0) })
+                    writer.integer(zip(keys, values).reduce(0) { $0 + ($1.1 != nil || access.kind($1.0) != nil ? 1 : 0) })
                 } else {
                     Self.replyValues(values, maxReplyBytes: maxReplyBytes, into: &writer)
                 }

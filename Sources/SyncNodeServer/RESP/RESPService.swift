@@ -484,10 +484,11 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         case .get: get(arguments, into: &session.writer)
         case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby, .sadd, .srem,
-             .hset, .hmset, .hsetnx, .hdel:
+             .hset, .hmset, .hsetnx, .hdel, .zadd, .zrem:
             write(command, arguments, into: &session.writer)
-        case .smembers, .sismember, .smismember, .scard: setRead(command, arguments, into: &session.writer)
-        case .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists: hashRead(command, arguments, into: &session.writer)
+        case .smembers, .sismember, .smismember, .scard, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
+             .zscore, .zmscore, .zcard, .zcount, .zrank, .zrevrank, .zrange, .zrangebyscore, .zrevrange, .zrevrangebyscore:
+            collectionRead(command, arguments, into: &session.writer)
         case .ttl, .pttl, .expiretime, .pexpiretime: ttl(command, arguments, into: &session.writer)
         case .wait: wait(arguments, session: session, server: server)
         case .decideLease: lease(arguments, session: session, server: server)
