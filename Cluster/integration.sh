@@ -23,7 +23,7 @@
 #       and subscribes on b: keyspace notifications of remote and local changes, the value
 #       mapping, MSET as one version, pipelining, RESP3 pushes, malformed requests; a rate limiter
 #       INCRing on both at once (exact total), online users SREMed on a while SADDed on b, and a
-#       session hash written field by field on both
+#       session hash written field by field on both, and a leaderboard (ZADD) scored on both
 #   (n) access: AUTH with a password file (NOAUTH before, WRONGPASS for a wrong one, the CLI
 #       with --password-file), a Unix socket of mode 600, a non-loopback address refused
 #       without a password
@@ -587,7 +587,7 @@ fi
 
 # --- (m) -----------------------------------------------------------------------------------
 if "$PYTHON" Cluster/resp_clients.py "$(peer_admin a)" "$(peer_admin b)" > "$RUN_DIR/python.out" 2>&1; then
-    pass "(m) redis-py: a Python service writing on a and reading and subscribing on b, counters, sets and hashes on both at once ($(grep -c '^PASS' "$RUN_DIR/python.out") checks)"
+    pass "(m) redis-py: a Python service writing on a and reading and subscribing on b, counters, sets, hashes and sorted sets on both at once ($(grep -c '^PASS' "$RUN_DIR/python.out") checks)"
 else
     fail "(m) redis-py: a Python service writing on a and reading and subscribing on b" "$(grep -A1 '^FAIL\|Error' "$RUN_DIR/python.out" | head -20)"
 fi

@@ -266,6 +266,32 @@ def main():
     check("a hash is a hash to TYPE; DEL removes it on both", b.type("py:session") == b"hash" and a.delete("py:session") == 1
           and eventually(lambda: b.hlen("py:session") == 0))
 
+    # A leaderboard on two peers at once (a sorted set, docs/operations.md "Sorted sets"): A
+    # scores the odd players while B scores the even ones and both re-score "champion"; every
+    # player is kept on both, in score order, and "champion" ends with the same score on both.
+    def scorer(address, parity):
+        client = connect(address)
+        for index in range(parity, 200, 2):
+            client.zadd("py:board", {f"player{index}": index, "champion": 1000 + parity})
+
+    both = [threading.Thread(target=scorer, args=(sys.argv[1], 1)), threading.Thread(target=scorer, args=(sys.argv[2], 0))]
+    for thread in both:
+        thread.start()
+    for thread in both:
+        thread.join()
+    check("a leaderboard scored on A and B at once keeps all 201 members on both",
+          eventually(lambda: a.zcard("py:board") == 201 and b.zcard("py:board") == 201), f"A {a.zcard('py:board')}, B {b.zcard('py:board')}")
+    check("ZRANGE WITHSCORES reads the same on both, champion included",
+          eventually(lambda: a.zrange("py:board", 0, -1, withscores=True) == b.zrange("py:board", 0, -1, withscores=True)))
+    top = b.zrevrange("py:board", 0, 2, withscores=True)
+    check("the top three are champion, player199, player198", [member for member, _ in top] == [b"champion", b"player199", b"player198"]
+          and top[1][1] == 199.0, repr(top))
+    check("ZRANGEBYSCORE and ZSCORE read members scored on the other peer",
+          a.zrangebyscore("py:board", 10, 12) == [b"player10", b"player11", b"player12"] and b.zscore("py:board", "player7") == 7.0)
+    check("ZRANK, ZCOUNT and ZREM answer as Redis does", a.zrank("py:board", "player0") == 0 and a.zcount("py:board", "(0", 9) == 9
+          and a.zrem("py:board", "player0", "nobody") == 1 and eventually(lambda: b.zscore("py:board", "player0") is None))
+    check("a sorted set is a zset to TYPE, and SADD on it is WRONGTYPE", b.type("py:board") == b"zset" and raises(lambda: b.sadd("py:board", "x"), "WRONGTYPE"))
+
     # Malformed requests on raw sockets: an error or a closed connection, never a crash.
     host, port = sys.argv[1].rsplit(":", 1)
     cases = {

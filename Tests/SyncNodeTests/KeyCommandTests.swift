@@ -306,6 +306,39 @@ extension SyncNodeTests {
             }
         }
 
+        /// INCR, INCRBY, SADD, SREM, HSET, ZADD and plain SETs pipelined in one read commit as
+        /// one decision, each answered what it would have been alone, in order: each sees the
+        /// writes before it (a second INCR answers one more, an INCR after a SET counts from its
+        /// value), a WRONGTYPE answers in its place; a batch the node refuses as a whole runs
+        /// write by write, and a write tried in the refused batch does not count twice.
+        @Test func pipelinedCounterSetHashAndSortedSetWritesCommitTogether() async throws {
+            try await withPeer("batch-kinds") { peer in
+                let client = try peer.client()
+                let before = peer.node.stateSummary.committedDecisions
+                try client.send(raw: request("INCR", "c") + request("INCR", "c") + request("INCRBY", "c", "5")
+                    + request("SADD", "s", "a", "b") + request("SADD", "s", "a") + request("SET", "n", "10") + request("INCR", "n")
+                    + request("HSET", "h", "f", "1") + request("HSET", "h", "f", "2", "g", "3") + request("ZADD", "z", "1", "m")
+                    + request("ZADD", "z", "CH", "2", "m") + request("INCR", "s") + request("SREM", "s", "a") + request("SET", "h", "x")
+                    + request("MGET", "c", "n", "h"))
+                let replies = try (0..<14).map { _ in try client.reply() }
+                #expect(replies == [.integer(1), .integer(2), .integer(7), .integer(2), .integer(0), ok, .integer(11), .integer(1), .integer(1),
+                                    .integer(1), .integer(1), .error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                                    .integer(1), ok], "\(replies)")
+                #expect(try client.reply() == .array([bulk("7"), bulk("11"), bulk("x")]))
+                #expect(peer.node.stateSummary.committedDecisions - before == 1, "14 writes of one read, one decision")
+                #expect(try client.call("SMEMBERS", "s") == .array([bulk("b")]))
+                #expect(try client.call("ZSCORE", "z", "m") == bulk("2"))
+
+                let longName = String(repeating: "n", count: 1025)
+                try client.send(raw: request("SADD", "t", "m1", "m2") + request("SET", longName, "x") + request("INCR", "d") + request("SCARD", "t"))
+                #expect(try client.reply() == .integer(2), "counted once, though tried in the refused batch first")
+                guard case .error(let refusal) = try client.reply() else { throw TestFailure("a SET over maxNameBytes was not refused") }
+                #expect(refusal.contains("maxNameBytes"))
+                #expect(try client.reply() == .integer(1))
+                #expect(try client.reply() == .integer(2))
+            }
+        }
+
         /// Runs `body` with a peer, an endpoint of it and `count` clients it has accepted.
         static func withConnectedClients(_ id: String, count: Int,
                                          _ body: (TestPeer, CustomEndpoint, [TestClient]) async throws -> Void) async throws {

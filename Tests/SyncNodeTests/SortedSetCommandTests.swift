@@ -139,7 +139,18 @@ extension SyncNodeTests {
                 _ = try listener.reply()
                 let client = try peer.client()
                 #expect(try client.call("ZADD", "z", "2", "b", "1", "a") == .integer(2))
-                #expect(try client.call("DECIDE.GET", "z") == bulk(#"{"key":"z","sortedSet":[{"member":"a","score":1.0},{"member":"b","score":2.0}]}"#))
+                let got = #"{"key":"z","sortedSet":[{"member":"a","score":1.0},{"member":"b","score":2.0}]}"#
+                #expect(try client.call("DECIDE.GET", "z") == bulk(got))
+                // `syncnode get` prints the members with their scores; a set's members; a counter's total.
+                #expect(SyncNode.Get.shown(try JSONValue.parse(got)).compact() == #"[{"member":"a","score":1.0},{"member":"b","score":2.0}]"#)
+                _ = try client.call("SADD", "s", "y", "x")
+                _ = try client.call("INCRBY", "c", "7")
+                if case .bulk(let set) = try client.call("DECIDE.GET", "s"), case .bulk(let counter) = try client.call("DECIDE.GET", "c") {
+                    #expect(SyncNode.Get.shown(try JSONValue.parse(set)).compact() == #"["x","y"]"#)
+                    #expect(SyncNode.Get.shown(try JSONValue.parse(counter)).compact() == "7")
+                } else {
+                    Issue.record("DECIDE.GET of a set or counter is no bulk string")
+                }
                 #expect(try client.call("ZREM", "z", "a") == .integer(1))
                 var events: [RESPValue] = []
                 for _ in 0..<3 { events.append(try listener.reply()) }

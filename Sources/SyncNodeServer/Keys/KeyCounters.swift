@@ -41,7 +41,11 @@ struct KeyCounterChange: Sendable {
     /// Redis's reply for a value that is not a whole number in 64 bits.
     static let notAnInteger = "ERR value is not an integer or out of range"
 
+    /// Runs the change through `access`. It may run twice, the first time in a batch the node
+    /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {
+        outcome.total = 0
+        outcome.error = nil
         if access.kind(key) != nil {
             outcome.error = KeySetChange.wrongType
             return

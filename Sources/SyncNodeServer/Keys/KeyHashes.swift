@@ -38,7 +38,11 @@ struct KeyHashChange: Sendable {
         key.elementCount == 0 && read.hasFields(ofHashNamed: key.name)
     }
 
+    /// Runs the change through `access`. It may run twice, the first time in a batch the node
+    /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {
+        outcome.changed = 0
+        outcome.error = nil
         if KeyKind.holdsOther(than: .hash, access, key) {
             outcome.error = KeySetChange.wrongType
             return

@@ -41,7 +41,11 @@ struct KeySetChange: Sendable {
         key.elementCount == 0 && read.holdsCompounds && read.hasMembers(ofSetNamed: key.name)
     }
 
+    /// Runs the change through `access`. It may run twice, the first time in a batch the node
+    /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {
+        outcome.changed = 0
+        outcome.error = nil
         if KeyKind.holdsOther(than: .set, access, key) {
             outcome.error = Self.wrongType
             return

@@ -32,7 +32,11 @@ struct KeySortedSetChange: Sendable {
     var countsUpdates = false
     let outcome = Outcome()
 
+    /// Runs the change through `access`. It may run twice, the first time in a batch the node
+    /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {
+        outcome.changed = 0
+        outcome.error = nil
         if KeyKind.holdsOther(than: .sortedSet, access, key) {
             outcome.error = KeySetChange.wrongType
             return

@@ -192,7 +192,7 @@ extension RESPService {
             }
             let idleTimeout = configuration.idleTimeoutMilliseconds
             if idleTimeout > 0 && now - session.lastReadMilliseconds >= idleTimeout && !session.isSubscribed
-                && !session.busy && session.dump == nil && session.waitingSets == 0 {
+                && !session.busy && session.dump == nil && session.waitingWrites == 0 {
                 throttledLog.log(logger, .info, "client closed: idle", metadata: [
                     "client": "\(connection.id)", "peer": "\(connection.peer)",
                     "idleTimeoutMilliseconds": "\(idleTimeout)"], now: now)

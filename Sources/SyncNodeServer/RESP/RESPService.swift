@@ -137,12 +137,12 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     var sweepTimer: DispatchSourceTimer?
     /// The server this service answers for; set once by `attach`, before it listens.
     private(set) var server: UVStreamServer?
-    /// Plain SETs that ended a client's read in this loop turn, from every client read in it,
-    /// committed together at the end of the turn (`streamServerWillEndTurn`) or sooner when
-    /// full or when one of those clients is read again (loop thread; docs/operations.md,
-    /// "Pipelined SETs").
-    @exclusivity(unchecked) private var turnBatch = SetBatch()
-    /// Whose SETs `turnBatch` holds, in order, and how many in a row: who gets each `+OK`.
+    /// Batchable writes (`WriteBatch`) that ended a client's read in this loop turn, from every
+    /// client read in it, committed together at the end of the turn (`streamServerWillEndTurn`)
+    /// or sooner when full or when one of those clients is read again (loop thread;
+    /// docs/operations.md, "Pipelined writes").
+    @exclusivity(unchecked) private var turnBatch = WriteBatch()
+    /// Whose writes `turnBatch` holds, in order, and how many in a row: who gets each reply.
     @exclusivity(unchecked) private var turnClients: [(session: RESPSession, writes: Int)] = []
     /// The keys `prefetchGets` hands the node, kept to reuse its storage (loop thread).
     @exclusivity(unchecked) private var prefetchHashes: [UInt64] = []
@@ -250,12 +250,12 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     func process(_ session: RESPSession, server: UVStreamServer) {
         let connection = session.connection
         guard !session.busy, !session.finished, !connection.isClosing else { return }
-        // Its SETs of an earlier read in this turn are answered before anything it sends next.
-        if session.waitingSets > 0 { commitTurn(server) }
+        // Its writes of an earlier read in this turn are answered before anything it sends next.
+        if session.waitingWrites > 0 { commitTurn(server) }
         swap(&session.writer.bytes, &connection.output)
         var inputDone = false
         var closeAfter = false
-        var batch = SetBatch()
+        var batch = WriteBatch()
         // Commands after the current one whose GET keys were prefetched (`prefetchGets`).
         var prefetchedAhead = 0
         // The session's array, its storage reused for every command (`next(into:)`); emptied
@@ -275,7 +275,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
                     break
                 }
             } catch {
-                // The SETs read before the bad request are answered before its error.
+                // The writes read before the bad request are answered before its error.
                 commit(&batch, into: &session.writer)
                 session.writer.error("ERR \(error)")
                 throttledLog.log(logger, .info, "client sent a malformed request; closing it", metadata: [
@@ -287,8 +287,8 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
             }
             totalCommands += 1
             session.commandsProcessed += 1
-            if session.block == nil, let set = plainSet(arguments, session: session) {
-                batch.append(key: set.key, value: set.value)
+            if session.block == nil, let write = batchable(arguments, session: session) {
+                batch.append(write, weight: (arguments.count - 1, arguments.dropFirst().reduce(0) { $0 + $1.count }))
                 if batch.isFull { commit(&batch, into: &session.writer) }
                 continue
             }
@@ -306,7 +306,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         let closing = closeAfter || (inputDone && connection.inputEnded && !session.busy)
         if closing { commit(&batch, into: &session.writer) }
         swap(&session.writer.bytes, &connection.output)
-        // SETs that ended the read wait for the end of the turn, to be committed with those of
+        // Writes that ended the read wait for the end of the turn, to be committed with those of
         // every other client read in it.
         if !batch.isEmpty { park(&batch, of: session, server: server) }
         if closing {
@@ -355,21 +355,31 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         return looked
     }
 
-    /// The key and stored value of a SET without options that `process` may commit together
-    /// with its neighbours (`SetBatch`); nil for any other command, and for a SET that would be
-    /// answered with an error or must wait for the disk: that one runs alone, in its turn.
-    private func plainSet(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> (key: StateKey, value: PackedBytes)? {
-        guard arguments.count == 3, RESPCommand.named(arguments[0]) == .set,
-              refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
-              let key = try? KeySyntax.parse(bytes: arguments[1]),
-              let value = try? ValueMapping.stored(arguments[2]) else { return nil }
-        return (key, value)
+    /// A write `process` may commit together with its neighbours (`WriteBatch`): a SET without
+    /// options, or INCR, INCRBY, DECR, DECRBY, SADD, SREM, HSET, HDEL, ZADD or ZREM made ready;
+    /// nil for any other command, for one whose arguments are wrong (it runs alone, in its turn,
+    /// and answers its error), and when the node waits for the disk (writes answer off the loop).
+    private func batchable(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> BatchedWrite? {
+        guard let command = RESPCommand.named(arguments[0]) else { return nil }
+        switch command {
+        case .set:
+            guard arguments.count == 3, refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
+                  let key = try? KeySyntax.parse(bytes: arguments[1]),
+                  let value = try? ValueMapping.stored(arguments[2]) else { return nil }
+            return .plainSet(key: key, value: value)
+        case .incr, .incrby, .decr, .decrby, .sadd, .srem, .hset, .hdel, .zadd, .zrem:
+            guard refusal(of: command, argumentCount: arguments.count, session: session) == nil, !node.acknowledgesAfterDisk else { return nil }
+            var scratch = RESPWriter(protocolVersion: session.protocolVersion)
+            return prepareWrite(command, arguments, into: &scratch).map { .prepared($0) }
+        default:
+            return nil
+        }
     }
 
-    /// Commits the SETs waiting in `batch` as one decision and answers each `+OK`, in order.
-    /// When that decision is refused (a limit the writes reach only together, or a refusal that
-    /// holds for each), they run one by one, so every SET gets the answer it would have had alone.
-    private func commit(_ batch: inout SetBatch, into writer: inout RESPWriter) {
+    /// Commits the writes waiting in `batch` as one decision and answers each, in order. When
+    /// that decision is refused (a limit the writes reach only together, or a refusal that holds
+    /// for each), they run one by one, so every write gets the answer it would have had alone.
+    private func commit(_ batch: inout WriteBatch, into writer: inout RESPWriter) {
         guard !batch.isEmpty else { return }
         defer { batch.removeAll() }
         let together = commitTogether(batch.writes)
@@ -378,43 +388,50 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
 
     /// Commits `writes` as one decision when there are several; false for a single write or
     /// when the node refused them together (then `answer` runs each alone).
-    private func commitTogether(_ writes: [(key: StateKey, value: PackedBytes)]) -> Bool {
-        writes.count > 1 && node.decide(BatchedSets(writes: writes)).version != nil
+    private func commitTogether(_ writes: [BatchedWrite]) -> Bool {
+        writes.count > 1 && node.decide(BatchedWrites(writes: writes)).version != nil
     }
 
-    /// Answers one SET of a batch: `+OK` when the batch committed together, otherwise commits it
-    /// alone and answers what that gave.
-    private func answer(_ write: (key: StateKey, value: PackedBytes), committedTogether: Bool, into writer: inout RESPWriter) {
-        if committedTogether || commit(RawWrite(key: write.key, value: write.value, replacesOtherKinds: true), "SET", into: &writer) {
-            writer.simpleString("OK")
+    /// Answers one write of a batch: its reply when the batch committed together, otherwise
+    /// commits it alone and answers what that gave.
+    private func answer(_ write: BatchedWrite, committedTogether: Bool, into writer: inout RESPWriter) {
+        switch write {
+        case .plainSet(let key, let value):
+            if committedTogether || commit(RawWrite(key: key, value: value, replacesOtherKinds: true), "SET", into: &writer) {
+                writer.simpleString("OK")
+            }
+        case .prepared(let prepared):
+            if committedTogether || commit(prepared, prepared.command.name.uppercased(), into: &writer) {
+                prepared.reply(&writer)
+            }
         }
     }
 
-    /// Moves `batch` (SETs that ended `session`'s read) into the turn's batch, committing that
+    /// Moves `batch` (writes that ended `session`'s read) into the turn's batch, committing that
     /// first whenever it is full.
-    private func park(_ batch: inout SetBatch, of session: RESPSession, server: UVStreamServer) {
-        for (key, value) in batch.writes {
+    private func park(_ batch: inout WriteBatch, of session: RESPSession, server: UVStreamServer) {
+        for (write, weight) in zip(batch.writes, batch.weights) {
             if turnBatch.isFull { commitTurn(server) }
-            turnBatch.append(key: key, value: value)
+            turnBatch.append(write, weight: weight)
             if let last = turnClients.indices.last, turnClients[last].session === session {
                 turnClients[last].writes += 1
             } else {
                 turnClients.append((session, 1))
             }
-            session.waitingSets += 1
+            session.waitingWrites += 1
         }
         batch.removeAll()
     }
 
-    /// Commits the turn's SETs as one decision and appends each client's `+OK`s (or, when the
-    /// node refuses them together, each SET's own answer) to its output, written at the end of
-    /// the turn. A client gone meanwhile has its SETs committed all the same (it sent them),
-    /// unanswered.
+    /// Commits the turn's writes as one decision and appends each client's replies (or, when
+    /// the node refuses them together, each write's own answer) to its output, written at the
+    /// end of the turn. A client gone meanwhile has its writes committed all the same (it sent
+    /// them), unanswered.
     private func commitTurn(_ server: UVStreamServer) {
         guard !turnBatch.isEmpty else { return }
         // Moved out, not copied: emptying the turn's arrays while copies held them allocated
         // new storage for both every turn. Their storage goes back for the next turn.
-        var batch = SetBatch()
+        var batch = WriteBatch()
         var clients: [(session: RESPSession, writes: Int)] = []
         swap(&batch, &turnBatch)
         swap(&clients, &turnClients)
@@ -427,7 +444,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         let together = commitTogether(batch.writes)
         var next = 0
         for (session, count) in clients {
-            session.waitingSets -= count
+            session.waitingWrites -= count
             let connection = session.connection
             let answered = !connection.isClosing
             if answered { swap(&session.writer.bytes, &connection.output) }

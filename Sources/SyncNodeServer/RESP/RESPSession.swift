@@ -40,8 +40,8 @@ final class RESPSession {
     var closed = false
     /// The commands received since MULTI, run by EXEC as one decision (nil: no block open).
     @exclusivity(unchecked) var block: QueuedBlock?
-    /// Its SETs waiting in the service's turn batch, answered when that commits.
-    @exclusivity(unchecked) var waitingSets = 0
+    /// Its writes waiting in the service's turn batch (`WriteBatch`), answered when that commits.
+    @exclusivity(unchecked) var waitingWrites = 0
     let createdMilliseconds: UInt64
     @exclusivity(unchecked) var commandsProcessed: UInt64 = 0
     /// When it last sent bytes (the idle timeout's clock; kept only while there is one).

@@ -178,7 +178,7 @@ extension SyncNode {
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a key's value as JSON (exit 1 when it has none or was deleted).",
+            abstract: "Print a key's value as JSON: a counter's total, a set's members, a sorted set's members with scores (exit 1 when it has none or was deleted).",
             discussion: """
                 Examples:
                   syncnode get maintenance
@@ -199,8 +199,19 @@ extension SyncNode {
             if reply["deleted"]?.boolValue == true {
                 throw ClientExit.refused("\(reply["key"]?.stringValue ?? text) was deleted")
             }
-            print(reply["value"]?.compact() ?? "null")
+            print(Self.shown(reply).compact())
             if showVersion { print(versionText(reply["version"])) }
+        }
+
+        /// What `get` prints of DECIDE.GET's reply: a value as it is; a counter's total; a set's
+        /// members, as a JSON array in byte order; a sorted set's `{"member","score"}` objects,
+        /// in score order.
+        static func shown(_ reply: JSONValue) -> JSONValue {
+            if let value = reply["value"] { return value }
+            if let total = reply["counter"] { return total }
+            if case .array(let members)? = reply["set"] { return .array(members.compactMap { $0["member"] }) }
+            if let scored = reply["sortedSet"] { return scored }
+            return .null
         }
     }
 
