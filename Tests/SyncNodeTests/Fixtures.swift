@@ -260,6 +260,10 @@ final class TestClient {
     }
 
     @discardableResult
+    func call(list arguments: [String]) throws -> RESPValue {
+        try call(bytes: arguments.map { Array($0.utf8) })
+    }
+
     func call(bytes arguments: [[UInt8]]) throws -> RESPValue {
         try send(raw: encode(bytes: arguments))
         return try reply()

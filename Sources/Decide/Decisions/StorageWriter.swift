@@ -125,11 +125,11 @@ public struct StorageWriter {
         transaction.open { $0.change(change, set: set) }
     }
 
-    /// Puts `member` (JSON bytes) in the set named `name` (a front end's, with no Swift type);
-    /// true when it was not in it.
+    /// Puts `member` (JSON bytes) in the set named `name` (a front end's, with no Swift type),
+    /// its dot expiring as `expiry` says; true when it was not in it.
     @discardableResult
-    package func insert(member: [UInt8], intoSetNamed name: String) -> Bool {
-        transaction.open { $0.insert(member: member, intoSetNamed: name) }
+    package func insert(member: [UInt8], intoSetNamed name: String, expiry: WriteExpiry = .never) -> Bool {
+        transaction.open { $0.insert(member: member, intoSetNamed: name, expiry: expiry) }
     }
 
     /// Takes `member` (JSON bytes) out of the set named `name`; true when it was in it.
@@ -157,11 +157,11 @@ public struct StorageWriter {
         transaction.open { $0.change(change, sortedSet: sortedSet) }
     }
 
-    /// Puts `member` (JSON bytes) in the sorted set named `name` (a front end's) with `score`;
-    /// true when it was not in it.
+    /// Puts `member` (JSON bytes) in the sorted set named `name` (a front end's) with `score`,
+    /// expiring as `expiry` says; true when it was not in it.
     @discardableResult
-    package func add(member: [UInt8], score: Double, intoSortedSetNamed name: String) -> Bool {
-        transaction.open { $0.add(member: member, score: score, intoSortedSetNamed: name) }
+    package func add(member: [UInt8], score: Double, intoSortedSetNamed name: String, expiry: WriteExpiry = .never) -> Bool {
+        transaction.open { $0.add(member: member, score: score, intoSortedSetNamed: name, expiry: expiry) }
     }
 
     /// Takes `member` (JSON bytes) out of the sorted set named `name`; true when it was in it.

@@ -15,10 +15,18 @@ extension Transaction {
     }
 
     /// Whether the hash named `name` has a live field: O(1) when its collection stores no plain
-    /// element and this decision wrote none.
+    /// element and this decision wrote none, else O(elements tried until a live field; all of
+    /// them for a hash emptied but not yet collected).
     func hasFields(ofHashNamed name: String) -> Bool {
         guard mayHoldFields(name) else { return false }
-        return presentElements(named: name).contains { !CompoundPresence.isCompound($0.key) }
+        if pending.writes.contains(where: { $0.value != nil && $0.key.elementCount != 0 && $0.key.name == name && !CompoundPresence.isCompound($0.key) }) {
+            return true
+        }
+        let now = now
+        return core.containsElement(ofCollectionNamed: name) { key, entry in
+            entry.packedValue != nil && !CompoundPresence.isCompound(key) && core.isVisible(entry, now: now)
+                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
+        }
     }
 
     /// Deletes every live field of the hash named `name`; how many there were.

@@ -73,13 +73,19 @@ extension Transaction {
         }
     }
 
-    /// Puts `member` (its JSON) in the set named `name`: one fresh dot, and the dots of it this
-    /// decision sees deleted (one insert per decision: a second finds the first's dot and
-    /// leaves it). Returns whether it was not in the set before.
+    /// Puts `member` (its JSON) in the set named `name`: one fresh dot, expiring as `expiry`
+    /// says, and the dots of it this decision sees deleted (one insert per decision: a second
+    /// finds the first's dot and leaves it, unless it gives the dot another expiry). Returns
+    /// whether it was not in the set before.
     @discardableResult
-    func insert(member: [UInt8], intoSetNamed name: String) -> Bool {
+    func insert(member: [UInt8], intoSetNamed name: String, expiry: WriteExpiry = .never) -> Bool {
         let (seen, stored) = storedDots(of: member, inSetNamed: name)
-        if let fresh = insertedDots[name]?[member], seen.contains(fresh) { return false }
+        if let fresh = insertedDots[name]?[member], seen.contains(fresh) {
+            if let index = pending.position(of: fresh), pending.writes[index].options.expiry != expiry {
+                store(fresh, SetDot.value, decoded: nil, options: WriteOptions(expiry: expiry))
+            }
+            return false
+        }
         if seen.isEmpty, !stored {
             let stored = core.groupCount(ofCollectionNamed: name) + (insertedDots[name]?.count ?? 0)
             if stored >= core.maxSetMembers {
@@ -90,7 +96,7 @@ extension Transaction {
         for key in seen { store(key, nil, decoded: nil) }
         let key = freshDot(of: member, inSetNamed: name)
         core.compoundPresence.noteWritten()
-        store(key, SetDot.value, decoded: nil)
+        store(key, SetDot.value, decoded: nil, options: WriteOptions(expiry: expiry))
         insertedDots[name, default: [:]][member] = key
         return seen.isEmpty
     }

@@ -69,11 +69,12 @@ extension Transaction {
         }
     }
 
-    /// Puts `member` (its JSON) in the sorted set named `name` with `score`. Returns whether it
+    /// Puts `member` (its JSON) in the sorted set named `name` with `score`, expiring as
+    /// `expiry` says. Returns whether it
     /// was not in the set before; an infinite or NaN score, or a new member past
     /// `maxSetMembers`, fails the decision.
     @discardableResult
-    func add(member: [UInt8], score: Double, intoSortedSetNamed name: String) -> Bool {
+    func add(member: [UInt8], score: Double, intoSortedSetNamed name: String, expiry: WriteExpiry = .never) -> Bool {
         guard let value = SortedSetMember.value(score: score) else {
             failure = failure ?? "score \(score) of a member of sorted set \(name) is not a finite number"
             return false
@@ -88,7 +89,7 @@ extension Transaction {
             }
         }
         core.compoundPresence.noteWritten()
-        store(key, value, decoded: nil)
+        store(key, value, decoded: nil, options: WriteOptions(expiry: expiry))
         return !held
     }
 

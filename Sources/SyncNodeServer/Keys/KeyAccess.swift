@@ -80,6 +80,8 @@ struct KeyAccess {
         write.removeAll(fromSetNamed: key.name)
         if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
         if read.hasScoredMembers(ofSortedSetNamed: key.name) { write.removeAll(fromSortedSetNamed: key.name) }
+        let lifetime = KeyLifetime.marker(of: key)
+        if read.entry(lifetime)?.packedValue != nil { write.raw(packed: nil, into: lifetime) }
     }
 
     /// The set, hash or sorted set plain key `key` names (`KeyKind`), this access's writes

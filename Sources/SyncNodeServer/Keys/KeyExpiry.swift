@@ -33,7 +33,7 @@ struct KeyExpiry: Sendable {
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// Whether the key held a value and the change was made (Redis replies 1).
         var changed = false
-        /// The error reply instead (the key is a counter, a set or a hash, which do not expire yet).
+        /// The error reply instead (the key is a counter, which does not expire yet).
         var refusal: String?
     }
 
@@ -50,15 +50,7 @@ struct KeyExpiry: Sendable {
     /// The change, through `access` (alone, or as one command of a MULTI … EXEC block).
     func apply(_ access: inout KeyAccess) {
         guard let entry = access.entry(key), let value = entry.value else {
-            guard case .at = change, let kind = access.kind(key) else { return }
-            switch kind {
-            case .set:
-                outcome.refusal = "ERR \(key.name) is a set, and sets do not expire yet: keep members that come and go in a set of their own and SREM them, or DEL the set"
-            case .hash:
-                outcome.refusal = "ERR \(key.name) is a hash, and a hash does not expire as a whole yet: give each field its lifetime (SET \(key.name)[\"field\"] value EX seconds), or DEL the hash"
-            case .sortedSet:
-                outcome.refusal = "ERR \(key.name) is a sorted set, and sorted sets do not expire yet: ZREM members as they age (a score can be their deadline: ZRANGE BYSCORE -inf now), or DEL the sorted set"
-            }
+            if let kind = access.kind(key) { applyToCollection(of: kind, &access) }
             return
         }
         guard access.plainEntry(key)?.value != nil else {
@@ -71,17 +63,41 @@ struct KeyExpiry: Sendable {
             guard current != nil else { return }
             access.set(value, into: key, expiry: .never, owned: entry.owned)
         case .at(let instant):
-            switch condition {
-            case .always: break
-            case .ifNone: guard current == nil else { return }
-            case .ifSome: guard current != nil else { return }
-            case .ifGreater: guard let current, instant > current else { return }
-            case .ifLess: guard instant < (current ?? .max) else { return }
-            }
+            guard admits(instant, over: current) else { return }
             if instant <= access.nowMilliseconds {
                 access.set(nil, into: key)
             } else {
                 access.set(value, into: key, expiry: .at(milliseconds: instant), owned: entry.owned)
+            }
+        }
+        outcome.changed = true
+    }
+
+    /// Whether `condition` lets an expiry at `instant` replace the key's `current` one (nil: none).
+    private func admits(_ instant: UInt64, over current: UInt64?) -> Bool {
+        switch condition {
+        case .always: true
+        case .ifNone: current == nil
+        case .ifSome: current != nil
+        case .ifGreater: current.map { instant > $0 } ?? false
+        case .ifLess: instant < (current ?? .max)
+        }
+    }
+
+    /// The change for a set, hash or sorted set (`KeyLifetime`): its lifetime given, renewed or
+    /// ended as a whole; an instant not after the decision's time deletes it, as DEL does.
+    private func applyToCollection(of kind: KeyKind, _ access: inout KeyAccess) {
+        let current = KeyLifetime.instant(access, key)
+        switch change {
+        case .persist:
+            guard current != nil else { return }
+            KeyLifetime.set(.never, of: key, kind: kind, &access)
+        case .at(let instant):
+            guard admits(instant, over: current) else { return }
+            if instant <= access.nowMilliseconds {
+                access.set(nil, into: key)
+            } else {
+                KeyLifetime.set(.at(milliseconds: instant), of: key, kind: kind, &access)
             }
         }
         outcome.changed = true

@@ -48,12 +48,13 @@ struct KeyHashChange: Sendable {
             return
         }
         var seen = Set<[UInt8]>()
+        let expiry = writes.contains { $0.value != nil } ? KeyLifetime.inherited(&access, key, kind: .hash) : .never
         for (field, value) in writes {
             let element = StateKey(name: key.name, element: field)
             let held = access.plainEntry(element)?.value != nil
             if let value {
                 if onlyAbsent && held { continue }
-                access.set(value, into: element)
+                access.set(value, into: element, expiry: expiry)
                 if !held, seen.insert(field).inserted { outcome.changed += 1 }
             } else if held {
                 access.set(nil, into: element)

@@ -33,6 +33,17 @@ enum KeyKind: Equatable {
     /// answers WRONGTYPE for.
     static func holdsOther(than kind: KeyKind, _ access: KeyAccess, _ key: StateKey) -> Bool {
         if access.entry(key)?.value != nil { return true }
-        return access.kind(key).map { $0 != kind } ?? false
+        return holdsOther(than: kind, access.read, key)
+    }
+
+    /// Whether plain key `key` names, as `read` sees it, a collection kind other than `kind`.
+    /// Only the other kinds are looked for: a command on a large hash does not test whether it
+    /// is one.
+    static func holdsOther(than kind: KeyKind, _ read: StorageReader, _ key: StateKey) -> Bool {
+        guard key.elementCount == 0 else { return false }
+        if kind != .set, KeySetChange.holdsSet(read, key) { return true }
+        if kind != .hash, KeyHashChange.holdsHash(read, key) { return true }
+        if kind != .sortedSet, read.holdsCompounds, read.hasScoredMembers(ofSortedSetNamed: key.name) { return true }
+        return false
     }
 }

@@ -50,9 +50,10 @@ struct KeySetChange: Sendable {
             outcome.error = Self.wrongType
             return
         }
+        let expiry = inserting ? KeyLifetime.inherited(&access, key, kind: .set) : .never
         for member in members {
             let changed = inserting
-                ? access.write.insert(member: member, intoSetNamed: key.name)
+                ? access.write.insert(member: member, intoSetNamed: key.name, expiry: expiry)
                 : access.write.remove(member: member, fromSetNamed: key.name)
             if changed { outcome.changed += 1 }
         }

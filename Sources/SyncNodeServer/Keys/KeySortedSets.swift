@@ -41,6 +41,7 @@ struct KeySortedSetChange: Sendable {
             outcome.error = KeySetChange.wrongType
             return
         }
+        let expiry = KeyLifetime.inherited(&access, key, kind: .sortedSet)
         for (member, score) in writes {
             let held = access.read.score(of: member, inSortedSetNamed: key.name)
             guard let score else {
@@ -59,7 +60,7 @@ struct KeySortedSetChange: Sendable {
             }
             // Written even when the score is the same: the write is this client's, and must win
             // over an older concurrent ZREM or ZADD elsewhere, as a later write does.
-            access.write.add(member: member, score: score, intoSortedSetNamed: key.name)
+            access.write.add(member: member, score: score, intoSortedSetNamed: key.name, expiry: expiry)
             if held == nil || (countsUpdates && held != score) { outcome.changed += 1 }
         }
     }

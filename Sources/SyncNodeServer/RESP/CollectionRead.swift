@@ -42,7 +42,7 @@ extension RESPService {
     func collectionRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let read = prepareCollectionRead(command, arguments, into: &writer) else { return }
         node.read { reader in
-            let other = KeyCounterChange.value(reader, read.key) != nil || KeyKind.of(reader, read.key).map { $0 != read.kind } ?? false
+            let other = KeyCounterChange.value(reader, read.key) != nil || KeyKind.holdsOther(than: read.kind, reader, read.key)
             guard !other else { return writer.error(KeySetChange.wrongType) }
             read.run(reader, { reader.entry($0)?.packedValue }, &writer)
         }

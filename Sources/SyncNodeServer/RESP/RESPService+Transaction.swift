@@ -160,7 +160,7 @@ extension RESPService {
                 case .get: if kind != nil { writer.error(KeySetChange.wrongType) } else { ValueMapping.reply(held?.value, into: &writer) }
                 case .type: writer.simpleString(kind?.typeName ?? Self.typeName(holding: held?.value))
                 default:
-                    Self.replyLifetime(command, expiringAt: kind != nil ? .some(nil) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
+                    Self.replyLifetime(command, expiringAt: kind != nil ? .some(KeyLifetime.instant(access, key)) : held.flatMap { $0.value == nil ? nil : .some($0.expiresAtMilliseconds) },
                                        now: access.nowMilliseconds, into: &writer)
                 }
             }

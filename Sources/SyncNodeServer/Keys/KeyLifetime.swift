@@ -1,0 +1,76 @@
+import Decide
+import DecideCore
+
+/// The lifetime of a set, hash or sorted set as a whole (EXPIRE of its key), as Redis gives
+/// one to a key of any kind (docs/operations.md, "Lifetimes of sets, hashes and sorted sets").
+///
+/// How: the lifetime is a marker element of the key's collection, id `FF 6C 01 00` (no JSON
+/// starts with 0xFF, and no kind reads it), value `1`, expiring at the key's instant; and every
+/// element of the key (a set's member, a hash's field, a sorted set's member) is written again
+/// to expire at that same instant, so on every node the key's elements and its marker expire
+/// together, by the expiry every entry already has. A later SADD, HSET or ZADD of the key, on a
+/// node that holds the marker, writes its elements to expire then too.
+///
+/// Each element is written as its kind writes it: a set's member gets a fresh dot (an insert,
+/// so a concurrent SREM elsewhere that had not seen it leaves the member in until the instant,
+/// as add-wins says), a field or sorted set member its value again (last-writer-wins). What a
+/// node adds concurrently with the EXPIRE, without having seen it, keeps no lifetime: an
+/// observed expiry, as a remove is observed.
+enum KeyLifetime {
+    /// The marker's element id.
+    static let element: [UInt8] = [0xFF, 0x6C, 0x01, 0x00]
+    static let value = PackedBytes(Array("1".utf8))
+
+    /// The marker key of plain key `key`.
+    static func marker(of key: StateKey) -> StateKey {
+        StateKey(name: key.name, element: element)
+    }
+
+    /// Whether stored key `key` is a lifetime marker (SCAN and KEYS skip it).
+    static func isMarker(_ key: StateKey) -> Bool {
+        key.elementCount == element.count && key.packedElement.withUnsafeBytes { $0.elementsEqual(element) }
+    }
+
+    /// When the set, hash or sorted set plain key `key` names expires, as `access` reads it:
+    /// nil when it has no lifetime.
+    static func instant(_ access: KeyAccess, _ key: StateKey) -> UInt64? {
+        guard access.read.holdsCompounds, let held = access.plainEntry(marker(of: key)), held.value != nil else { return nil }
+        return held.expiresAtMilliseconds
+    }
+
+    /// The expiry a new element of `key` (of kind `kind`) is written with: the key's lifetime
+    /// when it holds that kind now; none for a key that holds nothing (a stale marker, left by
+    /// a key emptied before its instant, is deleted: a new key starts without a lifetime, as
+    /// in Redis).
+    static func inherited(_ access: inout KeyAccess, _ key: StateKey, kind: KeyKind) -> WriteExpiry {
+        guard let instant = instant(access, key) else { return .never }
+        guard access.kind(key) == kind else {
+            access.set(nil, into: marker(of: key), resettingCounter: false)
+            return .never
+        }
+        return .at(milliseconds: instant)
+    }
+
+    /// Gives the set, hash or sorted set `key` (of kind `kind`) the lifetime `expiry` (`.never`:
+    /// none, PERSIST): the marker, and every element written again with it.
+    static func set(_ expiry: WriteExpiry, of key: StateKey, kind: KeyKind, _ access: inout KeyAccess) {
+        if expiry == .never {
+            access.set(nil, into: marker(of: key), resettingCounter: false)
+        } else {
+            access.set(value, into: marker(of: key), expiry: expiry, resettingCounter: false)
+        }
+        let name = key.name
+        switch kind {
+        case .set:
+            for member in access.read.members(ofSetNamed: name) { access.write.insert(member: member, intoSetNamed: name, expiry: expiry) }
+        case .hash:
+            for (field, value) in access.read.fields(ofHashNamed: name) {
+                access.set(value, into: field, expiry: expiry, resettingCounter: false)
+            }
+        case .sortedSet:
+            for item in access.read.scoredMembers(ofSortedSetNamed: name) {
+                access.write.add(member: item.member, score: item.score, intoSortedSetNamed: name, expiry: expiry)
+            }
+        }
+    }
+}
