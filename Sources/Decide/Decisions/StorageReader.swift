@@ -101,7 +101,7 @@ public struct StorageReader {
     package func storesElements(ofCollectionNamed name: String, countingThisDecision: Bool) -> Bool {
         transaction.open { transaction in
             transaction.core.elementCount(ofCollectionNamed: name) > 0
-                || (countingThisDecision && transaction.pending.writes.contains { $0.key.elementCount != 0 && $0.key.name == name })
+                || (countingThisDecision && transaction.pending.containsElementWrite(ofCollectionNamed: name))
         }
     }
 

@@ -177,8 +177,9 @@ public struct StorageWriter {
     }
 
     /// Changes the counter named `name` (a front end's, with no Swift type), as
-    /// `callAsFunction(_:into:)` does.
-    package func change(_ change: CounterChange, counterNamed name: String) {
+    /// `callAsFunction(_:into:)` does; its total after the change (read once, not again).
+    @discardableResult
+    package func change(_ change: CounterChange, counterNamed name: String) -> Int64 {
         transaction.open { $0.change(change, counterNamed: name) }
     }
 

@@ -14,9 +14,10 @@ extension Transaction {
             guard let bytes = entry.packedValue, core.isVisible(entry, now: now) else { continue }
             present.append((key, bytes, entry.version, nil))
         }
-        for write in pending.writes {
-            guard write.key.elementCount != 0, write.key.name == name, let bytes = write.value else { continue }
-            present.append((write.key, bytes, nil, write.decoded))
+        let writes = pending.writes
+        pending.forEachElementWrite(ofCollectionNamed: name) { index in
+            guard let bytes = writes[index].value else { return }
+            present.append((writes[index].key, bytes, nil, writes[index].decoded))
         }
         return present
     }
@@ -30,10 +31,14 @@ extension Transaction {
             guard let bytes = entry.packedValue, core.isVisible(entry, now: now) else { continue }
             present.append((key, bytes))
         }
-        for write in pending.writes {
-            guard write.key.elementCount >= group.count, write.key.name == name, let bytes = write.value,
-                  write.key.element.starts(with: group) else { continue }
-            present.append((write.key, bytes))
+        // A large decision that wrote no element of this group's kind (a run of SADDs, read for
+        // a counter of the set's name): its writes need no look.
+        guard group.count < 2 || !pending.writesNoElement(ofCollectionNamed: name, kind: group[1]) else { return present }
+        let writes = pending.writes
+        pending.forEachElementWrite(ofCollectionNamed: name) { index in
+            guard writes[index].key.elementCount >= group.count, let bytes = writes[index].value,
+                  writes[index].key.packedElement.withUnsafeBytes({ $0.starts(with: group) }) else { return }
+            present.append((writes[index].key, bytes))
         }
         return present
     }

@@ -28,8 +28,9 @@ extension Transaction {
     }
 
     /// Applies `change` to this process's slot of the counter named `name`, or aborts the
-    /// decision with why.
-    func change(_ change: CounterChange, counterNamed name: String) {
+    /// decision with why; the total after it.
+    @discardableResult
+    func change(_ change: CounterChange, counterNamed name: String) -> Int64 {
         apply(change, to: CounterName(name))
     }
 
@@ -60,7 +61,9 @@ extension Transaction {
         }
     }
 
-    private func apply(_ change: CounterChange, to counter: CounterName) {
+    /// The total after the change (the total before, when the decision fails).
+    @discardableResult
+    private func apply(_ change: CounterChange, to counter: CounterName) -> Int64 {
         let ownKey = ownSlot(of: counter)
         let view = counterView(counter, own: ownKey)
         // The change as an amount (Int64.min's magnitude fits UInt64).
@@ -69,34 +72,35 @@ extension Transaction {
         case .decrement(let amount): (amount < 0, amount.magnitude)
         case .reset: (view.total < 0, view.total.magnitude)
         }
-        guard magnitude > 0 else { return }
+        guard magnitude > 0 else { return view.total }
         let target = Int128(view.total) + (adds ? Int128(magnitude) : -Int128(magnitude))
         guard target >= Int128(Int64.min), target <= Int128(Int64.max) else {
             failure = failure ?? "counter \(counter.name): \(change) would take its total \(view.total) outside Int64"
-            return
+            return view.total
         }
         var (increments, decrements) = view.own
         let limit = UInt64(Int64.max)
         if adds {
             guard increments <= limit - magnitude else {
                 failure = failure ?? "counter \(counter.name): this node's increments would pass 2^63 in its slot"
-                return
+                return view.total
             }
             increments += magnitude
         } else {
             guard decrements <= limit - magnitude else {
                 failure = failure ?? "counter \(counter.name): this node's decrements would pass 2^63 in its slot"
-                return
+                return view.total
             }
             decrements += magnitude
         }
         if !view.ownExists && view.slots >= core.maxCounterSlots {
             failure = failure ?? "counter \(counter.name) has \(view.slots) slots (one per node process that changed it), the most maxCounterSlots \(core.maxCounterSlots) allows"
-            return
+            return view.total
         }
         core.counterSlotsWritten.insert(counter.name)
         core.compoundPresence.noteWritten()
         store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
+        return Int64(target)
     }
 
     /// This process's slot of `counter`, to write. A slot of this incarnation that this process

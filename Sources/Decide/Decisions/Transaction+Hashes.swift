@@ -19,7 +19,8 @@ extension Transaction {
     /// them for a hash emptied but not yet collected).
     func hasFields(ofHashNamed name: String) -> Bool {
         guard mayHoldFields(name) else { return false }
-        if pending.writes.contains(where: { $0.value != nil && $0.key.elementCount != 0 && $0.key.name == name && !CompoundPresence.isCompound($0.key) }) {
+        let writes = pending.writes
+        if pending.writesElement(ofCollectionNamed: name, kind: nil, where: { writes[$0].value != nil }) {
             return true
         }
         let now = now
@@ -40,6 +41,6 @@ extension Transaction {
     /// False when no plain element of `name` is stored or written in this decision.
     private func mayHoldFields(_ name: String) -> Bool {
         core.plainElementCount(ofCollectionNamed: name) > 0
-            || pending.writes.contains { $0.key.elementCount != 0 && $0.key.name == name && !CompoundPresence.isCompound($0.key) }
+            || pending.writesElement(ofCollectionNamed: name, kind: nil)
     }
 }

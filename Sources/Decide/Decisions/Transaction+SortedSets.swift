@@ -35,7 +35,8 @@ extension Transaction {
     /// collected).
     func hasScoredMembers(ofSortedSetNamed name: String) -> Bool {
         guard mayHoldScoredMembers(name) else { return false }
-        for write in pending.writes where write.key.name == name && write.value != nil && SortedSetMember.member(of: write.key) != nil {
+        let writes = pending.writes
+        if pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind, where: { writes[$0].value != nil }) {
             return true
         }
         let now = now
@@ -112,6 +113,6 @@ extension Transaction {
     /// False when the collection `name` stores no sorted set member and this decision wrote none.
     private func mayHoldScoredMembers(_ name: String) -> Bool {
         core.scoredMemberCount(ofCollectionNamed: name) > 0
-            || pending.writes.contains { $0.key.name == name && SortedSetMember.member(of: $0.key) != nil }
+            || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind)
     }
 }

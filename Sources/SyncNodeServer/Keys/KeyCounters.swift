@@ -67,7 +67,6 @@ struct KeyCounterChange: Sendable {
             }
             access.set(nil, into: key, resettingCounter: false)
         }
-        access.write.change(.increment(by: amount), counterNamed: key.name)
-        outcome.total = access.read.counterTotal(named: key.name)
+        outcome.total = access.write.change(.increment(by: amount), counterNamed: key.name)
     }
 }
