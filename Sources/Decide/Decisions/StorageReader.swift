@@ -110,6 +110,12 @@ public struct StorageReader {
         transaction.open { $0.hasFields(ofHashNamed: name) }
     }
 
+    /// Which of a set, a hash and a sorted set the collection named `name` may hold (one
+    /// lookup; true means "look": `hasMembers`, `hasFields`, `hasScoredMembers` answer).
+    package func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
+        transaction.open { $0.mayHoldKinds(ofCollectionNamed: name) }
+    }
+
     /// Whether this node's table ever held a counter slot or set dot (this decision's
     /// included): until then a front end skips its counter and set checks.
     package var holdsCompounds: Bool {

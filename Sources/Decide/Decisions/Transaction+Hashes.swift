@@ -38,6 +38,16 @@ extension Transaction {
         return fields.count
     }
 
+    /// Which kinds laid out on collection `name` may hold a live element, this decision's
+    /// writes applied, from one lookup of the name: the cheap first look a front end takes
+    /// before `hasMembers`, `hasFields` or `hasScoredMembers` (each O(elements tried)).
+    func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
+        let stored = core.storedKinds(ofCollectionNamed: name)
+        return (stored.setMembers > 0 || !(insertedDots[name]?.isEmpty ?? true),
+                stored.plain > 0 || pending.writesElement(ofCollectionNamed: name, kind: nil),
+                stored.scoredMembers > 0 || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind))
+    }
+
     /// False when no plain element of `name` is stored or written in this decision.
     private func mayHoldFields(_ name: String) -> Bool {
         core.plainElementCount(ofCollectionNamed: name) > 0

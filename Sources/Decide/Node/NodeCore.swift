@@ -372,6 +372,11 @@ final class NodeCore: @unchecked Sendable {
         withTable { $0.pointee.inPlacePlainElementCount(ofCollectionNamed: name) }
     }
 
+    /// `EntryTable.storedKinds(ofCollectionNamed:)`.
+    func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
+        withTable { $0.pointee.inPlaceStoredKinds(ofCollectionNamed: name) }
+    }
+
     /// `EntryTable.scoredMemberCount(ofCollectionNamed:)`.
     func scoredMemberCount(ofCollectionNamed name: String) -> Int {
         withTable { $0.pointee.inPlaceScoredMemberCount(ofCollectionNamed: name) }
@@ -419,6 +424,10 @@ private extension EntryTable {
     mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
 
     mutating func inPlaceScoredMemberCount(ofCollectionNamed name: String) -> Int { scoredMemberCount(ofCollectionNamed: name) }
+
+    mutating func inPlaceStoredKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
+        storedKinds(ofCollectionNamed: name)
+    }
 
     mutating func inPlaceElementCount(ofCollectionNamed name: String) -> Int { elementCount(ofCollectionNamed: name) }
 

@@ -1045,6 +1045,14 @@ package struct EntryTable: Sendable {
         return names[Int(number)].members.count - (compoundCounts[number] ?? 0)
     }
 
+    /// What the collection named `name` stores, from one lookup of the name: how many plain
+    /// elements, set members (dot groups) and sorted set members, tombstones included. A front
+    /// end tells the kinds a key may hold from it without three lookups. O(1).
+    public func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
+        guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return (0, 0, 0) }
+        return (names[Int(number)].members.count - (compoundCounts[number] ?? 0), groupCounts[number] ?? 0, scoredMemberCounts[number] ?? 0)
+    }
+
     /// How many sorted set members (live or tombstones) the collection named `name` stores. O(1).
     public func scoredMemberCount(ofCollectionNamed name: String) -> Int {
         guard !scoredMemberCounts.isEmpty, let number = nameNumbers[name] else { return 0 }

@@ -22,9 +22,10 @@ enum KeyKind: Equatable {
     /// sorted set.
     static func of(_ read: StorageReader, _ key: StateKey) -> KeyKind? {
         guard key.elementCount == 0 else { return nil }
-        if KeySetChange.holdsSet(read, key) { return .set }
-        if KeyHashChange.holdsHash(read, key) { return .hash }
-        if read.holdsCompounds && read.hasScoredMembers(ofSortedSetNamed: key.name) { return .sortedSet }
+        let may = read.mayHoldKinds(ofCollectionNamed: key.name)
+        if may.set, read.hasMembers(ofSetNamed: key.name) { return .set }
+        if may.hash, read.hasFields(ofHashNamed: key.name) { return .hash }
+        if may.sortedSet, read.hasScoredMembers(ofSortedSetNamed: key.name) { return .sortedSet }
         return nil
     }
 
@@ -41,9 +42,10 @@ enum KeyKind: Equatable {
     /// is one.
     static func holdsOther(than kind: KeyKind, _ read: StorageReader, _ key: StateKey) -> Bool {
         guard key.elementCount == 0 else { return false }
-        if kind != .set, KeySetChange.holdsSet(read, key) { return true }
-        if kind != .hash, KeyHashChange.holdsHash(read, key) { return true }
-        if kind != .sortedSet, read.holdsCompounds, read.hasScoredMembers(ofSortedSetNamed: key.name) { return true }
+        let may = read.mayHoldKinds(ofCollectionNamed: key.name)
+        if kind != .set, may.set, read.hasMembers(ofSetNamed: key.name) { return true }
+        if kind != .hash, may.hash, read.hasFields(ofHashNamed: key.name) { return true }
+        if kind != .sortedSet, may.sortedSet, read.hasScoredMembers(ofSortedSetNamed: key.name) { return true }
         return false
     }
 }
