@@ -46,6 +46,14 @@ def eventually(predicate, seconds=10.0):
     return predicate()
 
 
+def at_once(*threads):
+    """Starts every thread, then waits for all of them: writers on two peers at the same time."""
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def connect(address, protocol=2):
     host, port = address.rsplit(":", 1)
     return redis.Redis(host=host, port=int(port), protocol=protocol, socket_timeout=10)
@@ -193,10 +201,7 @@ def main():
     replies_a, replies_b = [], []
     threads = [threading.Thread(target=limiter, args=(sys.argv[1], 500, replies_a)) for _ in range(4)]
     threads += [threading.Thread(target=limiter, args=(sys.argv[2], 500, replies_b)) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once(*threads)
     check("4,000 INCRs from 8 threads on A and B all answer an integer",
           len(replies_a) + len(replies_b) == 4000 and all(isinstance(r, int) for r in replies_a + replies_b))
     check("A reads the exact total of every INCR on A and B", eventually(lambda: a.get("py:limit") == b"4000"), repr(a.get("py:limit")))
@@ -205,11 +210,7 @@ def main():
     # A number SET once, then taken over by INCRBY on both peers at once, counts once.
     a.set("py:quota", "100")
     check("B sees the quota", eventually(lambda: b.get("py:quota") == b"100"))
-    both = [threading.Thread(target=lambda address=address: connect(address).decrby("py:quota", 10)) for address in sys.argv[1:3]]
-    for thread in both:
-        thread.start()
-    for thread in both:
-        thread.join()
+    at_once(*[threading.Thread(target=lambda address=address: connect(address).decrby("py:quota", 10)) for address in sys.argv[1:3]])
     check("two DECRBY 10 of a SET 100 on A and B at once leave 80 on both",
           eventually(lambda: a.get("py:quota") == b"80" and b.get("py:quota") == b"80"), f"{a.get('py:quota')!r} {b.get('py:quota')!r}")
     check("DEL of a counter on A removes it on B", a.delete("py:limit") == 1 and eventually(lambda: b.get("py:limit") is None))
@@ -232,11 +233,7 @@ def main():
         for index in range(0, 200, 2):
             client.sadd("py:online", users[index], f"new{index}")
 
-    both = [threading.Thread(target=remover), threading.Thread(target=adder)]
-    for thread in both:
-        thread.start()
-    for thread in both:
-        thread.join()
+    at_once(*[threading.Thread(target=remover), threading.Thread(target=adder)])
     new = {f"new{i}".encode() for i in range(0, 200, 2)}
     allowed = new | {users[i].encode() for i in range(0, 200, 2)}
     check("after concurrent SREM on A and SADD on B, both peers hold the same members",
@@ -254,11 +251,7 @@ def main():
         for index in range(100):
             client.hset("py:session", mapping={f"{prefix}{index}": str(index), "shared": prefix})
 
-    both = [threading.Thread(target=session_writer, args=(sys.argv[1], "a")), threading.Thread(target=session_writer, args=(sys.argv[2], "b"))]
-    for thread in both:
-        thread.start()
-    for thread in both:
-        thread.join()
+    at_once(*[threading.Thread(target=session_writer, args=(sys.argv[1], "a")), threading.Thread(target=session_writer, args=(sys.argv[2], "b"))])
     check("a session hash written field by field on A and B at once keeps all 201 fields on both",
           eventually(lambda: a.hlen("py:session") == 201 and b.hlen("py:session") == 201), f"A {a.hlen('py:session')}, B {b.hlen('py:session')}")
     check("HGETALL reads the same on both, the shared field included", eventually(lambda: a.hgetall("py:session") == b.hgetall("py:session")))
@@ -274,11 +267,7 @@ def main():
         for index in range(parity, 200, 2):
             client.zadd("py:board", {f"player{index}": index, "champion": 1000 + parity})
 
-    both = [threading.Thread(target=scorer, args=(sys.argv[1], 1)), threading.Thread(target=scorer, args=(sys.argv[2], 0))]
-    for thread in both:
-        thread.start()
-    for thread in both:
-        thread.join()
+    at_once(*[threading.Thread(target=scorer, args=(sys.argv[1], 1)), threading.Thread(target=scorer, args=(sys.argv[2], 0))])
     check("a leaderboard scored on A and B at once keeps all 201 members on both",
           eventually(lambda: a.zcard("py:board") == 201 and b.zcard("py:board") == 201), f"A {a.zcard('py:board')}, B {b.zcard('py:board')}")
     check("ZRANGE WITHSCORES reads the same on both, champion included",

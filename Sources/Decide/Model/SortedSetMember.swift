@@ -3,7 +3,7 @@ import DecideCore
 /// The layout of one member of a `SortedSetState` (docs/replication.md, "Sorted set members"):
 /// an element of the set's collection whose id is `FF 7A 01` and the member's JSON, whose value
 /// is the score as a JSON number. It has no `ElementGroup`: one record per member, found by
-/// its key.
+/// its key (docs/design/0003-sorted-sets.md).
 package enum SortedSetMember {
     static let tag: [UInt8] = [0xFF, ElementGroup.scoredMemberKind, 0x01]
 

@@ -2,7 +2,8 @@ import Decide
 import DecideCore
 
 /// The lifetime of a set, hash or sorted set as a whole (EXPIRE of its key), as Redis gives
-/// one to a key of any kind (docs/operations.md, "Lifetimes of sets, hashes and sorted sets").
+/// one to a key of any kind (docs/operations.md, "Lifetimes of sets, hashes and sorted sets";
+/// why this technique: docs/design/0004-collection-lifetimes.md).
 ///
 /// How: the lifetime is a marker element of the key's collection, id `FF 6C 01 00` (no JSON
 /// starts with 0xFF, and no kind reads it), value `1`, expiring at the key's instant; and every
