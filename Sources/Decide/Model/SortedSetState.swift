@@ -39,9 +39,12 @@ public enum SortedSetChange<Member: Codable & Sendable & Hashable>: Sendable {
 
 /// One member of a `SortedSetState` and its score, as a read returns them in order.
 public struct ScoredMember<Member: Sendable & Hashable>: Sendable, Hashable {
+    /// The member, decoded from its JSON.
     public let member: Member
+    /// Its score: finite, never -0 (stored as 0).
     public let score: Double
 
+    /// `member` with `score` (what a test states, or compares a read with).
     public init(_ member: Member, score: Double) {
         self.member = member
         self.score = score
