@@ -32,12 +32,6 @@ struct KeyHashChange: Sendable {
         KeySetChange.member(bytes)
     }
 
-    /// Whether plain key `key` names a hash with a live field, as `read` sees it (O(1) for a
-    /// name with no plain element stored).
-    static func holdsHash(_ read: StorageReader, _ key: StateKey) -> Bool {
-        key.elementCount == 0 && read.hasFields(ofHashNamed: key.name)
-    }
-
     /// Runs the change through `access`. It may run twice, the first time in a batch the node
     /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {

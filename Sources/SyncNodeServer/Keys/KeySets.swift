@@ -35,12 +35,6 @@ struct KeySetChange: Sendable {
         bytes.withUnsafeBytes { raw in ValueMapping.isUTF8(raw) ? ValueCoding.quoted(raw) : nil }
     }
 
-    /// Whether plain key `key` names a set with members, as `read` sees it (O(1) on a node that
-    /// never held a set or counter).
-    static func holdsSet(_ read: StorageReader, _ key: StateKey) -> Bool {
-        key.elementCount == 0 && read.holdsCompounds && read.hasMembers(ofSetNamed: key.name)
-    }
-
     /// Runs the change through `access`. It may run twice, the first time in a batch the node
     /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {
