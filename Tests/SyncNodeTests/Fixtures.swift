@@ -433,6 +433,19 @@ func withPeer(_ id: String, peers: [String] = [], adminPassword: [UInt8]? = nil,
     await peer.stop()
 }
 
+/// Sends `onA`'s requests (raw RESP, each piece any number of commands) to peer `a` and `onB`'s
+/// to `b` at once, each pipelined whole, then reads every reply of both: two peers written at
+/// the same moment.
+func pipelineOnBoth(_ a: TestPeer, _ onA: [String], _ b: TestPeer, _ onB: [String]) throws {
+    let clientA = try a.client(), clientB = try b.client()
+    let raw = (onA.joined(), onB.joined())
+    try clientA.send(raw: raw.0)
+    try clientB.send(raw: raw.1)
+    let count = { (text: String) in text.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count }
+    for _ in 0..<count(raw.0) { _ = try clientA.reply() }
+    for _ in 0..<count(raw.1) { _ = try clientB.reply() }
+}
+
 /// Runs `body` with two linked peers (`startPair`), and stops them after.
 func withPair(_ body: (TestPeer, TestPeer) async throws -> Void) async throws {
     let (a, b) = try await startPair()

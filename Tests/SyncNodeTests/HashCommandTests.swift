@@ -126,13 +126,8 @@ extension SyncNodeTests {
         /// every field, and a field both write ends the same on both.
         @Test func fieldsWrittenOnTwoPeersAtOnceAreAllKept() async throws {
             try await withPair { a, b in
-                let onA = try a.client(), onB = try b.client()
-                try onA.send(raw: (0..<200).map { "HSET session a\($0) \($0)\r\nHSET session both from-a\r\n" }.joined())
-                try onB.send(raw: (0..<200).map { "HSET session b\($0) \($0)\r\nHSET session both from-b\r\n" }.joined())
-                for _ in 0..<400 {
-                    _ = try onA.reply()
-                    _ = try onB.reply()
-                }
+                try pipelineOnBoth(a, (0..<200).map { "HSET session a\($0) \($0)\r\nHSET session both from-a\r\n" },
+                                   b, (0..<200).map { "HSET session b\($0) \($0)\r\nHSET session both from-b\r\n" })
                 let settled = try await eventually(20) {
                     try a.client().call("HLEN", "session") == .integer(401) && b.client().call("HLEN", "session") == .integer(401)
                         && a.client().call("HGET", "session", "both") == b.client().call("HGET", "session", "both")

@@ -167,13 +167,8 @@ extension SyncNodeTests {
         /// both score ends with the same score on both.
         @Test func membersScoredOnTwoPeersAtOnceAreAllKept() async throws {
             try await withPair { a, b in
-                let onA = try a.client(), onB = try b.client()
-                try onA.send(raw: (0..<200).map { "ZADD board \($0) a\($0)\r\nZADD board 1 both\r\n" }.joined())
-                try onB.send(raw: (0..<200).map { "ZADD board \($0) b\($0)\r\nZADD board 2 both\r\n" }.joined())
-                for _ in 0..<400 {
-                    _ = try onA.reply()
-                    _ = try onB.reply()
-                }
+                try pipelineOnBoth(a, (0..<200).map { "ZADD board \($0) a\($0)\r\nZADD board 1 both\r\n" },
+                                   b, (0..<200).map { "ZADD board \($0) b\($0)\r\nZADD board 2 both\r\n" })
                 let settled = try await eventually(20) {
                     try a.client().call("ZCARD", "board") == .integer(401) && b.client().call("ZCARD", "board") == .integer(401)
                         && a.client().call("ZRANGE", "board", "0", "-1", "WITHSCORES") == b.client().call("ZRANGE", "board", "0", "-1", "WITHSCORES")
