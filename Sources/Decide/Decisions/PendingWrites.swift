@@ -279,7 +279,9 @@ struct ElementWrites {
     /// A compound kind byte outside 64 ..< 128 was written (a peer's, say): every kind may be.
     var otherKinds = false
 
-    mutating func note(_ key: StateKey) {
+    /// Adds the write of `key` at `position`.
+    mutating func note(_ key: StateKey, at position: Int) {
+        positions.append(Int32(position))
         guard CompoundPresence.isCompound(key) else {
             plain = true
             return
@@ -339,17 +341,11 @@ extension PendingWrites {
     }
 
     /// Calls `body` with the position of each write of an element of collection `name`, in
-    /// order, reading each key in place (see `containsElementWrite`); in a large decision from
-    /// the positions kept by name.
+    /// order (`containsElementWrite`'s walk, never stopped).
     func forEachElementWrite(ofCollectionNamed name: String, _ body: (Int) -> Void) {
-        if storage.count > Self.linearSearchLimit {
-            for position in storage.elementPositions[name]?.positions ?? [] { body(Int(position)) }
-            return
-        }
-        let base = storage.base
-        for index in 0..<storage.count {
-            let key = PendingWrite.key(in: base + index)
-            if key.pointee.elementCount != 0, key.pointee.name == name { body(index) }
+        _ = containsElementWrite(ofCollectionNamed: name) { position in
+            body(position)
+            return false
         }
     }
 
@@ -357,8 +353,7 @@ extension PendingWrites {
     fileprivate func noteElementWrite(at position: Int) {
         let key = PendingWrite.key(in: storage.base + position)
         guard key.pointee.elementCount != 0 else { return }
-        storage.elementPositions[key.pointee.name, default: ElementWrites()].positions.append(Int32(position))
-        storage.elementPositions[key.pointee.name]!.note(key.pointee)
+        storage.elementPositions[key.pointee.name, default: ElementWrites()].note(key.pointee, at: position)
     }
 }
 

@@ -22,6 +22,28 @@ extension Transaction {
         return present
     }
 
+    /// Which kinds laid out on collection `name` may hold a live element, this decision's
+    /// writes applied, from one lookup of the name: the cheap first look a front end takes
+    /// before `hasMembers`, `hasFields` or `hasScoredMembers` (each O(elements tried)).
+    func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
+        let stored = core.storedKinds(ofCollectionNamed: name)
+        return (stored.setMembers > 0 || !(insertedDots[name]?.isEmpty ?? true),
+                stored.plain > 0 || pending.writesElement(ofCollectionNamed: name, kind: nil),
+                stored.scoredMembers > 0 || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind))
+    }
+
+    /// Whether a stored element of the collection named `name` whose key passes `isKind` holds
+    /// a value now and this decision did not delete it, tried in no particular order until one
+    /// does: what "does this set / hash / sorted set have a member" asks of the table once this
+    /// decision's own writes were looked at. O(elements tried).
+    func containsLiveElement(ofCollectionNamed name: String, where isKind: (StateKey) -> Bool) -> Bool {
+        let now = now
+        return core.containsElement(ofCollectionNamed: name) { key, entry in
+            entry.packedValue != nil && isKind(key) && core.isVisible(entry, now: now)
+                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
+        }
+    }
+
     /// `presentElements(named:)` of the elements in `group`'s group only (`ElementGroup`: one
     /// member's dots, or a counter's slots of one kind): O(elements of the group, and of this
     /// decision's writes).

@@ -23,11 +23,7 @@ extension Transaction {
         if pending.writesElement(ofCollectionNamed: name, kind: nil, where: { writes[$0].value != nil }) {
             return true
         }
-        let now = now
-        return core.containsElement(ofCollectionNamed: name) { key, entry in
-            entry.packedValue != nil && !CompoundPresence.isCompound(key) && core.isVisible(entry, now: now)
-                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
-        }
+        return containsLiveElement(ofCollectionNamed: name) { !CompoundPresence.isCompound($0) }
     }
 
     /// Deletes every live field of the hash named `name`; how many there were.
@@ -36,16 +32,6 @@ extension Transaction {
         let fields = fields(ofHashNamed: name)
         for field in fields { store(field.field, nil, decoded: nil) }
         return fields.count
-    }
-
-    /// Which kinds laid out on collection `name` may hold a live element, this decision's
-    /// writes applied, from one lookup of the name: the cheap first look a front end takes
-    /// before `hasMembers`, `hasFields` or `hasScoredMembers` (each O(elements tried)).
-    func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
-        let stored = core.storedKinds(ofCollectionNamed: name)
-        return (stored.setMembers > 0 || !(insertedDots[name]?.isEmpty ?? true),
-                stored.plain > 0 || pending.writesElement(ofCollectionNamed: name, kind: nil),
-                stored.scoredMembers > 0 || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind))
     }
 
     /// False when no plain element of `name` is stored or written in this decision.

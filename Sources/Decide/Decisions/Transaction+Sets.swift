@@ -48,11 +48,7 @@ extension Transaction {
             return true
         }
         guard core.groupCount(ofCollectionNamed: name) > 0 else { return false }
-        let now = now
-        return core.containsElement(ofCollectionNamed: name) { key, entry in
-            entry.packedValue != nil && SetDot.member(of: key) != nil && core.isVisible(entry, now: now)
-                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
-        }
+        return containsLiveElement(ofCollectionNamed: name) { SetDot.member(of: $0) != nil }
     }
 
     /// Whether `member` (its JSON) is in the set named `name`. O(dots of the member).
@@ -87,9 +83,9 @@ extension Transaction {
             return false
         }
         if seen.isEmpty, !stored {
-            let stored = core.groupCount(ofCollectionNamed: name) + (insertedDots[name]?.count ?? 0)
-            if stored >= core.maxSetMembers {
-                failure = failure ?? "set \(name) stores \(stored) members (removed ones count until their tombstones are collected), the most maxSetMembers \(core.maxSetMembers) allows"
+            let members = core.groupCount(ofCollectionNamed: name) + (insertedDots[name]?.count ?? 0)
+            if members >= core.maxSetMembers {
+                failure = failure ?? "set \(name) stores \(members) members (removed ones count until their tombstones are collected), the most maxSetMembers \(core.maxSetMembers) allows"
                 return false
             }
         }

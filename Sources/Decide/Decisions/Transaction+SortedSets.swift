@@ -39,11 +39,7 @@ extension Transaction {
         if pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind, where: { writes[$0].value != nil }) {
             return true
         }
-        let now = now
-        return core.containsElement(ofCollectionNamed: name) { key, entry in
-            entry.packedValue != nil && SortedSetMember.member(of: key) != nil && core.isVisible(entry, now: now)
-                && pending.position(of: key).map { pending.writes[$0].value != nil } ?? true
-        }
+        return containsLiveElement(ofCollectionNamed: name) { SortedSetMember.member(of: $0) != nil }
     }
 
     func scoredMembers<Z: SortedSetState>(_ set: Z.Type) -> [ScoredMember<Z.Member>] {
