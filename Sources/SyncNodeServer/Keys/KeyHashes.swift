@@ -26,12 +26,6 @@ struct KeyHashChange: Sendable {
     var onlyAbsent = false
     let outcome = Outcome()
 
-    /// The element id of a client's field string (a JSON string of its text), or nil for bytes
-    /// that are not UTF-8.
-    static func field(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
-        KeySetChange.member(bytes)
-    }
-
     /// Runs the change through `access`. It may run twice, the first time in a batch the node
     /// refused (`WriteBatch`): the outcome starts over each time.
     func apply(_ access: inout KeyAccess) {

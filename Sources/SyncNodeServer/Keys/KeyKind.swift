@@ -21,12 +21,7 @@ enum KeyKind: Equatable {
     /// for none or for a key with an element. O(1) for a name that never stored a set, hash or
     /// sorted set.
     static func of(_ read: StorageReader, _ key: StateKey) -> KeyKind? {
-        guard key.elementCount == 0 else { return nil }
-        let may = read.mayHoldKinds(ofCollectionNamed: key.name)
-        if may.set, read.hasMembers(ofSetNamed: key.name) { return .set }
-        if may.hash, read.hasFields(ofHashNamed: key.name) { return .hash }
-        if may.sortedSet, read.hasScoredMembers(ofSortedSetNamed: key.name) { return .sortedSet }
-        return nil
+        first(read, key, skipping: nil)
     }
 
     /// Whether plain key `key` holds, as `access` reads it, a kind other than `kind`: a string
@@ -41,11 +36,17 @@ enum KeyKind: Equatable {
     /// Only the other kinds are looked for: a command on a large hash does not test whether it
     /// is one.
     static func holdsOther(than kind: KeyKind, _ read: StorageReader, _ key: StateKey) -> Bool {
-        guard key.elementCount == 0 else { return false }
+        first(read, key, skipping: kind) != nil
+    }
+
+    /// The first kind plain key `key` names, `skipped` left unlooked-for: one lookup of the
+    /// name says which kinds may be there, and only those are checked for a live element.
+    private static func first(_ read: StorageReader, _ key: StateKey, skipping skipped: KeyKind?) -> KeyKind? {
+        guard key.elementCount == 0 else { return nil }
         let may = read.mayHoldKinds(ofCollectionNamed: key.name)
-        if kind != .set, may.set, read.hasMembers(ofSetNamed: key.name) { return true }
-        if kind != .hash, may.hash, read.hasFields(ofHashNamed: key.name) { return true }
-        if kind != .sortedSet, may.sortedSet, read.hasScoredMembers(ofSortedSetNamed: key.name) { return true }
-        return false
+        if skipped != .set, may.set, read.hasMembers(ofSetNamed: key.name) { return .set }
+        if skipped != .hash, may.hash, read.hasFields(ofHashNamed: key.name) { return .hash }
+        if skipped != .sortedSet, may.sortedSet, read.hasScoredMembers(ofSortedSetNamed: key.name) { return .sortedSet }
+        return nil
     }
 }

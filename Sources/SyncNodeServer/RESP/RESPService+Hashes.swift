@@ -84,10 +84,6 @@ extension RESPService {
 
     /// A field as its element id, or nil (with the error written) when it is not UTF-8.
     private func hashField(_ argument: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
-        guard let field = KeyHashChange.field(argument) else {
-            writer.error("ERR hash field is not valid UTF-8: Decide stores a field as a JSON string, which holds text only")
-            return nil
-        }
-        return field
+        storedText(argument, refusal: "ERR hash field is not valid UTF-8: Decide stores a field as a JSON string, which holds text only", into: &writer)
     }
 }

@@ -53,7 +53,7 @@ extension RESPService {
         }
     }
 
-    /// The plain key a set or hash command names, or nil (with the error written).
+    /// The plain key a set, hash or sorted set command names, or nil (with the error written).
     func plainKey(_ command: RESPCommand, _ argument: ArraySlice<UInt8>, kind: String, into writer: inout RESPWriter) -> StateKey? {
         guard let key = key(argument, into: &writer) else { return nil }
         guard key.elementCount == 0 else {
@@ -63,16 +63,23 @@ extension RESPService {
         return key
     }
 
-    /// The members given, as stored (`KeySetChange.member`), or nil (with the error written)
-    /// at the first that is not UTF-8.
+    /// A set member, hash field or sorted set member as stored (a JSON string of its text,
+    /// `KeySetChange.member`), or nil with `refusal` written when it is not UTF-8.
+    func storedText(_ argument: ArraySlice<UInt8>, refusal: @autoclosure () -> String, into writer: inout RESPWriter) -> [UInt8]? {
+        guard let text = KeySetChange.member(argument) else {
+            writer.error(refusal())
+            return nil
+        }
+        return text
+    }
+
+    /// The members given, as stored, or nil (with the error written) at the first that is not UTF-8.
     private func setMembers(_ arguments: ArraySlice<ArraySlice<UInt8>>, into writer: inout RESPWriter) -> [[UInt8]]? {
         var members: [[UInt8]] = []
         members.reserveCapacity(arguments.count)
         for argument in arguments {
-            guard let member = KeySetChange.member(argument) else {
-                writer.error("ERR set member is not valid UTF-8: Decide stores members as JSON strings, which hold text only")
-                return nil
-            }
+            guard let member = storedText(argument, refusal: "ERR set member is not valid UTF-8: Decide stores members as JSON strings, which hold text only",
+                                          into: &writer) else { return nil }
             members.append(member)
         }
         return members

@@ -154,11 +154,7 @@ extension RESPService {
     /// A member as stored (a JSON string of its text), or nil (with the error written) when it
     /// is not UTF-8.
     private func sortedSetMember(_ argument: ArraySlice<UInt8>, into writer: inout RESPWriter) -> [UInt8]? {
-        guard let member = KeySetChange.member(argument) else {
-            writer.error("ERR sorted set member is not valid UTF-8: Decide stores members as JSON strings, which hold text only")
-            return nil
-        }
-        return member
+        storedText(argument, refusal: "ERR sorted set member is not valid UTF-8: Decide stores members as JSON strings, which hold text only", into: &writer)
     }
 
     /// A member's score as ZADD gives it, or nil (with the error written): not a number, or

@@ -362,18 +362,17 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     private func batchable(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> BatchedWrite? {
         guard let command = RESPCommand.named(arguments[0]) else { return nil }
         switch command {
-        case .set:
-            guard arguments.count == 3, refusal(of: .set, argumentCount: 3, session: session) == nil, !node.acknowledgesAfterDisk,
-                  let key = try? KeySyntax.parse(bytes: arguments[1]),
-                  let value = try? ValueMapping.stored(arguments[2]) else { return nil }
-            return .plainSet(key: key, value: value)
-        case .incr, .incrby, .decr, .decrby, .sadd, .srem, .hset, .hdel, .zadd, .zrem:
-            guard refusal(of: command, argumentCount: arguments.count, session: session) == nil, !node.acknowledgesAfterDisk else { return nil }
-            var scratch = RESPWriter(protocolVersion: session.protocolVersion)
-            return prepareWrite(command, arguments, into: &scratch).map { .prepared($0) }
-        default:
-            return nil
+        case .set: guard arguments.count == 3 else { return nil }
+        case .incr, .incrby, .decr, .decrby, .sadd, .srem, .hset, .hdel, .zadd, .zrem: break
+        default: return nil
         }
+        guard refusal(of: command, argumentCount: arguments.count, session: session) == nil, !node.acknowledgesAfterDisk else { return nil }
+        if command == .set {
+            guard let key = try? KeySyntax.parse(bytes: arguments[1]), let value = try? ValueMapping.stored(arguments[2]) else { return nil }
+            return .plainSet(key: key, value: value)
+        }
+        var scratch = RESPWriter(protocolVersion: session.protocolVersion)
+        return prepareWrite(command, arguments, into: &scratch).map { .prepared($0) }
     }
 
     /// Commits the writes waiting in `batch` as one decision and answers each, in order. When
