@@ -45,24 +45,24 @@ extension Transaction {
     }
 
     /// `presentElements(named:)` of the elements in `group`'s group only (`ElementGroup`: one
-    /// member's dots, or a counter's slots of one kind): O(elements of the group, and of this
-    /// decision's writes).
-    func presentElements(named name: String, inGroupOf group: [UInt8]) -> [(key: StateKey, bytes: PackedBytes)] {
-        var present: [(key: StateKey, bytes: PackedBytes)] = []
-        for (key, entry) in core.elements(ofCollectionNamed: name, inGroupOf: group) where pending.position(of: key) == nil {
-            guard let bytes = entry.packedValue, core.isVisible(entry, now: now) else { continue }
-            present.append((key, bytes))
+    /// member's dots, or a counter's slots of one kind), handed to `body` one by one with no
+    /// array built: the stored live elements first, then this decision's writes. O(live
+    /// elements of the group, and of this decision's writes).
+    func forEachPresentElement(named name: String, inGroupOf group: [UInt8], _ body: (StateKey, PackedBytes) -> Void) {
+        let now = now
+        core.forEachElement(ofCollectionNamed: name, inGroupOf: group) { key, entry in
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), pending.position(of: key) == nil else { return }
+            body(key, bytes)
         }
         // A large decision that wrote no element of this group's kind (a run of SADDs, read for
         // a counter of the set's name): its writes need no look.
-        guard group.count < 2 || !pending.writesNoElement(ofCollectionNamed: name, kind: group[1]) else { return present }
+        guard group.count < 2 || !pending.writesNoElement(ofCollectionNamed: name, kind: group[1]) else { return }
         let writes = pending.writes
         pending.forEachElementWrite(ofCollectionNamed: name) { index in
             guard writes[index].key.elementCount >= group.count, let bytes = writes[index].value,
                   writes[index].key.packedElement.withUnsafeBytes({ $0.starts(with: group) }) else { return }
-            present.append((writes[index].key, bytes))
+            body(writes[index].key, bytes)
         }
-        return present
     }
 
     func elements<C: CollectionState>(_ collection: C.Type) -> CollectionSnapshot<C> {

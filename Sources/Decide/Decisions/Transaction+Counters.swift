@@ -122,16 +122,18 @@ extension Transaction {
         var own: (UInt64, UInt64) = (0, 0)
         var ownExists = false
         var slots = 0
-        for item in presentElements(named: name, inGroupOf: CounterSlot.tag) + presentElements(named: name, inGroupOf: CounterSlot.baseTag) {
+        func add(_ key: StateKey, _ bytes: PackedBytes) {
             slots += 1
-            guard let sums = CounterSlot.sums(item.bytes) else { continue }
+            guard let sums = CounterSlot.sums(bytes) else { return }
             increments += UInt128(sums.increments)
             decrements += UInt128(sums.decrements)
-            if item.key == ownKey {
+            if key == ownKey {
                 own = sums
                 ownExists = true
             }
         }
+        forEachPresentElement(named: name, inGroupOf: CounterSlot.tag, add)
+        forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag, add)
         // Concurrent changes elsewhere can pass the bounds together: the total saturates.
         let total = Int64(clamping: Int128(increments) - Int128(decrements))
         return CounterView(total: total, own: own, slots: slots, ownExists: ownExists)

@@ -14,14 +14,14 @@ extension Transaction {
     /// a tombstone: a member the table already counts).
     private func storedDots(of member: [UInt8], inSetNamed name: String) -> (live: [StateKey], stored: Bool) {
         var live: [StateKey] = []
-        let stored = core.elements(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member))
-        for (key, entry) in stored where pending.position(of: key) == nil {
-            if entry.packedValue != nil, core.isVisible(entry, now: now) { live.append(key) }
+        let now = now
+        let stored = core.forEachElement(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)) { key, entry in
+            if core.isVisible(entry, now: now), pending.position(of: key) == nil { live.append(key) }
         }
         if let fresh = insertedDots[name]?[member], let index = pending.position(of: fresh), pending.writes[index].value != nil {
             live.append(fresh)
         }
-        return (live, !stored.isEmpty)
+        return (live, stored)
     }
 
     /// The JSON of every member of the set named `name`. O(dots of the set).

@@ -374,7 +374,7 @@ final class NodeCore: @unchecked Sendable {
 
     /// `EntryTable.storedKinds(ofCollectionNamed:)`.
     func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
-        withTable { $0.pointee.inPlaceStoredKinds(ofCollectionNamed: name) }
+        withTable { $0.pointee.storedKinds(ofCollectionNamed: name) }
     }
 
     /// `EntryTable.scoredMemberCount(ofCollectionNamed:)`.
@@ -384,13 +384,20 @@ final class NodeCore: @unchecked Sendable {
 
     /// `EntryTable.groupCount(ofCollectionNamed:)`.
     func groupCount(ofCollectionNamed name: String) -> Int {
-        withTable { $0.pointee.inPlaceGroupCount(ofCollectionNamed: name) }
+        withTable { $0.pointee.groupCount(ofCollectionNamed: name) }
     }
 
-    /// The stored elements of the collection named `name` in `element`'s group
+    /// The stored elements holding a value of the collection named `name` in `element`'s group
     /// (`EntryTable.elements(ofCollectionNamed:inGroupOf:)`), read in place.
     func elements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
-        withTable { $0.pointee.inPlaceElements(ofCollectionNamed: name, inGroupOf: element) }
+        withTable { $0.pointee.elements(ofCollectionNamed: name, inGroupOf: element) }
+    }
+
+    /// `EntryTable.forEachElement(ofCollectionNamed:inGroupOf:_:)`, read in place: the elements
+    /// holding a value of `element`'s group, and whether the group stores any record.
+    @discardableResult
+    func forEachElement(ofCollectionNamed name: String, inGroupOf element: [UInt8], _ body: (StateKey, Entry) -> Void) -> Bool {
+        withTable { $0.pointee.forEachElement(ofCollectionNamed: name, inGroupOf: element, body) }
     }
 
     /// One slice of a walk over every stored entry (`EntryTable.appendEntries`), appended to
@@ -419,24 +426,14 @@ private extension EntryTable {
         value(ofAtomicNamed: name, clock: now)
     }
 
-    mutating func inPlaceGroupCount(ofCollectionNamed name: String) -> Int { groupCount(ofCollectionNamed: name) }
-
     mutating func inPlacePlainElementCount(ofCollectionNamed name: String) -> Int { plainElementCount(ofCollectionNamed: name) }
 
     mutating func inPlaceScoredMemberCount(ofCollectionNamed name: String) -> Int { scoredMemberCount(ofCollectionNamed: name) }
-
-    mutating func inPlaceStoredKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
-        storedKinds(ofCollectionNamed: name)
-    }
 
     mutating func inPlaceElementCount(ofCollectionNamed name: String) -> Int { elementCount(ofCollectionNamed: name) }
 
     mutating func inPlaceContainsElement(ofCollectionNamed name: String, where predicate: (StateKey, Entry) -> Bool) -> Bool {
         containsElement(ofCollectionNamed: name, where: predicate)
-    }
-
-    mutating func inPlaceElements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
-        elements(ofCollectionNamed: name, inGroupOf: element)
     }
 
     mutating func inPlaceElements(ofCollectionNamed name: String) -> [(key: StateKey, entry: Entry)] {

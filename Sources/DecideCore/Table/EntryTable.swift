@@ -198,11 +198,13 @@ package struct EntryTable: Sendable {
     /// atomic record), so removing one is O(1) however large its collection.
     private var memberSlots = GrowingArray<UInt32>()
     private var nameNumbers: [String: UInt32] = [:]
-    /// The record numbers of each element group (`ElementGroup`: one member's dots of a set),
-    /// so a member's dots are found without a scan of its set. Keyed by name number and a
-    /// per-process-seeded hash of the group's bytes (a peer cannot aim ids at one entry); two
-    /// groups that share a hash share an entry, and `elements(ofCollectionNamed:inGroupOf:)`
-    /// compares the bytes.
+    /// The record numbers of each element group's values (`ElementGroup`: one member's dots of a
+    /// set), so a member's live dots are found without a scan of its set, and how many of the
+    /// group's records are tombstones (counted, not listed: a member inserted again and again
+    /// leaves one per insert until collection, and a walk over them cost 24 % of a run of
+    /// SADDs). Keyed by name number and a per-process-seeded hash of the group's bytes (a peer
+    /// cannot aim ids at one entry); two groups that share a hash share an entry, and
+    /// `forEachElement(ofCollectionNamed:inGroupOf:_:)` compares the bytes of what it lists.
     private var groups: [GroupID: GroupRecords] = [:]
     /// How many groups each name number has (absent: none).
     private var groupCounts: [UInt32: Int] = [:]
@@ -215,7 +217,8 @@ package struct EntryTable: Sendable {
     private var scoredMemberCounts: [UInt32: Int] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
-    /// The name number of the latest merge (runs of writes into one state skip `nameNumbers`).
+    /// The name number of the latest merge or grouped read (runs of writes into one state, and a
+    /// command's several reads of one key, skip hashing the name into `nameNumbers`).
     private var latestName: UInt32 = 0
     /// The node number of the latest merge: most merges carry the same node id as the one
     /// before (a node's own writes, a peer's batch), so they skip `nodeNumbers`.
@@ -340,7 +343,12 @@ package struct EntryTable: Sendable {
                 return .kept
             }
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
-            tally(isTombstone: records[position].value == nil, meta: oldMeta, node: oldNode, by: -1)
+            let wasTombstone = records[position].value == nil
+            tally(isTombstone: wasTombstone, meta: oldMeta, node: oldNode, by: -1)
+            if wasTombstone != isTombstone, records[position].name != Self.inlineName,
+               let group = groupID(name: records[position].name, keyBytes: records[position].keyBytes) {
+                groups[group]?.move(UInt32(position), toTombstones: isTombstone)
+            }
             let contribution = StateDigest.contribution(keyHash: key.stableHash, timestamp: timestamp, nodeHash: version.nodeHash,
                                                         value: value, expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
             let node = nodeNumber(of: version)
@@ -382,7 +390,9 @@ package struct EntryTable: Sendable {
                 if Self.isCompound(keyBytes) {
                     compoundCounts[name, default: 0] += 1
                     if Self.isScoredMember(keyBytes) { scoredMemberCounts[name, default: 0] += 1 }
-                    if let group = groupID(name: name, keyBytes: keyBytes) { joinGroup(group, number: number, counted: Self.isSetDot(keyBytes)) }
+                    if let group = groupID(name: name, keyBytes: keyBytes) {
+                        joinGroup(group, number: number, tombstone: isTombstone, counted: Self.isSetDot(keyBytes))
+                    }
                 }
             }
             records.append(Record(keyHash: key.stableHash, timestamp: timestamp, contribution: contribution,
@@ -931,12 +941,9 @@ package struct EntryTable: Sendable {
     /// The number of a state name for a new record (the caller adds the record to its
     /// `members`), interned on first sight.
     private mutating func nameNumber(of name: String) -> UInt32 {
+        if let known = lookedUpNumber(ofName: name) { return known }
         let number: UInt32
-        if Int(latestName) < names.count, !names[Int(latestName)].members.isEmpty, names[Int(latestName)].name == name {
-            number = latestName
-        } else if let known = nameNumbers[name] {
-            number = known
-        } else if let free = freeNames.popLast() {
+        if let free = freeNames.popLast() {
             number = free
             names[Int(free)] = (name, GrowingArray())
             nameNumbers[name] = free
@@ -975,23 +982,53 @@ package struct EntryTable: Sendable {
         }
     }
 
-    /// Every stored element (tombstones, expired values and those of hidden owners included) of
-    /// the collection named `name` in the same group as element id `element` (`ElementGroup`:
-    /// the dots of one member of a set), with its entry; none when `element` has no group.
-    /// O(elements of that group), not O(collection).
-    public func elements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
-        guard let number = nameNumbers[name] else { return [] }
-        return element.withUnsafeBytes { probe -> [(key: StateKey, entry: Entry)] in
-            guard let length = ElementGroup.prefixLength(probe), let records = groups[GroupID(name: number, bytes: probe, length: length)] else {
-                return []
+    /// Every stored element holding a value (expired values and those of hidden owners
+    /// included; tombstones are counted, not listed) of the collection named `name` in the same
+    /// group as element id `element` (`ElementGroup`: the dots of one member of a set), with its
+    /// entry; none when `element` has no group. O(values of that group), not O(collection).
+    public mutating func elements(ofCollectionNamed name: String, inGroupOf element: [UInt8]) -> [(key: StateKey, entry: Entry)] {
+        var found: [(key: StateKey, entry: Entry)] = []
+        forEachElement(ofCollectionNamed: name, inGroupOf: element) { found.append(($0, $1)) }
+        return found
+    }
+
+    /// Calls `body` with each element of `elements(ofCollectionNamed:inGroupOf:)`, building no
+    /// array; answers whether the group stores any record at all, a tombstone included (a set
+    /// member the table still counts). The group's tombstones cost nothing here: a set member
+    /// inserted again and again keeps one per insert until collection
+    /// (docs/design/0002-sets.md), and its live dot is all an insert asks for.
+    @discardableResult
+    public mutating func forEachElement(ofCollectionNamed name: String, inGroupOf element: [UInt8],
+                                        _ body: (StateKey, Entry) -> Void) -> Bool {
+        guard let number = lookedUpNumber(ofName: name) else { return false }
+        return element.withUnsafeBytes { probe -> Bool in
+            guard let length = ElementGroup.prefixLength(probe), let group = groups[GroupID(name: number, bytes: probe, length: length)] else {
+                return false
             }
             let prefix = UnsafeRawBufferPointer(rebasing: probe[..<length])
-            return records.numbers.compactMap { member in
+            // Tombstones are counted by group hash, not compared: a group sharing a hash with
+            // another (one in 2^64 a pair) answers for that one's tombstones too.
+            var stored = group.tombstones > 0
+            group.forEach { member in
                 let record = self.records[Int(member)]
                 let same = record.keyBytes.withUnsafeBytes { $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }
-                return same ? (key: key(of: record), entry: entry(of: record)) : nil
+                guard same else { return }
+                stored = true
+                body(key(of: record), entry(of: record))
             }
+            return stored
         }
+    }
+
+    /// The number of state name `name`, if a stored collection key uses it: `latestName` when it
+    /// is that name (one string comparison), else from `nameNumbers`, and then the latest.
+    @inline(__always)
+    private mutating func lookedUpNumber(ofName name: String) -> UInt32? {
+        let latest = Int(latestName)
+        if latest < names.count, !names[latest].members.isEmpty, names[latest].name == name { return latestName }
+        guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return nil }
+        latestName = number
+        return number
     }
 
     /// The group of a collection record of name number `name` and id `keyBytes`, if it has one.
@@ -1003,16 +1040,24 @@ package struct EntryTable: Sendable {
         }
     }
 
-    /// Record `number` is in `group`, which it starts when it is the group's first.
-    private mutating func joinGroup(_ group: GroupID, number: UInt32, counted: Bool) {
-        groups[group, default: GroupRecords()].insert(number)
-        if counted, groups[group]!.isSingle { groupCounts[group.name, default: 0] += 1 }
+    /// Record `number` (a tombstone or not) is in `group`, which it starts when it is the
+    /// group's first.
+    private mutating func joinGroup(_ group: GroupID, number: UInt32, tombstone: Bool, counted: Bool) {
+        if let index = groups.index(forKey: group) {
+            groups.values[index].insert(number, tombstone: tombstone)
+            return
+        }
+        var records = GroupRecords()
+        records.insert(number, tombstone: tombstone)
+        groups[group] = records
+        if counted { groupCounts[group.name, default: 0] += 1 }
     }
 
-    /// Record `position` is gone from `group`; the group is forgotten with its last record.
-    private mutating func leaveGroup(_ group: GroupID, position: Int, counted: Bool) {
+    /// Record `position` (a tombstone or not) is gone from `group`; the group is forgotten with
+    /// its last record.
+    private mutating func leaveGroup(_ group: GroupID, position: Int, tombstone: Bool, counted: Bool) {
         guard var records = groups.removeValue(forKey: group) else { return }
-        records.remove(UInt32(position))
+        records.remove(UInt32(position), tombstone: tombstone)
         if !records.isEmpty {
             groups[group] = records
         } else if counted, let count = groupCounts[group.name] {
@@ -1048,8 +1093,8 @@ package struct EntryTable: Sendable {
     /// What the collection named `name` stores, from one lookup of the name: how many plain
     /// elements, set members (dot groups) and sorted set members, tombstones included. A front
     /// end tells the kinds a key may hold from it without three lookups. O(1).
-    public func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
-        guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return (0, 0, 0) }
+    public mutating func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
+        guard let number = lookedUpNumber(ofName: name) else { return (0, 0, 0) }
         return (names[Int(number)].members.count - (compoundCounts[number] ?? 0), groupCounts[number] ?? 0, scoredMemberCounts[number] ?? 0)
     }
 
@@ -1061,8 +1106,8 @@ package struct EntryTable: Sendable {
 
     /// How many set members (`ElementGroup` groups of set dots, live or with only
     /// tombstoned dots left) the collection named `name` stores. O(1).
-    public func groupCount(ofCollectionNamed name: String) -> Int {
-        nameNumbers[name].flatMap { groupCounts[$0] } ?? 0
+    public mutating func groupCount(ofCollectionNamed name: String) -> Int {
+        lookedUpNumber(ofName: name).flatMap { groupCounts[$0] } ?? 0
     }
 
     /// Whether a stored element of the collection named `name` satisfies `predicate`, tried in
@@ -1355,7 +1400,7 @@ package struct EntryTable: Sendable {
                     scoredMemberCounts[record.name] = count > 1 ? count - 1 : nil
                 }
                 if let group = groupID(name: record.name, keyBytes: record.keyBytes) {
-                    leaveGroup(group, position: position, counted: Self.isSetDot(record.keyBytes))
+                    leaveGroup(group, position: position, tombstone: record.value == nil, counted: Self.isSetDot(record.keyBytes))
                 }
             }
             releaseName(record.name, of: position)
@@ -1379,7 +1424,7 @@ package struct EntryTable: Sendable {
             renumber(last, to: position, inBucket: digest.bucket(ofHash: moved.keyHash))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
-                if let group = groupID(name: moved.name, keyBytes: moved.keyBytes) {
+                if moved.value != nil, let group = groupID(name: moved.name, keyBytes: moved.keyBytes) {
                     groups[group]?.renumber(UInt32(last), to: UInt32(position))
                 }
             }
@@ -1431,27 +1476,44 @@ private struct GroupID: Hashable {
     }
 }
 
-/// The record numbers of one element group: nearly always one (a member inserted once since it
-/// was last removed everywhere), held in place; more in an array.
+/// One element group's records: the numbers of those holding a value — nearly always one (a
+/// member inserted once since it was last removed everywhere), held in place; more in an
+/// array — and how many are tombstones, which no reader of a group asks for one by one.
 private struct GroupRecords {
     private var first: UInt32 = .max
     private var rest: [UInt32] = []
+    private(set) var tombstones: UInt32 = 0
 
-    var isEmpty: Bool { first == .max }
-    var isSingle: Bool { first != .max && rest.isEmpty }
-    var numbers: [UInt32] { isEmpty ? [] : [first] + rest }
+    var isEmpty: Bool { first == .max && tombstones == 0 }
 
-    mutating func insert(_ number: UInt32) {
-        if isEmpty { first = number } else { rest.append(number) }
+    /// Calls `body` with the number of each record holding a value, the first inserted first,
+    /// without building an array.
+    @inline(__always)
+    func forEach(_ body: (UInt32) -> Void) {
+        guard first != .max else { return }
+        body(first)
+        for number in rest { body(number) }
     }
 
-    mutating func remove(_ number: UInt32) {
-        if first == number {
+    mutating func insert(_ number: UInt32, tombstone: Bool) {
+        if tombstone { tombstones += 1 } else if first == .max { first = number } else { rest.append(number) }
+    }
+
+    mutating func remove(_ number: UInt32, tombstone: Bool) {
+        if tombstone {
+            tombstones -= 1
+        } else if first == number {
             first = rest.popLast() ?? .max
         } else if let index = rest.firstIndex(of: number) {
             rest.swapAt(index, rest.count - 1)
             rest.removeLast()
         }
+    }
+
+    /// Record `number` became a tombstone (`toTombstones`) or holds a value again.
+    mutating func move(_ number: UInt32, toTombstones: Bool) {
+        remove(number, tombstone: !toTombstones)
+        insert(number, tombstone: toTombstones)
     }
 
     mutating func renumber(_ old: UInt32, to new: UInt32) {
