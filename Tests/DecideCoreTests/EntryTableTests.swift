@@ -35,6 +35,11 @@ import Testing
                 if index % 4 == 3 {
                     return StateKey(name: name, element: index % 17 == 0 ? [0xFF, 0x73, 0x01, 0x7F, 0x22] : Self.dot(member: index % 13, sequence: index))
                 }
+                // Some of a counter's slots and base slots, and sorted set members: counted by
+                // kind (`storedKinds`).
+                if index % 19 == 2 { return StateKey(name: name, element: [0xFF, 0x63, 0x01] + Array("\(index)".utf8)) }
+                if index % 23 == 2 { return StateKey(name: name, element: [0xFF, 0x62, 0x01] + Array("\(index)".utf8)) }
+                if index % 29 == 2 { return StateKey(name: name, element: [0xFF, 0x7A, 0x01] + Array("\(index)".utf8)) }
                 // Elements short (held in the record) and, every eleventh, long (on the heap).
                 let element = index % 11 == 0 ? "a long element id of more than sixteen bytes \(index)" : "\(index)"
                 return StateKey(name: name, element: Array(element.utf8))
@@ -84,6 +89,10 @@ import Testing
                 #expect(table.groupCount(ofCollectionNamed: name) == members.count, "seed \(seed) name \(name)")
                 let plain = expected.keys.filter { $0.element.first != 0xFF }.count
                 #expect(table.plainElementCount(ofCollectionNamed: name) == plain, "seed \(seed) name \(name)")
+                func stored(_ kind: UInt8) -> Int { expected.keys.filter { $0.element.starts(with: [0xFF, kind, 0x01]) }.count }
+                let kinds = table.storedKinds(ofCollectionNamed: name)
+                #expect(kinds.plain == plain && kinds.setMembers == members.count && kinds.counterSlots == stored(0x63)
+                        && kinds.counterBases == stored(0x62) && kinds.scoredMembers == stored(0x7A), "seed \(seed) name \(name)")
             }
             let heldKeys = Set(table.entries.map { $0.key })
             #expect(heldKeys == Set(model.keys), "seed \(seed)")

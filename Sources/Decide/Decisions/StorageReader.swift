@@ -110,9 +110,10 @@ public struct StorageReader {
         transaction.open { $0.hasFields(ofHashNamed: name) }
     }
 
-    /// Which of a set, a hash and a sorted set the collection named `name` may hold (one
-    /// lookup; true means "look": `hasMembers`, `hasFields`, `hasScoredMembers` answer).
-    package func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
+    /// Which of a set, a hash, a sorted set and a counter the collection named `name` may hold
+    /// (one lookup; true means "look": `hasMembers`, `hasFields`, `hasScoredMembers` and
+    /// `counterTotal` answer).
+    package func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool, counter: Bool) {
         transaction.open { $0.mayHoldKinds(ofCollectionNamed: name) }
     }
 

@@ -23,13 +23,19 @@ extension Transaction {
     }
 
     /// Which kinds laid out on collection `name` may hold a live element, this decision's
-    /// writes applied, from one lookup of the name: the cheap first look a front end takes
-    /// before `hasMembers`, `hasFields` or `hasScoredMembers` (each O(elements tried)).
-    func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool) {
+    /// writes applied, from one lookup of the name in the table and one in this decision's
+    /// writes: the cheap first look a front end takes before `hasMembers`, `hasFields`,
+    /// `hasScoredMembers` or a counter's total (each O(elements tried)).
+    func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool, counter: Bool) {
         let stored = core.storedKinds(ofCollectionNamed: name)
-        return (stored.setMembers > 0 || !(insertedDots[name]?.isEmpty ?? true),
-                stored.plain > 0 || pending.writesElement(ofCollectionNamed: name, kind: nil),
-                stored.scoredMembers > 0 || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind))
+        // An inserted dot, like every element this decision wrote, is among its writes.
+        let written = pending.containsElementWrite(ofCollectionNamed: name)
+        return (stored.setMembers > 0 || written && !(insertedDots[name]?.isEmpty ?? true),
+                stored.plain > 0 || written && pending.writesElement(ofCollectionNamed: name, kind: nil),
+                stored.scoredMembers > 0 || written && pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind),
+                stored.counterSlots > 0 || stored.counterBases > 0
+                    || written && (pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.counterSlotKind)
+                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.counterBaseKind)))
     }
 
     /// Whether a stored element of the collection named `name` whose key passes `isKind` holds

@@ -64,8 +64,17 @@ extension Transaction {
     /// The total after the change (the total before, when the decision fails).
     @discardableResult
     private func apply(_ change: CounterChange, to counter: CounterName) -> Int64 {
-        let ownKey = ownSlot(of: counter)
-        let view = counterView(counter, own: ownKey)
+        var ownKey = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
+        var view = counterView(counter, own: ownKey)
+        // A slot of this incarnation that this process never wrote means another process of
+        // this node id took the same incarnation (started in the same millisecond of an HLC
+        // that had not moved); building on it could lose that process's sums, so this process
+        // takes a new incarnation first. Found by the view's walk: no lookup of its own.
+        if view.ownExists, !core.counterSlotsWritten.contains(ownKey.stableHash) {
+            core.renewIncarnation(logger: logger, state: counter.name)
+            ownKey = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
+            view = counterView(counter, own: ownKey)
+        }
         // The change as an amount (Int64.min's magnitude fits UInt64).
         let (adds, magnitude): (Bool, UInt64) = switch change {
         case .increment(let amount): (amount >= 0, amount.magnitude)
@@ -97,21 +106,10 @@ extension Transaction {
             failure = failure ?? "counter \(counter.name) has \(view.slots) slots (one per node process that changed it), the most maxCounterSlots \(core.maxCounterSlots) allows"
             return view.total
         }
-        core.counterSlotsWritten.insert(counter.name)
+        core.counterSlotsWritten.insert(ownKey.stableHash)
         core.compoundPresence.noteWritten()
         store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
         return Int64(target)
-    }
-
-    /// This process's slot of `counter`, to write. A slot of this incarnation that this process
-    /// never wrote means another process of this node id took the same incarnation (started in
-    /// the same millisecond of an HLC that had not moved); building on it could lose that
-    /// process's sums, so this process takes a new incarnation first.
-    private func ownSlot(of counter: CounterName) -> StateKey {
-        let key = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
-        guard !core.counterSlotsWritten.contains(counter.name), core.entry(for: key)?.packedValue != nil else { return key }
-        core.renewIncarnation(logger: logger, state: counter.name)
-        return counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
     }
 
     /// The counter's slots, this decision's writes applied, summed; and the sums of slot `own`.
@@ -124,16 +122,19 @@ extension Transaction {
         var slots = 0
         func add(_ key: StateKey, _ bytes: PackedBytes) {
             slots += 1
+            let isOwn = key == ownKey
+            if isOwn { ownExists = true }
             guard let sums = CounterSlot.sums(bytes) else { return }
             increments += UInt128(sums.increments)
             decrements += UInt128(sums.decrements)
-            if key == ownKey {
-                own = sums
-                ownExists = true
-            }
+            if isOwn { own = sums }
         }
-        forEachPresentElement(named: name, inGroupOf: CounterSlot.tag, add)
-        forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag, add)
+        // A kind the table stores none of under this name, and this decision wrote none of,
+        // costs no group lookup (most counters never had a base slot).
+        let stored = core.storedKinds(ofCollectionNamed: name)
+        let written = pending.containsElementWrite(ofCollectionNamed: name)
+        if stored.counterSlots > 0 || written { forEachPresentElement(named: name, inGroupOf: CounterSlot.tag, add) }
+        if stored.counterBases > 0 || written { forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag, add) }
         // Concurrent changes elsewhere can pass the bounds together: the total saturates.
         let total = Int64(clamping: Int128(increments) - Int128(decrements))
         return CounterView(total: total, own: own, slots: slots, ownExists: ownExists)

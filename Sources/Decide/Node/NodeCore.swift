@@ -136,8 +136,9 @@ final class NodeCore: @unchecked Sendable {
     /// this node id may have written (docs/design/0001-counters.md). Chosen by a clock tick at
     /// start.
     var incarnation: UInt64 = 0
-    /// The counters whose slot of `incarnation` this process has written.
-    var counterSlotsWritten = Set<String>()
+    /// The stable hashes of the slot keys of `incarnation` this process has written (eight
+    /// bytes a counter, not its name: a key's hash is at hand where the slot is read).
+    var counterSlotsWritten = Set<UInt64>()
     /// The sequence number of this process's last set insert (`SetDot`): with the incarnation,
     /// it makes every insert's dot unique.
     var setDotSequence: UInt64 = 0
@@ -373,7 +374,7 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// `EntryTable.storedKinds(ofCollectionNamed:)`.
-    func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
+    func storedKinds(ofCollectionNamed name: String) -> StoredKinds {
         withTable { $0.pointee.storedKinds(ofCollectionNamed: name) }
     }
 

@@ -206,15 +206,10 @@ package struct EntryTable: Sendable {
     /// cannot aim ids at one entry); two groups that share a hash share an entry, and
     /// `forEachElement(ofCollectionNamed:inGroupOf:_:)` compares the bytes of what it lists.
     private var groups: [GroupID: GroupRecords] = [:]
-    /// How many groups each name number has (absent: none).
-    private var groupCounts: [UInt32: Int] = [:]
-    /// How many records of kinds laid out on a collection (ids `FF kind 01 …`: a counter's
-    /// slots, a set's dots) each name number has (absent: none), so the plain elements of a
-    /// name (a hash's fields) are counted without a scan.
-    private var compoundCounts: [UInt32: Int] = [:]
-    /// How many of those are sorted set members (`FF 7A 01 …`), so "is this name a sorted set"
-    /// and a sorted set's bound are answered without a scan.
-    private var scoredMemberCounts: [UInt32: Int] = [:]
+    /// What each name number stores of the kinds laid out on a collection (absent: none of
+    /// them), so the plain elements of a name (a hash's fields), its set members, sorted set
+    /// members and counter slots are counted without a scan, all from one lookup.
+    private var compoundKinds: [UInt32: StoredKinds] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
     /// The name number of the latest merge or grouped read (runs of writes into one state, and a
@@ -388,8 +383,7 @@ package struct EntryTable: Sendable {
                 memberSlots.append(UInt32(names[Int(name)].members.count))
                 names[Int(name)].members.append(number)
                 if Self.isCompound(keyBytes) {
-                    compoundCounts[name, default: 0] += 1
-                    if Self.isScoredMember(keyBytes) { scoredMemberCounts[name, default: 0] += 1 }
+                    countKinds(of: name) { kinds in keyBytes.withUnsafeBytes { kinds.count(compound: $0, by: 1) } }
                     if let group = groupID(name: name, keyBytes: keyBytes) {
                         joinGroup(group, number: number, tombstone: isTombstone, counted: Self.isSetDot(keyBytes))
                     }
@@ -1050,7 +1044,7 @@ package struct EntryTable: Sendable {
         var records = GroupRecords()
         records.insert(number, tombstone: tombstone)
         groups[group] = records
-        if counted { groupCounts[group.name, default: 0] += 1 }
+        if counted { countKinds(of: group.name) { $0.countSetMember(by: 1) } }
     }
 
     /// Record `position` (a tombstone or not) is gone from `group`; the group is forgotten with
@@ -1060,8 +1054,8 @@ package struct EntryTable: Sendable {
         records.remove(UInt32(position), tombstone: tombstone)
         if !records.isEmpty {
             groups[group] = records
-        } else if counted, let count = groupCounts[group.name] {
-            groupCounts[group.name] = count > 1 ? count - 1 : nil
+        } else if counted {
+            countKinds(of: group.name) { $0.countSetMember(by: -1) }
         }
     }
 
@@ -1069,12 +1063,6 @@ package struct EntryTable: Sendable {
     @inline(__always)
     private static func isSetDot(_ keyBytes: PackedBytes) -> Bool {
         keyBytes.withUnsafeBytes { $0[1] == ElementGroup.setDotTag.1 }
-    }
-
-    /// Whether a compound record's id is a sorted set member's.
-    @inline(__always)
-    private static func isScoredMember(_ keyBytes: PackedBytes) -> Bool {
-        keyBytes.withUnsafeBytes { $0[1] == ElementGroup.scoredMemberKind }
     }
 
     /// `ElementGroup.isCompound` of a record's id.
@@ -1085,29 +1073,40 @@ package struct EntryTable: Sendable {
 
     /// How many stored elements (tombstones included) of the collection named `name` are plain:
     /// not a counter's slot or a set's dot. O(1).
-    public func plainElementCount(ofCollectionNamed name: String) -> Int {
-        guard !nameNumbers.isEmpty, let number = nameNumbers[name] else { return 0 }
-        return names[Int(number)].members.count - (compoundCounts[number] ?? 0)
+    public mutating func plainElementCount(ofCollectionNamed name: String) -> Int {
+        storedKinds(ofCollectionNamed: name).plain
     }
 
-    /// What the collection named `name` stores, from one lookup of the name: how many plain
-    /// elements, set members (dot groups) and sorted set members, tombstones included. A front
-    /// end tells the kinds a key may hold from it without three lookups. O(1).
-    public mutating func storedKinds(ofCollectionNamed name: String) -> (plain: Int, setMembers: Int, scoredMembers: Int) {
-        guard let number = lookedUpNumber(ofName: name) else { return (0, 0, 0) }
-        return (names[Int(number)].members.count - (compoundCounts[number] ?? 0), groupCounts[number] ?? 0, scoredMemberCounts[number] ?? 0)
+    /// What the collection named `name` stores, from one lookup of the name (none for a name
+    /// no element uses): how many plain elements, set members, sorted set members and counter
+    /// slots, tombstones included. A front end tells the kinds a key may hold from it. O(1).
+    public mutating func storedKinds(ofCollectionNamed name: String) -> StoredKinds {
+        guard let number = lookedUpNumber(ofName: name) else { return StoredKinds() }
+        return (compoundKinds[number] ?? StoredKinds()).withPlain(ofRecords: names[Int(number)].members.count)
+    }
+
+    /// Changes name number `number`'s `compoundKinds`, forgotten when it counts nothing.
+    @inline(__always)
+    private mutating func countKinds(of number: UInt32, _ change: (inout StoredKinds) -> Void) {
+        guard let index = compoundKinds.index(forKey: number) else {
+            var kinds = StoredKinds()
+            change(&kinds)
+            if !kinds.isEmpty { compoundKinds[number] = kinds }
+            return
+        }
+        change(&compoundKinds.values[index])
+        if compoundKinds.values[index].isEmpty { compoundKinds.remove(at: index) }
     }
 
     /// How many sorted set members (live or tombstones) the collection named `name` stores. O(1).
-    public func scoredMemberCount(ofCollectionNamed name: String) -> Int {
-        guard !scoredMemberCounts.isEmpty, let number = nameNumbers[name] else { return 0 }
-        return scoredMemberCounts[number] ?? 0
+    public mutating func scoredMemberCount(ofCollectionNamed name: String) -> Int {
+        storedKinds(ofCollectionNamed: name).scoredMembers
     }
 
     /// How many set members (`ElementGroup` groups of set dots, live or with only
     /// tombstoned dots left) the collection named `name` stores. O(1).
     public mutating func groupCount(ofCollectionNamed name: String) -> Int {
-        lookedUpNumber(ofName: name).flatMap { groupCounts[$0] } ?? 0
+        storedKinds(ofCollectionNamed: name).setMembers
     }
 
     /// Whether a stored element of the collection named `name` satisfies `predicate`, tried in
@@ -1395,10 +1394,7 @@ package struct EntryTable: Sendable {
         let bucket = digest.bucket(ofHash: record.keyHash)
         if record.name != Self.inlineName {
             if Self.isCompound(record.keyBytes) {
-                if let count = compoundCounts[record.name] { compoundCounts[record.name] = count > 1 ? count - 1 : nil }
-                if Self.isScoredMember(record.keyBytes), let count = scoredMemberCounts[record.name] {
-                    scoredMemberCounts[record.name] = count > 1 ? count - 1 : nil
-                }
+                countKinds(of: record.name) { kinds in record.keyBytes.withUnsafeBytes { kinds.count(compound: $0, by: -1) } }
                 if let group = groupID(name: record.name, keyBytes: record.keyBytes) {
                     leaveGroup(group, position: position, tombstone: record.value == nil, counted: Self.isSetDot(record.keyBytes))
                 }

@@ -26,7 +26,7 @@ struct KeyCounterChange: Sendable {
     /// What plain key `name` reads as when it holds no value of its own: the total of the
     /// counter of that name as a stored number, nil when there is none or it is 0.
     static func heldTotal(_ read: StorageReader, name: String) -> PackedBytes? {
-        guard read.holdsCompounds else { return nil }
+        guard read.holdsCompounds, read.mayHoldKinds(ofCollectionNamed: name).counter else { return nil }
         let total = read.counterTotal(named: name)
         return total == 0 ? nil : PackedBytes(Array(String(total).utf8))
     }
