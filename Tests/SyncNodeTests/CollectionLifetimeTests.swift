@@ -114,6 +114,36 @@ extension SyncNodeTests {
             }
         }
 
+        /// A key with more elements than one decision may write (`maxDecisionBytes`, 8 MiB: 30,000
+        /// set members of 200 bytes are 60,000 dot writes, 12 MB) answers EXPIRE with the
+        /// refusal and keeps everything: no lifetime, no element rewritten, the set whole; one
+        /// of a size that fits still takes it.
+        @Test func anExpireLargerThanOneDecisionIsRefusedWholeAndChangesNothing() async throws {
+            try await withPeer("lifetime-large") { peer in
+                let client = try peer.client()
+                let pad = String(repeating: "m", count: 190)
+                for chunk in stride(from: 0, to: 30_000, by: 1_000) {
+                    let members = (chunk..<(chunk + 1_000)).map { "\(pad)\($0)" }
+                    #expect(try client.call(list: ["SADD", "big"] + members) == .integer(1_000))
+                }
+                let before = peer.node.stateSummary.liveCount
+                guard case .error(let why) = try client.call("EXPIRE", "big", "100") else {
+                    throw TestFailure("EXPIRE of a set larger than one decision was not refused")
+                }
+                #expect(why.contains("maxDecisionBytes"), "\(why)")
+                #expect(try client.call("TTL", "big") == .integer(-1))
+                #expect(try client.call("SCARD", "big") == .integer(30_000))
+                #expect(peer.node.stateSummary.liveCount == before, "the refused EXPIRE wrote something")
+                #expect(try client.call("SREM", "big", "\(pad)0") == .integer(1))
+                // A set one decision can rewrite takes the lifetime.
+                #expect(try client.call(list: ["SADD", "small"] + (0..<1_000).map { "\(pad)\($0)" }) == .integer(1_000))
+                #expect(try client.call("EXPIRE", "small", "100") == .integer(1))
+                guard case .integer(let left) = try client.call("TTL", "small"), left > 0, left <= 100 else {
+                    throw TestFailure("the small set has no lifetime")
+                }
+            }
+        }
+
         /// The case across peers: a session hash given a lifetime on a, a field added on
         /// b once b holds the lifetime: the whole hash, b's field included, is gone on both.
         @Test func aLifetimeGivenOnOnePeerEndsTheKeyOnBoth() async throws {
