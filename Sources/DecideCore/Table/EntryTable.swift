@@ -198,12 +198,14 @@ package struct EntryTable: Sendable {
     /// atomic record), so removing one is O(1) however large its collection.
     private var memberSlots = GrowingArray<UInt32>()
     private var nameNumbers: [String: UInt32] = [:]
-    /// The record numbers of each element group's values (`ElementGroup`: one member's dots of a
-    /// set), so a member's live dots are found without a scan of its set, and how many of the
-    /// group's records are tombstones (counted, not listed: a member inserted again and again
-    /// leaves one per insert until collection, and a walk over them cost 24 % of a run of
-    /// SADDs). Keyed by name number and a per-process-seeded hash of the group's bytes (a peer
-    /// cannot aim ids at one entry); two groups that share a hash share an entry, and
+    /// The records of each element group (`ElementGroup`: one member's dots of a set), so a
+    /// member's live dots are found without a scan of its set: every record holding a value is
+    /// listed, and a tombstone is listed until the group's next read, which counts it instead
+    /// (`GroupRecords`). A member inserted again and again leaves one tombstone per insert until
+    /// collection; walked on every insert they cost 24 % of a run of SADDs, and taken out of the
+    /// list at each delete they cost a peer merging those deletes 16 %. Keyed by name number
+    /// and a per-process-seeded hash of the group's bytes (a peer cannot aim ids at one entry);
+    /// two groups that share a hash share an entry, and
     /// `forEachElement(ofCollectionNamed:inGroupOf:_:)` compares the bytes of what it lists.
     private var groups: [GroupID: GroupRecords] = [:]
     /// What each name number stores of the kinds laid out on a collection (absent: none of
@@ -340,9 +342,11 @@ package struct EntryTable: Sendable {
             let (oldMeta, oldNode) = (records[position].meta, records[position].node)
             let wasTombstone = records[position].value == nil
             tally(isTombstone: wasTombstone, meta: oldMeta, node: oldNode, by: -1)
-            if wasTombstone != isTombstone, records[position].name != Self.inlineName,
+            // A value again (rare: a peer's later write of a deleted dot) is listed again; a
+            // new tombstone stays listed until the group's next read (`GroupRecords`).
+            if wasTombstone, !isTombstone, records[position].name != Self.inlineName,
                let group = groupID(name: records[position].name, keyBytes: records[position].keyBytes) {
-                groups[group]?.move(UInt32(position), toTombstones: isTombstone)
+                groups[group]?.list(UInt32(position))
             }
             let contribution = StateDigest.contribution(keyHash: key.stableHash, timestamp: timestamp, nodeHash: version.nodeHash,
                                                         value: value, expiresAtMilliseconds: expiresAt, ownedByWriter: ownedByWriter)
@@ -996,19 +1000,30 @@ package struct EntryTable: Sendable {
                                         _ body: (StateKey, Entry) -> Void) -> Bool {
         guard let number = lookedUpNumber(ofName: name) else { return false }
         return element.withUnsafeBytes { probe -> Bool in
-            guard let length = ElementGroup.prefixLength(probe), let group = groups[GroupID(name: number, bytes: probe, length: length)] else {
+            guard let length = ElementGroup.prefixLength(probe), let slot = groups.index(forKey: GroupID(name: number, bytes: probe, length: length)) else {
                 return false
             }
             let prefix = UnsafeRawBufferPointer(rebasing: probe[..<length])
-            // Tombstones are counted by group hash, not compared: a group sharing a hash with
-            // another (one in 2^64 a pair) answers for that one's tombstones too.
+            let group = groups.values[slot]
+            // Counted tombstones are known by group hash, not compared: a group sharing a hash
+            // with another (one in 2^64 a pair) answers for that one's tombstones too.
             var stored = group.tombstones > 0
+            var listedTombstones = false
             group.forEach { member in
                 let record = self.records[Int(member)]
                 let same = record.keyBytes.withUnsafeBytes { $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }
                 guard same else { return }
                 stored = true
+                guard record.value != nil else {
+                    listedTombstones = true
+                    return
+                }
                 body(key(of: record), entry(of: record))
+            }
+            // The tombstones this read met are counted from now on: each is walked once.
+            if listedTombstones {
+                let records = self.records
+                groups.values[slot].countTombstones { records[Int($0)].value == nil }
             }
             return stored
         }
@@ -1035,7 +1050,7 @@ package struct EntryTable: Sendable {
     }
 
     /// Record `number` (a tombstone or not) is in `group`, which it starts when it is the
-    /// group's first.
+    /// group's first. A tombstone is counted at once: no read will look for it.
     private mutating func joinGroup(_ group: GroupID, number: UInt32, tombstone: Bool, counted: Bool) {
         if let index = groups.index(forKey: group) {
             groups.values[index].insert(number, tombstone: tombstone)
@@ -1420,7 +1435,7 @@ package struct EntryTable: Sendable {
             renumber(last, to: position, inBucket: digest.bucket(ofHash: moved.keyHash))
             if moved.name != Self.inlineName {
                 names[Int(moved.name)].members[Int(memberSlots[last])] = UInt32(position)
-                if moved.value != nil, let group = groupID(name: moved.name, keyBytes: moved.keyBytes) {
+                if let group = groupID(name: moved.name, keyBytes: moved.keyBytes) {
                     groups[group]?.renumber(UInt32(last), to: UInt32(position))
                 }
             }
@@ -1472,9 +1487,11 @@ private struct GroupID: Hashable {
     }
 }
 
-/// One element group's records: the numbers of those holding a value — nearly always one (a
-/// member inserted once since it was last removed everywhere), held in place; more in an
-/// array — and how many are tombstones, which no reader of a group asks for one by one.
+/// One element group's records: the numbers of those listed — every record holding a value,
+/// nearly always one (a member inserted once since it was last removed everywhere), held in
+/// place, more in an array; and tombstones not yet read past — and how many tombstones are
+/// counted instead. A record turned into a tombstone stays listed (the merge that deletes it
+/// does not look the group up) until a read of the group counts it (`countTombstones`).
 private struct GroupRecords {
     private var first: UInt32 = .max
     private var rest: [UInt32] = []
@@ -1482,8 +1499,8 @@ private struct GroupRecords {
 
     var isEmpty: Bool { first == .max && tombstones == 0 }
 
-    /// Calls `body` with the number of each record holding a value, the first inserted first,
-    /// without building an array.
+    /// Calls `body` with the number of each listed record, the first inserted first, without
+    /// building an array.
     @inline(__always)
     func forEach(_ body: (UInt32) -> Void) {
         guard first != .max else { return }
@@ -1492,24 +1509,54 @@ private struct GroupRecords {
     }
 
     mutating func insert(_ number: UInt32, tombstone: Bool) {
-        if tombstone { tombstones += 1 } else if first == .max { first = number } else { rest.append(number) }
+        if tombstone { tombstones += 1 } else { append(number) }
     }
 
-    mutating func remove(_ number: UInt32, tombstone: Bool) {
-        if tombstone {
-            tombstones -= 1
-        } else if first == number {
+    private mutating func append(_ number: UInt32) {
+        if first == .max { first = number } else { rest.append(number) }
+    }
+
+    /// Takes listed record `number` out of the list; false when it is not listed.
+    private mutating func unlist(_ number: UInt32) -> Bool {
+        if first == number {
             first = rest.popLast() ?? .max
         } else if let index = rest.firstIndex(of: number) {
             rest.swapAt(index, rest.count - 1)
             rest.removeLast()
+        } else {
+            return false
         }
+        return true
     }
 
-    /// Record `number` became a tombstone (`toTombstones`) or holds a value again.
-    mutating func move(_ number: UInt32, toTombstones: Bool) {
-        remove(number, tombstone: !toTombstones)
-        insert(number, tombstone: toTombstones)
+    /// Record `number` (`tombstone` says which) is gone from the group.
+    mutating func remove(_ number: UInt32, tombstone: Bool) {
+        if !unlist(number), tombstone { tombstones -= 1 }
+    }
+
+    /// Tombstone `number` holds a value again: listed (it may still be).
+    mutating func list(_ number: UInt32) {
+        if !unlist(number) { tombstones -= 1 }
+        append(number)
+    }
+
+    /// The listed records `isTombstone` says are tombstones are counted instead.
+    /// In place: the array keeps its room for the member's next dot.
+    mutating func countTombstones(_ isTombstone: (UInt32) -> Bool) {
+        var index = rest.count - 1
+        while index >= 0 {
+            if isTombstone(rest[index]) {
+                rest.swapAt(index, rest.count - 1)
+                rest.removeLast()
+                tombstones += 1
+            }
+            index -= 1
+        }
+        // What takes the first place was checked above.
+        if first != .max, isTombstone(first) {
+            first = rest.popLast() ?? .max
+            tombstones += 1
+        }
     }
 
     mutating func renumber(_ old: UInt32, to new: UInt32) {
