@@ -10,6 +10,7 @@ public struct StoredKinds: Equatable, Sendable {
     private var baseRecords: UInt32 = 0
     private var plainRecords: UInt32 = 0
 
+    /// No records of any kind: what a name with nothing stored under it reports.
     public init() {}
 
     /// Plain elements: a collection's elements, a hash's fields, anything not laid out below.
