@@ -215,6 +215,29 @@ def main():
           eventually(lambda: a.get("py:quota") == b"80" and b.get("py:quota") == b"80"), f"{a.get('py:quota')!r} {b.get('py:quota')!r}")
     check("DEL of a counter on A removes it on B", a.delete("py:limit") == 1 and eventually(lambda: b.get("py:limit") is None))
 
+    # Redis's fixed-window rate limiter on two peers (docs/operations.md "Lifetimes of counters"):
+    # INCR, and EXPIRE on the first hit of the window, in a pipeline; threads on A and B count one
+    # window at once. Every hit counts, the window has its lifetime on both peers, every peer's
+    # share goes at its end, and the next window counts from 1.
+    def window(address, rounds, replies):
+        client = connect(address)
+        for _ in range(rounds):
+            pipe = client.pipeline(transaction=True)
+            pipe.incr("py:window")
+            pipe.pexpire("py:window", 3000, nx=True)
+            replies.append(pipe.execute()[0])
+
+    hits_a, hits_b = [], []
+    at_once(*[threading.Thread(target=window, args=(address, 200, hits)) for address, hits in
+              ((sys.argv[1], hits_a), (sys.argv[2], hits_b), (sys.argv[1], hits_a), (sys.argv[2], hits_b))])
+    check("800 hits of one window from A and B all count",
+          eventually(lambda: a.get("py:window") == b"800" and b.get("py:window") == b"800"), f"{a.get('py:window')!r} {b.get('py:window')!r}")
+    check("the window has its lifetime on both peers", 0 < a.pttl("py:window") <= 3000 and 0 < b.pttl("py:window") <= 3000,
+          f"{a.pttl('py:window')} {b.pttl('py:window')}")
+    check("the window ends on both peers, every peer's share with it",
+          eventually(lambda: a.get("py:window") is None and b.get("py:window") is None, seconds=15), f"{a.get('py:window')!r} {b.get('py:window')!r}")
+    check("the next window counts from 1", b.incr("py:window") == 1 and b.ttl("py:window") == -1)
+
     # Online users on two peers at once (a set, docs/operations.md "Sets"): A takes every user
     # out while B adds the even ones again and new ones, as a presence service behind a load
     # balancer would when users reconnect through B. Every add B made stays (A had not seen it);

@@ -57,12 +57,15 @@ extension SyncNodeTests {
                 #expect(try client.call("SET", "n", "7", "NX") == ok)
                 #expect(try client.call("INCR", "n") == .integer(8))
                 #expect(try client.call("SET", "n", "1", "NX") == .null, "a counter is a key SET NX does not replace")
-                // A counter with a lifetime is not offered yet: clearly refused.
+                // A lifetime: a string's goes over to the counter that takes it over (INCR keeps
+                // a key's TTL, as in Redis); EXPIRE and PERSIST give and end a counter's.
                 #expect(try client.call("SET", "ttl", "1", "EX", "100") == ok)
-                let lifetime = try client.call("INCR", "ttl").errorText ?? ""
-                #expect(lifetime.contains("counters do not expire yet"))
-                let expire = try client.call("EXPIRE", "hits", "60").errorText ?? ""
-                #expect(expire.contains("is a counter, and counters do not expire yet"))
+                #expect(try client.call("INCR", "ttl") == .integer(2))
+                #expect(try [.integer(99), .integer(100)].contains(client.call("TTL", "ttl")))
+                #expect(try client.call("TTL", "hits") == .integer(-1))
+                #expect(try client.call("EXPIRE", "hits", "60") == .integer(1))
+                #expect(try [.integer(59), .integer(60)].contains(client.call("TTL", "hits")))
+                #expect(try client.call("PERSIST", "hits") == .integer(1))
                 #expect(try client.call("TTL", "hits") == .integer(-1))
                 #expect(try client.call("GET", "hits") == bulk("50"))
                 // One Redis key, however many slots: KEYS and SCAN list it once.

@@ -123,6 +123,12 @@ public struct StorageReader {
         transaction.open { $0.core.compoundPresence.exists }
     }
 
+    /// When the counter named `name` expires as a whole (Unix milliseconds, hybrid clock), nil
+    /// when it has no lifetime (`StorageWriter.giveLifetime(_:toCounterNamed:)`).
+    package func counterLifetime(named name: String) -> UInt64? {
+        transaction.open { $0.lifetime(ofCounterNamed: name) }
+    }
+
     /// The total of the counter named `name` (a front end's, with no Swift type).
     package func counterTotal(named name: String) -> Int64 {
         transaction.open { $0.total(ofCounterNamed: name) }

@@ -186,8 +186,23 @@ public struct StorageWriter {
     /// Writes the base slot of the counter named `name` that takes over `value`, the whole
     /// number a plain key held at `version` (a front end's INCR of a string; the plain key is the
     /// caller's to delete).
-    package func counterBase(named name: String, from version: Version, value: Int64) {
-        transaction.open { $0.writeCounterBase(named: name, from: version, value: value) }
+    /// The base slot expires as `expiry` says: the string's lifetime, taken over with it.
+    package func counterBase(named name: String, from version: Version, value: Int64, expiry: WriteExpiry = .never) {
+        transaction.open { $0.writeCounterBase(named: name, from: version, value: value, expiry: expiry) }
+    }
+
+    /// Gives the counter named `name` a lifetime as a whole (`.never`: none; an instant not after
+    /// the decision's time: it expires now), as Redis's EXPIRE and PERSIST give a key one: its
+    /// slots expire together at that instant on every node, and no change made to it is lost
+    /// (docs/design/0004-collection-lifetimes.md, "Counters").
+    package func giveLifetime(_ expiry: WriteExpiry, toCounterNamed name: String) {
+        transaction.open { $0.giveLifetime(expiry, toCounterNamed: name) }
+    }
+
+    /// Gives this node's own slots of counter `name` its lifetime marker's instant
+    /// (`Node.followLifetimes`); how many slots it wrote.
+    func followLifetime(ofCounterNamed name: String) -> Int {
+        transaction.open { $0.followLifetime(ofCounterNamed: name) }
     }
 
     /// Writes raw value bytes to an untyped key (`nil` deletes it). For tools such as syncnode;

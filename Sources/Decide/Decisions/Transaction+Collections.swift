@@ -67,6 +67,9 @@ extension Transaction {
         pending.forEachElementWrite(ofCollectionNamed: name) { index in
             guard writes[index].key.elementCount >= group.count, let bytes = writes[index].value,
                   writes[index].key.packedElement.withUnsafeBytes({ $0.starts(with: group) }) else { return }
+            // Written to expire by now (a counter expired in this decision): absent, as stored.
+            if writes[index].options.expiry != .never, let instant = writes[index].options.expiry.instant(atMilliseconds: now),
+               instant <= now { return }
             body(writes[index].key, bytes)
         }
     }

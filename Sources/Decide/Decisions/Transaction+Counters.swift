@@ -11,6 +11,8 @@ extension Transaction {
         var own: (increments: UInt64, decrements: UInt64)
         var slots: Int
         var ownExists: Bool
+        /// The lifetime markers the table stores under the counter's name (0: no lookup needed).
+        var lifetimeMarkers: Int
     }
 
     func total<C: CounterState>(_ counter: C.Type) -> Int64 {
@@ -35,13 +37,80 @@ extension Transaction {
     }
 
     /// Writes the base slot of counter `name` that takes over the whole number `value` a plain
-    /// key held at `version` (a front end's INCR of a string): every node that converts that same
-    /// value writes the same slot, so it counts once however many do (docs/design/0001-counters.md).
-    func writeCounterBase(named name: String, from version: Version, value: Int64) {
+    /// key held at `version` (a front end's INCR of a string), expiring as `expiry` says (the
+    /// string's lifetime, which the counter takes over with it): every node that converts that
+    /// same value writes the same slot, so it counts once however many do
+    /// (docs/design/0001-counters.md).
+    func writeCounterBase(named name: String, from version: Version, value: Int64, expiry: WriteExpiry = .never) {
         let key = StateKey(name: name, element: CounterSlot.baseElement(timestamp: version.timestamp.rawValue, node: version.node))
         core.compoundPresence.noteWritten()
         store(key, CounterSlot.value(increments: value >= 0 ? value.magnitude : 0, decrements: value < 0 ? value.magnitude : 0),
-              decoded: nil)
+              decoded: nil, options: WriteOptions(expiry: expiry))
+    }
+
+    // MARK: lifetimes (docs/design/0004-collection-lifetimes.md, "Counters")
+
+    /// When counter `name` expires as a whole (its live lifetime marker's instant, this
+    /// decision's writes applied), nil when it has no lifetime. `storedMarkers`: the lifetime
+    /// markers the table stores under the name, when the caller looked its kinds up already.
+    func lifetime(ofCounterNamed name: String, storedMarkers: Int? = nil) -> UInt64? {
+        let marker = CollectionLifetime.marker(ofCollectionNamed: name)
+        if givesCounterLifetime, let index = pending.position(of: marker) {
+            guard pending.writes[index].value != nil,
+                  let instant = pending.writes[index].options.expiry.instant(atMilliseconds: now), instant > now else { return nil }
+            return instant
+        }
+        guard (storedMarkers ?? core.storedKinds(ofCollectionNamed: name).lifetimeMarkers) > 0,
+              let entry = entry(for: marker), entry.packedValue != nil else { return nil }
+        return entry.expiresAtMilliseconds
+    }
+
+    /// Gives counter `name` the lifetime `expiry` (`.never`: none, PERSIST; an instant not after
+    /// the decision's time: it expires now, DEL of a counter with a lifetime). Writes the marker,
+    /// and again every slot this node may write without losing another node's change: its own
+    /// (every incarnation), the base slots (whose value never changes) and removed members'
+    /// (which never change again). Every other node gives its own slots the marker's instant when
+    /// it holds the marker (`followLifetime`); its later changes take it too (`apply`).
+    func giveLifetime(_ expiry: WriteExpiry, toCounterNamed name: String) {
+        let marker = CollectionLifetime.marker(ofCollectionNamed: name)
+        givesCounterLifetime = true
+        if expiry == .never {
+            store(marker, nil, decoded: nil)
+        } else {
+            store(marker, CollectionLifetime.value, decoded: nil, options: WriteOptions(expiry: expiry))
+        }
+        var rewrites: [(StateKey, PackedBytes)] = []
+        forEachPresentElement(named: name, inGroupOf: CounterSlot.tag) { key, bytes in
+            guard let owner = CounterSlot.owner(of: key), owner.node == core.nodeID || core.isRemovedOwner(owner.node) else { return }
+            rewrites.append((key, bytes))
+        }
+        forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag) { key, bytes in rewrites.append((key, bytes)) }
+        for (key, bytes) in rewrites { store(key, bytes, decoded: nil, options: WriteOptions(expiry: expiry)) }
+    }
+
+    /// Gives this node's own slots of counter `name` (every incarnation) the instant of the
+    /// counter's lifetime marker, as a peer set it: a deleted marker's (PERSIST: none) to every
+    /// own slot with an instant; a live or expired marker's to every own slot with another one
+    /// that was written before that instant (by its version) — so a change made while the
+    /// lifetime ran goes with it even where the marker came late, and a slot written after the
+    /// counter expired, a new count, keeps none. Only this node writes its slots, so no change is
+    /// lost. Run as a decision of its own, after the marker merged (`Node.followLifetimes`).
+    /// Returns how many slots it wrote.
+    @discardableResult
+    func followLifetime(ofCounterNamed name: String) -> Int {
+        guard let marker = core.entry(for: CollectionLifetime.marker(ofCollectionNamed: name)) else { return 0 }
+        let target = marker.packedValue == nil ? nil : marker.expiresAtMilliseconds
+        let node = Array(core.nodeID.utf8)
+        var rewrites: [(StateKey, PackedBytes)] = []
+        core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.tag) { key, entry in
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), CounterSlot.isSlot(key, ofNode: node),
+                  entry.expiresAtMilliseconds != target,
+                  target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true else { return }
+            rewrites.append((key, bytes))
+        }
+        let expiry = target.map { WriteExpiry.at(milliseconds: $0) } ?? .never
+        for (key, bytes) in rewrites { store(key, bytes, decoded: nil, options: WriteOptions(expiry: expiry)) }
+        return rewrites.count
     }
 
     /// A counter's wire name, and its slot keys for this process, from its type (name computed
@@ -108,7 +177,9 @@ extension Transaction {
         }
         core.counterSlotsWritten.insert(ownKey.stableHash)
         core.compoundPresence.noteWritten()
-        store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil)
+        // A counter with a lifetime: the slot expires with it (docs/design/0004-collection-lifetimes.md).
+        let expiry = lifetime(ofCounterNamed: counter.name, storedMarkers: view.lifetimeMarkers).map { WriteExpiry.at(milliseconds: $0) } ?? .never
+        store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil, options: WriteOptions(expiry: expiry))
         return Int64(target)
     }
 
@@ -137,6 +208,6 @@ extension Transaction {
         if stored.counterBases > 0 || written { forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag, add) }
         // Concurrent changes elsewhere can pass the bounds together: the total saturates.
         let total = Int64(clamping: Int128(increments) - Int128(decrements))
-        return CounterView(total: total, own: own, slots: slots, ownExists: ownExists)
+        return CounterView(total: total, own: own, slots: slots, ownExists: ownExists, lifetimeMarkers: stored.lifetimeMarkers)
     }
 }

@@ -54,6 +54,13 @@ package enum CounterSlot {
         kind(of: key) == tag[1]
     }
 
+    /// Whether `key` is a process's slot of the node whose id is `node` (UTF-8), whatever the
+    /// incarnation: compared in place, no string made.
+    package static func isSlot(_ key: StateKey, ofNode node: [UInt8]) -> Bool {
+        guard key.elementCount == tag.count + 8 + node.count, isSlot(key) else { return false }
+        return key.packedElement.withUnsafeBytes { $0[(tag.count + 8)...].elementsEqual(node) }
+    }
+
     /// The node id and incarnation of slot `key` (nil when it is not a slot).
     package static func owner(of key: StateKey) -> (node: String, incarnation: UInt64)? {
         guard isSlot(key) else { return nil }

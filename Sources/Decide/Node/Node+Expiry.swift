@@ -30,6 +30,28 @@ extension Node {
         }
     }
 
+    /// Gives this node's own counter slots the lifetime a peer gave their counter (its marker's
+    /// instant), for every counter noted since the last call (`NodeCore.lifetimesToFollow`):
+    /// one decision a counter, made like any other, so it replicates. Only this node writes its
+    /// slots, so no change is lost (docs/design/0004-collection-lifetimes.md, "Counters"). The
+    /// replication engine calls it on every tick, after `expireDue`. Returns how many slots it
+    /// wrote.
+    @discardableResult
+    package func followLifetimes() -> Int {
+        let names = core.withLock { $0.takeLifetimesToFollow() }
+        guard !names.isEmpty else { return 0 }
+        var total = 0
+        for name in names {
+            let follow = FollowCounterLifetime(name: name)
+            if case .aborted(let reason) = decide(follow) {
+                logger.warning("counter slots not given their counter's lifetime", metadata: ["counter": "\(name)", "reason": "\(reason)"])
+            }
+            total += follow.written.value
+        }
+        if total > 0 { logger.debug("counter slots given their counter's lifetime", metadata: ["slots": "\(total)", "counters": "\(names.count)"]) }
+        return total
+    }
+
     /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one
     /// `.expired` delta per key (version: the expired entry's).
     func reportExpired(_ core: NodeCore, _ expired: [(key: StateKey, entry: Entry)]) {
@@ -102,4 +124,20 @@ extension Node {
     /// running reached 1.5 ms in the same runs: the rest is this 2-core machine's scheduling
     /// (docs/benchmarks.md).
     static let expirySliceValues = 256
+}
+
+/// `Node.followLifetimes`'s decision for one counter (`Transaction.followLifetime`).
+struct FollowCounterLifetime: Decision {
+    let name: String
+    /// How many slots it wrote; read after `decide` returns, on the same thread.
+    let written = Box()
+
+    final class Box: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
+        var value = 0
+    }
+
+    func execute(read: StorageReader, write: StorageWriter) -> Effect {
+        written.value = write.followLifetime(ofCounterNamed: name)
+        return .none
+    }
 }

@@ -51,15 +51,19 @@ extension Node {
         read { $0(sortedSet, scoreOf: member) }
     }
 
+    /// One counter slot as `counterSlots` reads it: whose (node and process), its running sums,
+    /// and when it expires (its counter's lifetime), nil for never.
+    package typealias CounterSlotReading = (node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64, expiresAtMilliseconds: UInt64?)
+
     /// The slots of `counter` this node holds, in element order: the node and process
-    /// (incarnation) each belongs to and its running sums; slots whose value is not a pair of
+    /// (incarnation) each belongs to, its running sums and its expiry; slots whose value is not a pair of
     /// sums are left out. For status pages, syncnode and tests.
-    package func counterSlots<C: CounterState>(_ counter: C.Type) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
+    package func counterSlots<C: CounterState>(_ counter: C.Type) -> [CounterSlotReading] {
         counterSlots(named: C.name)
     }
 
     /// `counterSlots(_:)` of the counter named `name` (a front end's, with no Swift type).
-    package func counterSlots(named name: String) -> [(node: String, incarnation: UInt64, increments: UInt64, decrements: UInt64)] {
+    package func counterSlots(named name: String) -> [CounterSlotReading] {
         core.withLock { core in
             let now = hybridNow(core)
             return core.elements(ofCollectionNamed: name, inGroupOf: CounterSlot.tag)
@@ -68,7 +72,7 @@ extension Node {
                 .compactMap { item in
                     guard let owner = CounterSlot.owner(of: item.key), let value = item.entry.packedValue,
                           let sums = CounterSlot.sums(value) else { return nil }
-                    return (owner.node, owner.incarnation, sums.increments, sums.decrements)
+                    return (owner.node, owner.incarnation, sums.increments, sums.decrements, item.entry.expiresAtMilliseconds)
                 }
         }
     }

@@ -97,7 +97,10 @@ public final class Node: Sendable {
             maxCachedDecodedValues: max(0, configuration.maxCachedDecodedValues))
         core.incarnation = core.clock.tick(physicalMilliseconds: configuration.clock.nowMilliseconds()).rawValue
         compoundPresence = core.compoundPresence
-        if loadedCompounds { core.compoundPresence.noteWritten() }
+        if loadedCompounds {
+            core.compoundPresence.noteWritten()
+            core.followsEveryLifetime = true
+        }
         core.maxCounterSlots = configuration.maxCounterSlots
         core.maxSetMembers = configuration.maxSetMembers
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)

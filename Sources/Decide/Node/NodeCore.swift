@@ -142,6 +142,41 @@ final class NodeCore: @unchecked Sendable {
     /// The sequence number of this process's last set insert (`SetDot`): with the incarnation,
     /// it makes every insert's dot unique.
     var setDotSequence: UInt64 = 0
+    /// Counters whose lifetime marker a peer changed, or whose own old slots arrived while they
+    /// have one, since the last `Node.followLifetimes`: this node gives its own slots the
+    /// marker's instant (docs/design/0004-collection-lifetimes.md, "Counters"). Names the table
+    /// holds, each once: bounded by the table.
+    private(set) var lifetimesToFollow = Set<String>()
+    /// Every counter with a lifetime marker is followed once at the next `Node.followLifetimes`:
+    /// set for a store loaded from disk (a process that stopped between a marker's merge and its
+    /// follow).
+    var followsEveryLifetime = false
+    /// This node's id, UTF-8, for `CounterSlot.isSlot(_:ofNode:)`.
+    private(set) lazy var nodeIDBytes = Array(nodeID.utf8)
+
+    /// Call after a peer's write of compound key `key` changed the table: notes a counter whose
+    /// lifetime this node must follow (`lifetimesToFollow`). O(1) for every other key.
+    @inline(__always)
+    func noteMergedCompound(_ key: StateKey) {
+        guard key.elementCount > 3, key.packedElement.withUnsafeBytes({ $0[0] == 0xFF }) else { return }
+        if CollectionLifetime.isMarker(key) {
+            if storedKinds(ofCollectionNamed: key.name).counterSlots > 0 { lifetimesToFollow.insert(key.name) }
+        } else if CounterSlot.isSlot(key, ofNode: nodeIDBytes), storedKinds(ofCollectionNamed: key.name).lifetimeMarkers > 0 {
+            lifetimesToFollow.insert(key.name)
+        }
+    }
+
+    /// Hands over the counters to follow (`lifetimesToFollow`, and every counter with a lifetime
+    /// marker when `followsEveryLifetime`), and forgets them.
+    func takeLifetimesToFollow() -> Set<String> {
+        if followsEveryLifetime {
+            followsEveryLifetime = false
+            withTable { $0.pointee.forEachName(storing: { $0.lifetimeMarkers > 0 && $0.counterSlots > 0 }) { lifetimesToFollow.insert($0) } }
+        }
+        defer { lifetimesToFollow.removeAll() }
+        return lifetimesToFollow
+    }
+
     /// `Node.Configuration.maxCounterSlots`.
     var maxCounterSlots = 4096
     /// `Node.Configuration.maxSetMembers`.

@@ -205,10 +205,12 @@ extension Node {
             // retain and a release of its value, a write).
             guard core.table.merge(entry, for: key).changed else { return false }
             core.recordChange(key)
+            core.noteMergedCompound(key)
             return true
         }
         guard core.table.merge(copy entry, for: key).changed else { return false }
         core.recordChange(key)
+        core.noteMergedCompound(key)
         notifyObservers(core, key: key, entry: entry, decoded: nil, now: now)
         if admitted { stored.append(.upsert(key, entry)) }
         return true

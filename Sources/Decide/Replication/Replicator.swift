@@ -277,8 +277,8 @@ public final class Replicator: @unchecked Sendable {
     // MARK: timers
 
     /// Runs whatever is due: pings, failure detection, gossip, redials, anti-entropy walks,
-    /// coverage reports, tombstone collection, the clock check, and the node's expired values
-    /// (`Node.expireDue`).
+    /// coverage reports, tombstone collection, the clock check, the node's expired values
+    /// (`Node.expireDue`) and the counter lifetimes peers set (`Node.followLifetimes`).
     public func tick() {
         let now = clock.nowMilliseconds()
         let queued = queuedBytes()
@@ -302,6 +302,7 @@ public final class Replicator: @unchecked Sendable {
         checkClock()
         saveMembership(force: false)
         node.expireDue()
+        node.followLifetimes()
         settleWaiters(now: now)
         publishMetrics(now: now, queued: queued)
     }

@@ -20,6 +20,9 @@ package enum ElementGroup {
     package static let counterBaseKind: UInt8 = 0x62
     /// The second byte of a sorted set member's id (`FF 7A 01`).
     package static let scoredMemberKind: UInt8 = 0x7A
+    /// The second byte of a lifetime marker's id (`FF 6C 01 00`: a whole set's, hash's, sorted
+    /// set's or counter's lifetime, docs/design/0004-collection-lifetimes.md). No group.
+    package static let lifetimeMarkerKind: UInt8 = 0x6C
 
     /// Whether element id `bytes` is of a kind laid out on a collection (a counter's slot, a
     /// set's dot): `FF kind 01` and more, which no JSON text starts with (0xFF is never UTF-8).

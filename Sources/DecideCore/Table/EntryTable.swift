@@ -1100,6 +1100,13 @@ package struct EntryTable: Sendable {
         return (compoundKinds[number] ?? StoredKinds()).withPlain(ofRecords: names[Int(number)].members.count)
     }
 
+    /// Calls `body` with every collection name whose compound records `predicate` accepts
+    /// (`StoredKinds`, plain counts left out), in no particular order. O(names that store a
+    /// compound record): a node's restart finds its counters with a lifetime this way.
+    package func forEachName(storing predicate: (StoredKinds) -> Bool, _ body: (String) -> Void) {
+        for (number, kinds) in compoundKinds where predicate(kinds) { body(names[Int(number)].name) }
+    }
+
     /// Changes name number `number`'s `compoundKinds`, forgotten when it counts nothing.
     @inline(__always)
     private mutating func countKinds(of number: UInt32, _ change: (inout StoredKinds) -> Void) {

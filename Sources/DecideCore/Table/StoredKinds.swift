@@ -8,6 +8,7 @@ public struct StoredKinds: Equatable, Sendable {
     private var scoredRecords: UInt32 = 0
     private var slotRecords: UInt32 = 0
     private var baseRecords: UInt32 = 0
+    private var lifetimeRecords: UInt32 = 0
     private var plainRecords: UInt32 = 0
 
     /// No records of any kind: what a name with nothing stored under it reports.
@@ -24,6 +25,8 @@ public struct StoredKinds: Equatable, Sendable {
     public var counterSlots: Int { Int(slotRecords) }
     /// A counter's base slots (`FF 62 01`: a string's number taken over by INCR).
     public var counterBases: Int { Int(baseRecords) }
+    /// Lifetime markers (`FF 6C 01 00`, docs/design/0004-collection-lifetimes.md), live or not.
+    package var lifetimeMarkers: Int { Int(lifetimeRecords) }
     /// Records of any kind laid out on a collection (ids `FF kind 01 …`).
     var compound: Int { Int(compoundRecords) }
 
@@ -45,6 +48,7 @@ public struct StoredKinds: Equatable, Sendable {
         case ElementGroup.scoredMemberKind: add(&scoredRecords)
         case ElementGroup.counterSlotKind: add(&slotRecords)
         case ElementGroup.counterBaseKind: add(&baseRecords)
+        case ElementGroup.lifetimeMarkerKind: add(&lifetimeRecords)
         default: break
         }
     }

@@ -41,11 +41,12 @@ struct KeyAccess {
 
     /// What `key` holds: nil when it was never written or its value expired; a tombstone is
     /// `Held` with a nil value. A plain key with no value of its own that names a counter with a
-    /// total other than 0 holds that total, as Redis's INCR leaves a string.
+    /// total other than 0 holds that total, as Redis's INCR leaves a string, and the counter's
+    /// lifetime.
     func entry(_ key: StateKey) -> Held? {
         let plain = plainEntry(key)
         guard key.elementCount == 0, plain?.value == nil, let total = KeyCounterChange.heldTotal(read, name: key.name) else { return plain }
-        return Held(value: total, expiresAtMilliseconds: nil, owned: false)
+        return Held(value: total, expiresAtMilliseconds: read.counterLifetime(named: key.name), owned: false)
     }
 
     /// The version `key`'s stored value has (nil: none, or written through this access).
@@ -76,12 +77,19 @@ struct KeyAccess {
     /// `countingThisDecision` also looks for elements this decision wrote (a MULTI block's).
     static func replaceOtherKinds(of key: StateKey, read: StorageReader, write: StorageWriter, countingThisDecision: Bool = false) {
         guard key.elementCount == 0, read.storesElements(ofCollectionNamed: key.name, countingThisDecision: countingThisDecision) else { return }
-        if read.counterTotal(named: key.name) != 0 { write.change(.reset, counterNamed: key.name) }
+        // A counter with a lifetime expires now, every node's slots with it (a reset would leave
+        // this node's decrements behind the other slots' instant); one without is reset.
+        let counterLifetime = read.counterLifetime(named: key.name)
+        if counterLifetime != nil {
+            write.giveLifetime(.at(milliseconds: read.nowMilliseconds), toCounterNamed: key.name)
+        } else if read.counterTotal(named: key.name) != 0 {
+            write.change(.reset, counterNamed: key.name)
+        }
         write.removeAll(fromSetNamed: key.name)
         if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
         if read.hasScoredMembers(ofSortedSetNamed: key.name) { write.removeAll(fromSortedSetNamed: key.name) }
         let lifetime = KeyLifetime.marker(of: key)
-        if read.entry(lifetime)?.packedValue != nil { write.raw(packed: nil, into: lifetime) }
+        if counterLifetime == nil, read.entry(lifetime)?.packedValue != nil { write.raw(packed: nil, into: lifetime) }
     }
 
     /// The set, hash or sorted set plain key `key` names (`KeyKind`), this access's writes

@@ -55,16 +55,16 @@ struct KeyCounterChange: Sendable {
                 outcome.error = Self.notAnInteger
                 return
             }
-            guard held.expiresAtMilliseconds == nil else {
-                outcome.error = "ERR \(key.name) has a lifetime and counters do not expire yet: PERSIST it first, or keep the count in a key without one"
-                return
-            }
+            // The string's lifetime goes over to the counter with its value, as INCR keeps a
+            // key's TTL in Redis.
+            let expiry = held.expiresAtMilliseconds.map { WriteExpiry.at(milliseconds: $0) } ?? .never
             if let version = access.storedVersion(key) {
-                access.write.counterBase(named: key.name, from: version, value: number)
+                access.write.counterBase(named: key.name, from: version, value: number, expiry: expiry)
             } else {
                 // Written earlier in this MULTI block: no other node has it, so it is simply added.
                 access.write.change(.increment(by: number), counterNamed: key.name)
             }
+            if expiry != .never { access.write.giveLifetime(expiry, toCounterNamed: key.name) }
             access.set(nil, into: key, resettingCounter: false)
         }
         outcome.total = access.write.change(.increment(by: amount), counterNamed: key.name)

@@ -33,7 +33,7 @@ struct KeyExpiry: Sendable {
     final class Outcome: @unchecked Sendable {  // written inside decide, read after it returned on the same thread
         /// Whether the key held a value and the change was made (Redis replies 1).
         var changed = false
-        /// The error reply instead (the key is a counter, which does not expire yet).
+        /// The error reply instead of the count.
         var refusal: String?
     }
 
@@ -54,7 +54,7 @@ struct KeyExpiry: Sendable {
             return
         }
         guard access.plainEntry(key)?.value != nil else {
-            outcome.refusal = "ERR \(key.name) is a counter, and counters do not expire yet: keep a rate window in its name (hits:2026-12-02T10:05) and let old windows be, or DEL them"
+            applyToCounter(&access)
             return
         }
         let current = entry.expiresAtMilliseconds
@@ -82,6 +82,25 @@ struct KeyExpiry: Sendable {
         case .ifGreater: current.map { instant > $0 } ?? false
         case .ifLess: instant < (current ?? .max)
         }
+    }
+
+    /// The change for a counter: its lifetime as a whole (`StorageWriter.giveLifetime`); an
+    /// instant not after the decision's time deletes it, as DEL does.
+    private func applyToCounter(_ access: inout KeyAccess) {
+        let current = access.read.counterLifetime(named: key.name)
+        switch change {
+        case .persist:
+            guard current != nil else { return }
+            access.write.giveLifetime(.never, toCounterNamed: key.name)
+        case .at(let instant):
+            guard admits(instant, over: current) else { return }
+            if instant <= access.nowMilliseconds {
+                access.set(nil, into: key)
+            } else {
+                access.write.giveLifetime(.at(milliseconds: instant), toCounterNamed: key.name)
+            }
+        }
+        outcome.changed = true
     }
 
     /// The change for a set, hash or sorted set (`KeyLifetime`): its lifetime given, renewed or

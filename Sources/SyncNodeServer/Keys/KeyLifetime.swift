@@ -5,8 +5,8 @@ import DecideCore
 /// one to a key of any kind (docs/operations.md, "Lifetimes of sets, hashes and sorted sets";
 /// why this technique: docs/design/0004-collection-lifetimes.md).
 ///
-/// How: the lifetime is a marker element of the key's collection, id `FF 6C 01 00` (no JSON
-/// starts with 0xFF, and no kind reads it), value `1`, expiring at the key's instant; and every
+/// How: the lifetime is a marker element of the key's collection (`CollectionLifetime`, id
+/// `FF 6C 01 00`), expiring at the key's instant; and every
 /// element of the key (a set's member, a hash's field, a sorted set's member) is written again
 /// to expire at that same instant, so on every node the key's elements and its marker expire
 /// together, by the expiry every entry already has. A later SADD, HSET or ZADD of the key, on a
@@ -18,18 +18,9 @@ import DecideCore
 /// node adds concurrently with the EXPIRE, without having seen it, keeps no lifetime: an
 /// observed expiry, as a remove is observed.
 enum KeyLifetime {
-    /// The marker's element id.
-    static let element: [UInt8] = [0xFF, 0x6C, 0x01, 0x00]
-    static let value = PackedBytes(Array("1".utf8))
-
-    /// The marker key of plain key `key`.
+    /// The marker key of plain key `key` (`CollectionLifetime`).
     static func marker(of key: StateKey) -> StateKey {
-        StateKey(name: key.name, element: element)
-    }
-
-    /// Whether stored key `key` is a lifetime marker (SCAN and KEYS skip it).
-    static func isMarker(_ key: StateKey) -> Bool {
-        key.elementCount == element.count && key.packedElement.withUnsafeBytes { $0.elementsEqual(element) }
+        CollectionLifetime.marker(ofCollectionNamed: key.name)
     }
 
     /// When the set, hash or sorted set plain key `key` names expires, as `access` reads it:
@@ -58,7 +49,7 @@ enum KeyLifetime {
         if expiry == .never {
             access.set(nil, into: marker(of: key), resettingCounter: false)
         } else {
-            access.set(value, into: marker(of: key), expiry: expiry, resettingCounter: false)
+            access.set(CollectionLifetime.value, into: marker(of: key), expiry: expiry, resettingCounter: false)
         }
         let name = key.name
         switch kind {

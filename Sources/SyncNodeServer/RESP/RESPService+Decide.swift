@@ -66,8 +66,10 @@ extension RESPService {
             let slots = node.counterSlots(named: key.name)
             if total != 0 || !slots.isEmpty {
                 let listed: [JSONValue] = slots.map { slot in
-                    .object([("node", .string(slot.node)), ("incarnation", .string(ReplyJSON.hex(slot.incarnation))),
-                             ("increments", .number(String(slot.increments))), ("decrements", .number(String(slot.decrements)))])
+                    var fields: [(String, JSONValue)] = [("node", .string(slot.node)), ("incarnation", .string(ReplyJSON.hex(slot.incarnation))),
+                                                         ("increments", .number(String(slot.increments))), ("decrements", .number(String(slot.decrements)))]
+                    if let instant = slot.expiresAtMilliseconds { fields.append(("expiresAt", .number(String(instant)))) }
+                    return .object(fields)
                 }
                 writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("counter", .number(String(total))), ("slots", .array(listed))]))
                 return

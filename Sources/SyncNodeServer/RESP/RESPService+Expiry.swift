@@ -58,14 +58,15 @@ extension RESPService {
         guard let key = key(arguments[1], into: &writer) else { return }
         let (instant, now) = node.read { read -> (UInt64??, UInt64) in
             if let entry = read.entry(key), !entry.isTombstone { return (.some(entry.expiresAtMilliseconds), read.nowMilliseconds) }
-            // A counter of that name: a key that never expires; a set, hash or sorted set: its
-            // lifetime, if it has one (`KeyLifetime`).
+            // A counter, a set, a hash or a sorted set of that name: its lifetime as a whole, if
+            // it has one (`KeyLifetime`, `StorageReader.counterLifetime`).
             guard key.elementCount == 0 else { return (nil, read.nowMilliseconds) }
             if KeyKind.of(read, key) != nil {
                 let marker = read.entry(KeyLifetime.marker(of: key))
                 return (.some(marker?.packedValue == nil ? nil : marker?.expiresAtMilliseconds), read.nowMilliseconds)
             }
-            return (KeyCounterChange.heldTotal(read, name: key.name) != nil ? .some(nil) : nil, read.nowMilliseconds)
+            guard KeyCounterChange.heldTotal(read, name: key.name) != nil else { return (nil, read.nowMilliseconds) }
+            return (.some(read.counterLifetime(named: key.name)), read.nowMilliseconds)
         }
         Self.replyLifetime(command, expiringAt: instant, now: now, into: &writer)
     }

@@ -148,7 +148,7 @@ extension RESPService {
         }
         var names: [[UInt8]] = []
         var seen = Set<[UInt8]>()
-        for key in page.keys where !KeyLifetime.isMarker(key) {
+        for key in page.keys where !CollectionLifetime.isMarker(key) {
             if let type, type != Self.typeName(of: key) { continue }
             let name = Self.redisName(of: key)
             if let pattern, !RESPGlob.matches(pattern, name) { continue }
@@ -172,7 +172,7 @@ extension RESPService {
         var cursor = 0
         repeat {
             let page = node.scanKeys(cursor: cursor, minimumKeys: 10_000, maximumBuckets: 4096)
-            for key in page.keys where !KeyLifetime.isMarker(key) {
+            for key in page.keys where !CollectionLifetime.isMarker(key) {
                 let name = Self.redisName(of: key)
                 guard RESPGlob.matches(pattern, name) else { continue }
                 if CompoundPresence.isCompound(key) || key.elementCount == 0 { guard counters.insert(name).inserted else { continue } }

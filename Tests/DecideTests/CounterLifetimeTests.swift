@@ -1,0 +1,166 @@
+import DecideCore
+import DecideTesting
+import Foundation
+import Testing
+@testable import Decide
+
+/// A counter's lifetime as a whole (docs/design/0004-collection-lifetimes.md, "Counters"): the
+/// node that gives it writes the marker and only the slots it may write without losing a
+/// change; later changes take it; every other node gives its own slots the marker's instant when
+/// the marker arrives (`Node.followLifetimes`), a restarted one too; and the rule for slots
+/// written while the marker was away.
+@Suite struct CounterLifetimeTests {
+    struct Quota: CounterState {
+        static var name: String { "quota" }
+    }
+
+    struct Change: Decision {
+        let amount: Int64
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write(.increment(by: amount), into: Quota.self)
+            return .none
+        }
+    }
+
+    struct GiveLifetime: Decision {
+        let expiry: WriteExpiry
+        func execute(read: StorageReader, write: StorageWriter) -> Effect {
+            write.giveLifetime(expiry, toCounterNamed: Quota.name)
+            return .none
+        }
+    }
+
+    static func lifetimes(_ node: Node) -> [String: UInt64?] {
+        Dictionary(uniqueKeysWithValues: node.counterSlots(Quota.self).map { ($0.node, $0.expiresAtMilliseconds) })
+    }
+
+    static func lifetime(_ node: Node) -> UInt64? {
+        node.read { $0.counterLifetime(named: Quota.name) }
+    }
+
+    /// Hands every delta `from` committed since the last call to `to`.
+    static func deliver(_ deltas: Recorder<Delta>, _ delivered: inout Int, to node: Node) throws {
+        let all = deltas.all
+        for delta in all[delivered...] { _ = try node.apply(delta) }
+        delivered = all.count
+    }
+
+    @Test func laterChangesTakeTheLifetimeAndTheCounterExpiresWhole() {
+        let clock = TestClock()
+        let node = Fixture.node(clock: clock)
+        node.decide(Change(amount: 4))
+        let instant = clock.nowMilliseconds() + 1_000
+        #expect(node.decide(GiveLifetime(expiry: .at(milliseconds: instant))).version != nil)
+        #expect(Self.lifetime(node) == instant)
+        node.decide(Change(amount: 3))
+        #expect(node.read(Quota.self) == 7)
+        #expect(Self.lifetimes(node) == ["a": instant])
+        clock.advance(by: .milliseconds(1_000))
+        #expect(node.read(Quota.self) == 0, "the slots expired with the marker")
+        #expect(Self.lifetime(node) == nil)
+        node.decide(Change(amount: 1))
+        #expect(node.read(Quota.self) == 1, "a new count from 0")
+        #expect(Self.lifetimes(node) == ["a": nil])
+    }
+
+    @Test func aPeerGivesItsOwnSlotsTheLifetimeAndNoOtherNodeWritesThem() throws {
+        let clock = TestClock()
+        let a = Fixture.node("a", clock: clock), b = Fixture.node("b", clock: clock)
+        let fromA = CounterTests.capture(a), fromB = CounterTests.capture(b)
+        var deliveredA = 0, deliveredB = 0
+        a.decide(Change(amount: 5))
+        b.decide(Change(amount: 7))
+        try Self.deliver(fromA, &deliveredA, to: b)
+        try Self.deliver(fromB, &deliveredB, to: a)
+        #expect(a.read(Quota.self) == 12 && b.read(Quota.self) == 12)
+        let instant = clock.nowMilliseconds() + 5_000
+        a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
+        // a wrote the marker and its own slot, never b's: b may be changing it this very moment.
+        let given = fromA.all.last!
+        #expect(given.writes.count == 2)
+        #expect(given.writes.allSatisfy { CollectionLifetime.isMarker($0.key) || CounterSlot.owner(of: $0.key)?.node == "a" })
+        #expect(Self.lifetimes(a) == ["a": instant, "b": nil])
+        // b, meanwhile, counts on, not having heard.
+        b.decide(Change(amount: 1))
+        try Self.deliver(fromA, &deliveredA, to: b)
+        #expect(b.followLifetimes() == 1, "b gives its own slot the lifetime")
+        #expect(b.followLifetimes() == 0, "once")
+        #expect(Self.lifetimes(b) == ["a": instant, "b": instant])
+        try Self.deliver(fromB, &deliveredB, to: a)
+        #expect(a.followLifetimes() == 0, "a's own slot has it already")
+        #expect(Self.lifetimes(a) == ["a": instant, "b": instant])
+        #expect(a.read(Quota.self) == 13 && b.read(Quota.self) == 13, "no change lost")
+        clock.advance(by: .milliseconds(5_000))
+        #expect(a.read(Quota.self) == 0 && b.read(Quota.self) == 0)
+    }
+
+    @Test func persistTakesItOffASlotThatTookItMeanwhile() throws {
+        let clock = TestClock()
+        let a = Fixture.node("a", clock: clock), b = Fixture.node("b", clock: clock)
+        let fromA = CounterTests.capture(a), fromB = CounterTests.capture(b)
+        var deliveredA = 0, deliveredB = 0
+        a.decide(Change(amount: 1))
+        b.decide(Change(amount: 1))
+        try Self.deliver(fromB, &deliveredB, to: a)
+        let instant = clock.nowMilliseconds() + 5_000
+        a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
+        try Self.deliver(fromA, &deliveredA, to: b)
+        b.followLifetimes()
+        a.decide(GiveLifetime(expiry: .never))
+        // b changes its slot before the PERSIST arrives: the change takes the old instant.
+        b.decide(Change(amount: 1))
+        #expect(Self.lifetimes(b)["b"] == .some(instant))
+        try Self.deliver(fromA, &deliveredA, to: b)
+        #expect(Self.lifetime(b) == nil)
+        #expect(b.followLifetimes() == 1)
+        #expect(Self.lifetimes(b) == ["a": nil, "b": nil])
+        try Self.deliver(fromB, &deliveredB, to: a)
+        clock.advance(by: .milliseconds(10_000))
+        #expect(a.read(Quota.self) == 3 && b.read(Quota.self) == 3, "nothing expires")
+    }
+
+    /// What a node cut off for the whole lifetime did: a slot it wrote before the instant goes
+    /// when the (expired) marker arrives; one it started after the instant is a new count.
+    @Test func anExpiredMarkerTakesTheSlotsWrittenBeforeItsInstantOnly() throws {
+        let clock = TestClock()
+        let a = Fixture.node("a", clock: clock), b = Fixture.node("b", clock: clock), c = Fixture.node("c", clock: clock)
+        let fromA = CounterTests.capture(a)
+        a.decide(Change(amount: 2))
+        b.decide(Change(amount: 3))   // before the instant, never told of the lifetime
+        let instant = clock.nowMilliseconds() + 1_000
+        a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
+        clock.advance(by: .milliseconds(2_000))
+        c.decide(Change(amount: 4))   // after the instant: a new count
+        var deliveredB = 0, deliveredC = 0
+        try Self.deliver(fromA, &deliveredB, to: b)
+        try Self.deliver(fromA, &deliveredC, to: c)
+        #expect(b.followLifetimes() == 1)
+        #expect(b.read(Quota.self) == 0, "b's share was made while the lifetime ran")
+        #expect(c.followLifetimes() == 0)
+        #expect(c.read(Quota.self) == 4, "c's count started after the instant")
+    }
+
+    @Test func aNodeThatStoppedBeforeItFollowedFollowsWhenItStartsAgain() throws {
+        let scratch = StorageTests.Scratch()
+        defer { scratch.remove() }
+        let clock = TestClock()
+        let a = Fixture.node("a", clock: clock)
+        let fromA = CounterTests.capture(a)
+        a.decide(Change(amount: 1))
+        var b: Node? = try StorageTests.open(scratch, id: "b", durability: .strict, clock: clock)
+        b!.decide(Change(amount: 1))
+        let instant = clock.nowMilliseconds() + 60_000
+        a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
+        var delivered = 0
+        try Self.deliver(fromA, &delivered, to: b!)
+        try b!.close()   // stopped before its next tick's follow
+        b = nil
+        clock.advance(by: .milliseconds(1))
+        let reopened = try StorageTests.open(scratch, id: "b", durability: .strict, clock: clock)
+        let own = reopened.counterSlots(Quota.self).filter { $0.node == reopened.id }
+        #expect(own.count == 1 && own[0].expiresAtMilliseconds == nil)
+        #expect(reopened.followLifetimes() == 1)
+        #expect(reopened.counterSlots(Quota.self).allSatisfy { $0.expiresAtMilliseconds == instant })
+        try reopened.close()
+    }
+}
