@@ -239,6 +239,34 @@ extension SyncNodeTests {
             }
         }
 
+        /// DECIDE.DUMP (the CLI's dump) says what each entry of a counter, a set, a sorted set
+        /// or a lifetime is, as JSON, beside its raw key: the counter and the node a slot is of,
+        /// the set and member a dot is of, the sorted set and member a score is of.
+        @Test func decideDumpShowsWhatCompoundEntriesAre() async throws {
+            try await withPeer("dump-layout") { peer in
+                let client = try peer.client()
+                #expect(try client.call("SET", "plain", "1") == ok)
+                #expect(try client.call("INCRBY", "hits", "3") == .integer(3))
+                #expect(try client.call("EXPIRE", "hits", "100") == .integer(1))
+                #expect(try client.call("SADD", "online", "ann") == .integer(1))
+                #expect(try client.call("ZADD", "board", "12", "bob") == .integer(1))
+                let lines = try #require(try client.call("DECIDE.DUMP").elements).compactMap(\.json)
+                func layouts(_ kind: String) -> [[String: Any]] {
+                    lines.compactMap { $0["layout"] as? [String: Any] }.filter { $0["kind"] as? String == kind }
+                }
+                let slot = try #require(layouts("counterSlot").first)
+                #expect(slot["counter"] as? String == "hits" && slot["node"] as? String == "dump-layout")
+                #expect(slot["incarnation"] as? String == ReplyJSON.hex(peer.node.incarnation))
+                #expect(lines.first { ($0["layout"] as? [String: Any])?["kind"] as? String == "counterSlot" }?["value"] as? [Int] == [3, 0])
+                let dot = try #require(layouts("setDot").first)
+                #expect(dot["set"] as? String == "online" && dot["member"] as? String == "ann")
+                let member = try #require(layouts("sortedSetMember").first)
+                #expect(member["sortedSet"] as? String == "board" && member["member"] as? String == "bob")
+                #expect(layouts("lifetime").first?["of"] as? String == "hits")
+                #expect(lines.first { $0["key"] as? String == "plain" }?["layout"] == nil, "a plain key has no layout")
+            }
+        }
+
         /// DECIDE.PUT / DECIDE.GET / DECIDE.DELETE: JSON in, versions out.
         @Test func decideCommands() async throws {
             try await withPeer("decide") { peer in

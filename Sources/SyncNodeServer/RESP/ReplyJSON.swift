@@ -40,7 +40,8 @@ enum ReplyJSON {
     }
 
     /// One entry as dumps and watches show it:
-    /// `{"key":K,"value":V|null,"deleted":bool,"version":{...}}`.
+    /// `{"key":K,"value":V|null,"deleted":bool,"version":{...}}`, and `"layout"` for a counter's
+    /// slot, a set's dot, a sorted set's member or a lifetime marker (`layout(of:)`).
     /// An expiring value adds `"expiresAt"` (Unix milliseconds), and `"expired":true` once
     /// `now` (hybrid-clock milliseconds, when given) has reached it.
     static func entry(key: StateKey, entry: Entry, now: UInt64? = nil, extra: [(String, JSONValue)] = []) -> JSONValue {
@@ -50,12 +51,34 @@ enum ReplyJSON {
             ("deleted", .bool(entry.isTombstone)),
             ("version", version(entry.version)),
         ]
+        if let layout = layout(of: key) { fields.append(("layout", layout)) }
         if entry.ownedByWriter { fields.append(("owned", .bool(true))) }
         if let expiresAt = entry.expiresAtMilliseconds {
             fields.append(("expiresAt", .number(String(expiresAt))))
             if let now, entry.isExpired(atMilliseconds: now) { fields.append(("expired", .bool(true))) }
         }
         return .object(fields + extra)
+    }
+
+    /// What a key laid out on a collection is (docs/replication.md: counter slots, set dots,
+    /// sorted set members, lifetime markers), so a dump or watch reads as the counter, set or
+    /// sorted set it belongs to; nil for any other key. Read from the key alone, so two replicas'
+    /// dumps stay equal line for line.
+    static func layout(of key: StateKey) -> JSONValue? {
+        guard key.elementCount > 3, CompoundPresence.isCompound(key) else { return nil }
+        let name = JSONValue.string(key.name)
+        func member(_ bytes: [UInt8]) -> JSONValue { (try? JSONValue.parse(bytes)) ?? value(bytes) }
+        if let owner = CounterSlot.owner(of: key) {
+            return .object([("kind", .string("counterSlot")), ("counter", name), ("node", .string(owner.node)),
+                            ("incarnation", .string(hex(owner.incarnation)))])
+        }
+        if CounterSlot.counts(key) { return .object([("kind", .string("counterBase")), ("counter", name)]) }
+        if let bytes = SetDot.member(of: key) { return .object([("kind", .string("setDot")), ("set", name), ("member", member(bytes))]) }
+        if let bytes = SortedSetMember.member(of: key) {
+            return .object([("kind", .string("sortedSetMember")), ("sortedSet", name), ("member", member(bytes))])
+        }
+        if CollectionLifetime.isMarker(key) { return .object([("kind", .string("lifetime")), ("of", name)]) }
+        return nil
     }
 
     /// A 64-bit digest as 16 hex digits.
