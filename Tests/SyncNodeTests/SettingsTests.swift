@@ -38,6 +38,7 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: "2000"
             case .failureTimeoutMilliseconds: "4000"
             case .writeCoalescingMicroseconds: "120"
+            case .changeLogEntries: "1048576"
             case .adminAuthTimeoutMilliseconds: "2500"
             case .adminMaxUnauthenticatedClients: "9"
             case .adminIdleTimeoutMilliseconds: "60000"
@@ -71,6 +72,7 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: flags.antiEntropyIntervalMilliseconds = text
             case .failureTimeoutMilliseconds: flags.failureTimeoutMilliseconds = text
             case .writeCoalescingMicroseconds: flags.writeCoalescingMicroseconds = text
+            case .changeLogEntries: flags.changeLogEntries = text
             case .adminAuthTimeoutMilliseconds: flags.adminAuthTimeoutMilliseconds = text
             case .adminMaxUnauthenticatedClients: flags.adminMaxUnauthenticatedClients = text
             case .adminIdleTimeoutMilliseconds: flags.adminIdleTimeoutMilliseconds = text
@@ -104,6 +106,7 @@ extension SyncNodeTests {
             case .antiEntropyIntervalMilliseconds: String(settings.antiEntropyIntervalMilliseconds)
             case .failureTimeoutMilliseconds: String(settings.failureTimeoutMilliseconds)
             case .writeCoalescingMicroseconds: String(settings.writeCoalescingMicroseconds)
+            case .changeLogEntries: String(settings.changeLogEntries)
             case .adminAuthTimeoutMilliseconds: String(settings.adminAuthTimeoutMilliseconds)
             case .adminMaxUnauthenticatedClients: String(settings.adminMaxUnauthenticatedClients)
             case .adminIdleTimeoutMilliseconds: String(settings.adminIdleTimeoutMilliseconds)

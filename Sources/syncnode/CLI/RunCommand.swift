@@ -77,6 +77,10 @@ extension SyncNode {
             "How often an anti-entropy walk runs with each peer (default \(RunSettings.defaultAntiEntropyIntervalMilliseconds)).",
             valueName: "ms"))
         var antiEntropyIntervalMilliseconds: String?
+        @Option(name: .customLong("change-log-entries"), help: ArgumentHelp(
+            "How many of its newest changes this peer remembers, 8 bytes each (default \(RunSettings.defaultChangeLogEntries)): a catch-up that outlasts them starts over, so raise it for peers that catch up under heavy writes.",
+            valueName: "n"))
+        var changeLogEntries: String?
         @Option(name: .customLong("failure-timeout-ms"), help: ArgumentHelp(
             "A peer silent this long is declared failed, and its owned keys read as absent here (default \(RunSettings.defaultFailureTimeoutMilliseconds); a crashed process shows at once).",
             valueName: "ms"))
@@ -129,6 +133,7 @@ extension SyncNode {
                                  antiEntropyIntervalMilliseconds: antiEntropyIntervalMilliseconds,
                                  failureTimeoutMilliseconds: failureTimeoutMilliseconds,
                                  writeCoalescingMicroseconds: writeCoalescingMicroseconds,
+                                 changeLogEntries: changeLogEntries,
                                  adminAuthTimeoutMilliseconds: adminAuthTimeoutMilliseconds,
                                  adminMaxUnauthenticatedClients: adminMaxUnauthenticatedClients,
                                  adminIdleTimeoutMilliseconds: adminIdleTimeoutMilliseconds,

@@ -63,6 +63,7 @@ final class PeerProcess: Sendable {
         nodeConfiguration.dataDirectory = settings.dataDirectory
         nodeConfiguration.durability = settings.durability
         nodeConfiguration.storeFileWrapper = storeFileWrapper
+        nodeConfiguration.recentChangeCapacity = settings.changeLogEntries
         node = try Node(configuration: nodeConfiguration)
         var transportConfiguration = UVTransport.Configuration(
             nodeID: id, clusterName: settings.cluster, clusterSecret: secrets.first, insecure: settings.insecure,

@@ -59,6 +59,10 @@ struct RunSettings: Sendable, Equatable {
     /// While a link streams, each write to peers waits this long for more frames
     /// (`UVTransport.Configuration.flushCoalescingMicroseconds`); 0 writes at once.
     var writeCoalescingMicroseconds: UInt32
+    /// How many of its newest changes the node remembers, 8 bytes each
+    /// (`Node.Configuration.recentChangeCapacity`): a catch-up walk sends only what changed
+    /// during it, and starts over when more changed than this.
+    var changeLogEntries: Int
     /// Where each setting that did not take its default came from: `flags`, `environment` or
     /// the config file's path. `syncnode ready` logs it.
     var sources: [SettingKey: String] = [:]
@@ -67,6 +71,7 @@ struct RunSettings: Sendable, Equatable {
     static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
     static let defaultWriteCoalescingMicroseconds: UInt32 = 50
+    static let defaultChangeLogEntries = 65_536
     static let defaultAdminAuthTimeoutMilliseconds: UInt64 = 10_000
     static let defaultAdminMaxUnauthenticatedClients = 64
     static let defaultAdminMaxClientMemoryBytes = 256 << 20
@@ -101,6 +106,7 @@ struct RunSettings: Sendable, Equatable {
         var antiEntropyIntervalMilliseconds: String?
         var failureTimeoutMilliseconds: String?
         var writeCoalescingMicroseconds: String?
+        var changeLogEntries: String?
         var adminAuthTimeoutMilliseconds: String?
         var adminMaxUnauthenticatedClients: String?
         var adminIdleTimeoutMilliseconds: String?
@@ -121,6 +127,7 @@ struct RunSettings: Sendable, Equatable {
                 (.antiEntropyIntervalMilliseconds, antiEntropyIntervalMilliseconds),
                 (.failureTimeoutMilliseconds, failureTimeoutMilliseconds),
                 (.writeCoalescingMicroseconds, writeCoalescingMicroseconds),
+                (.changeLogEntries, changeLogEntries),
                 (.adminAuthTimeoutMilliseconds, adminAuthTimeoutMilliseconds),
                 (.adminMaxUnauthenticatedClients, adminMaxUnauthenticatedClients),
                 (.adminIdleTimeoutMilliseconds, adminIdleTimeoutMilliseconds),
@@ -212,6 +219,10 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 UInt32(try whole(text, unit: "microseconds", name: "write-coalescing-us", range: 0 ... 1_000, example: "50"))
             } ?? defaultWriteCoalescingMicroseconds
+        let changeLog = try pick(.changeLogEntries)
+            .map { text throws(Invalid) in
+                Int(try whole(text, unit: "entries", name: "change-log-entries", range: 1_024 ... 67_108_864, example: "1048576"))
+            } ?? defaultChangeLogEntries
         let adminText = pick(.admin) ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
         let adminSocket = pick(.adminSocket)
@@ -270,6 +281,7 @@ struct RunSettings: Sendable, Equatable {
             antiEntropyIntervalMilliseconds: antiEntropyInterval,
             failureTimeoutMilliseconds: failureTimeout,
             writeCoalescingMicroseconds: writeCoalescing,
+            changeLogEntries: changeLog,
             sources: sources.bySetting.mapValues { labels[$0] ?? $0 })
     }
 

@@ -33,6 +33,7 @@ enum SettingKey: String, CaseIterable, Sendable {
     case antiEntropyIntervalMilliseconds = "anti-entropy-interval-ms"
     case failureTimeoutMilliseconds = "failure-timeout-ms"
     case writeCoalescingMicroseconds = "write-coalescing-us"
+    case changeLogEntries = "change-log-entries"
     /// The config file's own path: a flag or the environment, never the file itself.
     case config
 
