@@ -38,11 +38,33 @@ import Testing
         node.read { $0.counterLifetime(named: Quota.name) }
     }
 
-    /// Hands every delta `from` committed since the last call to `to`.
-    static func deliver(_ deltas: Recorder<Delta>, _ delivered: inout Int, to node: Node) throws {
-        let all = deltas.all
-        for delta in all[delivered...] { _ = try node.apply(delta) }
-        delivered = all.count
+    /// Two nodes on one clock whose commits are handed over by hand (`toA`, `toB`): what
+    /// reached the other node, and when, is the test's to say.
+    final class Pair {
+        let clock = TestClock()
+        let a: Node, b: Node
+        private let fromA: Recorder<Delta>, fromB: Recorder<Delta>
+        private var deliveredA = 0, deliveredB = 0
+
+        init() {
+            a = Fixture.node("a", clock: clock)
+            b = Fixture.node("b", clock: clock)
+            fromA = CounterTests.capture(a)
+            fromB = CounterTests.capture(b)
+        }
+
+        /// a's commits since the last call, applied on b.
+        func toB() throws { try Self.deliver(fromA, &deliveredA, to: b) }
+        /// b's commits since the last call, applied on a.
+        func toA() throws { try Self.deliver(fromB, &deliveredB, to: a) }
+        /// a's last commit.
+        var lastOfA: Delta? { fromA.all.last }
+
+        static func deliver(_ deltas: Recorder<Delta>, _ delivered: inout Int, to node: Node) throws {
+            let all = deltas.all
+            for delta in all[delivered...] { _ = try node.apply(delta) }
+            delivered = all.count
+        }
     }
 
     @Test func laterChangesTakeTheLifetimeAndTheCounterExpiresWhole() {
@@ -64,29 +86,27 @@ import Testing
     }
 
     @Test func aPeerGivesItsOwnSlotsTheLifetimeAndNoOtherNodeWritesThem() throws {
-        let clock = TestClock()
-        let a = Fixture.node("a", clock: clock), b = Fixture.node("b", clock: clock)
-        let fromA = CounterTests.capture(a), fromB = CounterTests.capture(b)
-        var deliveredA = 0, deliveredB = 0
+        let pair = Pair()
+        let (clock, a, b) = (pair.clock, pair.a, pair.b)
         a.decide(Change(amount: 5))
         b.decide(Change(amount: 7))
-        try Self.deliver(fromA, &deliveredA, to: b)
-        try Self.deliver(fromB, &deliveredB, to: a)
+        try pair.toB()
+        try pair.toA()
         #expect(a.read(Quota.self) == 12 && b.read(Quota.self) == 12)
         let instant = clock.nowMilliseconds() + 5_000
         a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
         // a wrote the marker and its own slot, never b's: b may be changing it this very moment.
-        let given = fromA.all.last!
+        let given = try #require(pair.lastOfA)
         #expect(given.writes.count == 2)
         #expect(given.writes.allSatisfy { CollectionLifetime.isMarker($0.key) || CounterSlot.owner(of: $0.key)?.node == "a" })
         #expect(Self.lifetimes(a) == ["a": instant, "b": nil])
         // b, meanwhile, counts on, not having heard.
         b.decide(Change(amount: 1))
-        try Self.deliver(fromA, &deliveredA, to: b)
+        try pair.toB()
         #expect(b.followLifetimes() == 1, "b gives its own slot the lifetime")
         #expect(b.followLifetimes() == 0, "once")
         #expect(Self.lifetimes(b) == ["a": instant, "b": instant])
-        try Self.deliver(fromB, &deliveredB, to: a)
+        try pair.toA()
         #expect(a.followLifetimes() == 0, "a's own slot has it already")
         #expect(Self.lifetimes(a) == ["a": instant, "b": instant])
         #expect(a.read(Quota.self) == 13 && b.read(Quota.self) == 13, "no change lost")
@@ -95,26 +115,24 @@ import Testing
     }
 
     @Test func persistTakesItOffASlotThatTookItMeanwhile() throws {
-        let clock = TestClock()
-        let a = Fixture.node("a", clock: clock), b = Fixture.node("b", clock: clock)
-        let fromA = CounterTests.capture(a), fromB = CounterTests.capture(b)
-        var deliveredA = 0, deliveredB = 0
+        let pair = Pair()
+        let (clock, a, b) = (pair.clock, pair.a, pair.b)
         a.decide(Change(amount: 1))
         b.decide(Change(amount: 1))
-        try Self.deliver(fromB, &deliveredB, to: a)
+        try pair.toA()
         let instant = clock.nowMilliseconds() + 5_000
         a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
-        try Self.deliver(fromA, &deliveredA, to: b)
+        try pair.toB()
         b.followLifetimes()
         a.decide(GiveLifetime(expiry: .never))
         // b changes its slot before the PERSIST arrives: the change takes the old instant.
         b.decide(Change(amount: 1))
         #expect(Self.lifetimes(b)["b"] == .some(instant))
-        try Self.deliver(fromA, &deliveredA, to: b)
+        try pair.toB()
         #expect(Self.lifetime(b) == nil)
         #expect(b.followLifetimes() == 1)
         #expect(Self.lifetimes(b) == ["a": nil, "b": nil])
-        try Self.deliver(fromB, &deliveredB, to: a)
+        try pair.toA()
         clock.advance(by: .milliseconds(10_000))
         #expect(a.read(Quota.self) == 3 && b.read(Quota.self) == 3, "nothing expires")
     }
@@ -132,8 +150,8 @@ import Testing
         clock.advance(by: .milliseconds(2_000))
         c.decide(Change(amount: 4))   // after the instant: a new count
         var deliveredB = 0, deliveredC = 0
-        try Self.deliver(fromA, &deliveredB, to: b)
-        try Self.deliver(fromA, &deliveredC, to: c)
+        try Pair.deliver(fromA, &deliveredB, to: b)
+        try Pair.deliver(fromA, &deliveredC, to: c)
         #expect(b.followLifetimes() == 1)
         #expect(b.read(Quota.self) == 0, "b's share was made while the lifetime ran")
         #expect(c.followLifetimes() == 0)
@@ -152,7 +170,7 @@ import Testing
         let instant = clock.nowMilliseconds() + 60_000
         a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
         var delivered = 0
-        try Self.deliver(fromA, &delivered, to: b!)
+        try Pair.deliver(fromA, &delivered, to: b!)
         try b!.close()   // stopped before its next tick's follow
         b = nil
         clock.advance(by: .milliseconds(1))
