@@ -2,6 +2,8 @@
 #   make deps-bench      redis-server and redis-tools (apt-get; idempotent, quick when present)
 #   make bench-compare   Redis master+replica vs Decide (library and syncnode) on 127.0.0.1, one run;
 #                        prints the table and writes it into docs/benchmarks.md
+#   make bench-catch-up  a peer joining one under sustained SADD -P 16: catch-up walk restarts at
+#                        the default change log and at CATCH_UP_ENTRIES (docs/operations.md)
 # COMPARE_KEYS (default 100000) is the key count and the number of writes per workload;
 # COMPARE_ROUNDS (default 5) how many alternating rounds of the Redis stream and the library run
 # (the table takes the median round and the median of the rounds' paired ratios).
@@ -10,7 +12,7 @@ COMPARE_PACKAGES := redis-server redis-tools
 COMPARE_KEYS ?= 100000
 COMPARE_ROUNDS ?= 5
 
-.PHONY: deps-bench bench-compare compare-build
+.PHONY: deps-bench bench-compare bench-catch-up compare-build
 
 deps-bench:
 	@missing=""; for package in $(COMPARE_PACKAGES); do \
@@ -29,3 +31,6 @@ compare-build: deps
 bench-compare: deps deps-bench compare-build
 	DECIDE_BENCH="$(BENCH_BUILD)/release/DecideBench" SYNCNODE="$(BENCH_BUILD)/release/syncnode" \
 		COMPARE_KEYS=$(COMPARE_KEYS) COMPARE_ROUNDS=$(COMPARE_ROUNDS) bash Cluster/bench-compare.sh
+
+bench-catch-up: deps deps-bench compare-build
+	SYNCNODE="$(BENCH_BUILD)/release/syncnode" bash Cluster/catch-up-under-load.sh
