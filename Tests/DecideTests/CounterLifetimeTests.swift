@@ -35,7 +35,7 @@ import Testing
     }
 
     static func lifetime(_ node: Node) -> UInt64? {
-        node.read { $0.counterLifetime(named: Quota.name) }
+        node.read { $0.lifetime(ofCollectionNamed: Quota.name) }
     }
 
     /// Two nodes on one clock whose commits are handed over by hand (`toA`, `toB`): what

@@ -75,7 +75,7 @@ import Testing
             _ = cluster.runUntilConverged(maxMilliseconds: 30_000)
             // A node that restarts empty loses what it alone held: the lifetime too, if it gave
             // it and crashed before a peer heard.
-            if emptyRestarts, instant != nil, cluster.node("a").read({ $0.counterLifetime(named: Hits.name) }) == nil { instant = nil }
+            if emptyRestarts, instant != nil, cluster.node("a").read({ $0.lifetime(ofCollectionNamed: Hits.name) }) == nil { instant = nil }
             let reference = cluster.node("a").read(Hits.self)
             for id in ids {
                 let node = cluster.node(id)
@@ -88,8 +88,8 @@ import Testing
                 for slot in node.counterSlots(Hits.self) where slot.expiresAtMilliseconds != instant {
                     problems.append("\(id) holds slot \(slot.node)/\(slot.incarnation) expiring at \(String(describing: slot.expiresAtMilliseconds)), the counter's lifetime is \(String(describing: instant))")
                 }
-                if node.read({ $0.counterLifetime(named: Hits.name) }) != instant {
-                    problems.append("\(id) reads the lifetime \(String(describing: node.read { $0.counterLifetime(named: Hits.name) }))")
+                if node.read({ $0.lifetime(ofCollectionNamed: Hits.name) }) != instant {
+                    problems.append("\(id) reads the lifetime \(String(describing: node.read { $0.lifetime(ofCollectionNamed: Hits.name) }))")
                 }
             }
             let before = reference

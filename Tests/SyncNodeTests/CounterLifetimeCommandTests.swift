@@ -83,6 +83,28 @@ extension SyncNodeTests {
             }
         }
 
+        /// A MULTI block that deletes a key with a lifetime, then counts into it: the new counter
+        /// has no lifetime, whether the old one was stored or given earlier in the block (the
+        /// block's own marker writes are read, not the table's alone).
+        @Test func aCounterStartedInTheBlockThatDeletedAKeyWithALifetimeHasNone() async throws {
+            try await withPeer("counter-lifetime-after-del") { peer in
+                let client = try peer.client()
+                #expect(try client.call("HSET", "h", "f", "v") == .integer(1))
+                #expect(try client.call("EXPIRE", "h", "100") == .integer(1))
+                try client.send(raw: "MULTI\r\nDEL h\r\nINCR h\r\nEXEC\r\n")
+                for _ in 0..<3 { _ = try client.reply() }
+                #expect(try client.reply() == .array([.integer(1), .integer(1)]))
+                #expect(try client.call("TTL", "h") == .integer(-1))
+                let slots = peer.node.counterSlots(named: "h")
+                #expect(slots.count == 1 && slots[0].expiresAtMilliseconds == nil, "\(slots)")
+                try client.send(raw: "MULTI\r\nHSET g f v\r\nEXPIRE g 100\r\nDEL g\r\nINCR g\r\nEXEC\r\n")
+                for _ in 0..<5 { _ = try client.reply() }
+                #expect(try client.reply() == .array([.integer(1), .integer(1), .integer(1), .integer(1)]))
+                #expect(try client.call("TTL", "g") == .integer(-1), "the block's own EXPIRE went with its DEL")
+                #expect(try client.call("SADD", "g2", "x") == .integer(1))
+            }
+        }
+
         /// The rate limiter on two peers: both count into one window at once, one of them gives
         /// it its lifetime, and the other's share (made before it heard of the lifetime) goes at
         /// the instant too, because that peer gives its own slot the lifetime when the marker

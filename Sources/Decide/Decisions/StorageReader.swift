@@ -123,10 +123,11 @@ public struct StorageReader {
         transaction.open { $0.core.compoundPresence.exists }
     }
 
-    /// When the counter named `name` expires as a whole (Unix milliseconds, hybrid clock), nil
-    /// when it has no lifetime (`StorageWriter.giveLifetime(_:toCounterNamed:)`).
-    package func counterLifetime(named name: String) -> UInt64? {
-        transaction.open { $0.lifetime(ofCounterNamed: name) }
+    /// When the counter, set, hash or sorted set named `name` expires as a whole (Unix
+    /// milliseconds, hybrid clock; its `CollectionLifetime` marker, this decision's writes
+    /// applied), nil when it has no lifetime.
+    package func lifetime(ofCollectionNamed name: String) -> UInt64? {
+        transaction.open { $0.lifetime(ofCollectionNamed: name) }
     }
 
     /// The total of the counter named `name` (a front end's, with no Swift type).

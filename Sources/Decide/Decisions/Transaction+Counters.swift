@@ -50,12 +50,13 @@ extension Transaction {
 
     // MARK: lifetimes (docs/design/0004-collection-lifetimes.md, "Counters")
 
-    /// When counter `name` expires as a whole (its live lifetime marker's instant, this
-    /// decision's writes applied), nil when it has no lifetime. `storedMarkers`: the lifetime
-    /// markers the table stores under the name, when the caller looked its kinds up already.
-    func lifetime(ofCounterNamed name: String, storedMarkers: Int? = nil) -> UInt64? {
+    /// When the collection named `name` expires as a whole — a counter, set, hash or sorted set
+    /// of that name (its live lifetime marker's instant, this decision's writes applied) — nil
+    /// when it has no lifetime. `storedMarkers`: the lifetime markers the table stores under
+    /// the name, when the caller looked its kinds up already.
+    func lifetime(ofCollectionNamed name: String, storedMarkers: Int? = nil) -> UInt64? {
         let marker = CollectionLifetime.marker(ofCollectionNamed: name)
-        if givesCounterLifetime, let index = pending.position(of: marker) {
+        if pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.lifetimeMarkerKind), let index = pending.position(of: marker) {
             guard pending.writes[index].value != nil,
                   let instant = pending.writes[index].options.expiry.instant(atMilliseconds: now), instant > now else { return nil }
             return instant
@@ -73,7 +74,6 @@ extension Transaction {
     /// it holds the marker (`followLifetime`); its later changes take it too (`apply`).
     func giveLifetime(_ expiry: WriteExpiry, toCounterNamed name: String) {
         let marker = CollectionLifetime.marker(ofCollectionNamed: name)
-        givesCounterLifetime = true
         if expiry == .never {
             store(marker, nil, decoded: nil)
         } else {
@@ -100,10 +100,9 @@ extension Transaction {
     func followLifetime(ofCounterNamed name: String) -> Int {
         guard let marker = core.entry(for: CollectionLifetime.marker(ofCollectionNamed: name)) else { return 0 }
         let target = marker.packedValue == nil ? nil : marker.expiresAtMilliseconds
-        let node = Array(core.nodeID.utf8)
         var rewrites: [(StateKey, PackedBytes)] = []
         core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.tag) { key, entry in
-            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), CounterSlot.isSlot(key, ofNode: node),
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), CounterSlot.isSlot(key, ofNode: core.nodeIDBytes),
                   entry.expiresAtMilliseconds != target,
                   target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true else { return }
             rewrites.append((key, bytes))
@@ -178,7 +177,7 @@ extension Transaction {
         core.counterSlotsWritten.insert(ownKey.stableHash)
         core.compoundPresence.noteWritten()
         // A counter with a lifetime: the slot expires with it (docs/design/0004-collection-lifetimes.md).
-        let expiry = lifetime(ofCounterNamed: counter.name, storedMarkers: view.lifetimeMarkers).map { WriteExpiry.at(milliseconds: $0) } ?? .never
+        let expiry = lifetime(ofCollectionNamed: counter.name, storedMarkers: view.lifetimeMarkers).map { WriteExpiry.at(milliseconds: $0) } ?? .never
         store(ownKey, CounterSlot.value(increments: increments, decrements: decrements), decoded: nil, options: WriteOptions(expiry: expiry))
         return Int64(target)
     }

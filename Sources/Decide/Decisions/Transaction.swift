@@ -43,9 +43,6 @@ final class Transaction: @unchecked Sendable {
     /// The dot this decision inserted for each member, by set name (`Transaction+Sets`): found
     /// without a scan of the decision's writes.
     var insertedDots: [String: [[UInt8]: StateKey]] = [:]
-    /// Whether this decision wrote a counter's lifetime marker (`giveLifetime`): until then a
-    /// counter change looks for the marker in the table only.
-    var givesCounterLifetime = false
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
     /// expired at it read as absent.
     private(set) var now: UInt64 = 0
@@ -81,7 +78,6 @@ final class Transaction: @unchecked Sendable {
         // Only when set: assigning nil released the old value, a runtime call every decision.
         if failure != nil { failure = nil }
         if !insertedDots.isEmpty { insertedDots.removeAll() }
-        if givesCounterLifetime { givesCounterLifetime = false }
         return generation
     }
 

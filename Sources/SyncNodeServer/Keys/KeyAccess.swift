@@ -46,7 +46,7 @@ struct KeyAccess {
     func entry(_ key: StateKey) -> Held? {
         let plain = plainEntry(key)
         guard key.elementCount == 0, plain?.value == nil, let total = KeyCounterChange.heldTotal(read, name: key.name) else { return plain }
-        return Held(value: total, expiresAtMilliseconds: read.counterLifetime(named: key.name), owned: false)
+        return Held(value: total, expiresAtMilliseconds: read.lifetime(ofCollectionNamed: key.name), owned: false)
     }
 
     /// The version `key`'s stored value has (nil: none, or written through this access).
@@ -77,19 +77,22 @@ struct KeyAccess {
     /// `countingThisDecision` also looks for elements this decision wrote (a MULTI block's).
     static func replaceOtherKinds(of key: StateKey, read: StorageReader, write: StorageWriter, countingThisDecision: Bool = false) {
         guard key.elementCount == 0, read.storesElements(ofCollectionNamed: key.name, countingThisDecision: countingThisDecision) else { return }
-        // A counter with a lifetime expires now, every node's slots with it (a reset would leave
-        // this node's decrements behind the other slots' instant); one without is reset.
-        let counterLifetime = read.counterLifetime(named: key.name)
-        if counterLifetime != nil {
+        // The key's lifetime as a whole, this decision's writes applied (a MULTI block's EXPIRE).
+        // A counter with one expires now, every node's slots with it (a reset would leave this
+        // node's decrements behind the other slots' instant); one without is reset. Any other
+        // kind's lifetime is deleted with it.
+        let lifetime = read.lifetime(ofCollectionNamed: key.name)
+        let counted = read.counterTotal(named: key.name) != 0
+        if counted, lifetime != nil {
             write.giveLifetime(.at(milliseconds: read.nowMilliseconds), toCounterNamed: key.name)
-        } else if read.counterTotal(named: key.name) != 0 {
+        } else if counted {
             write.change(.reset, counterNamed: key.name)
+        } else if lifetime != nil {
+            write.raw(packed: nil, into: KeyLifetime.marker(of: key))
         }
         write.removeAll(fromSetNamed: key.name)
         if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }
         if read.hasScoredMembers(ofSortedSetNamed: key.name) { write.removeAll(fromSortedSetNamed: key.name) }
-        let lifetime = KeyLifetime.marker(of: key)
-        if counterLifetime == nil, read.entry(lifetime)?.packedValue != nil { write.raw(packed: nil, into: lifetime) }
     }
 
     /// The set, hash or sorted set plain key `key` names (`KeyKind`), this access's writes

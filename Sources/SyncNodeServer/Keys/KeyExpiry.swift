@@ -84,39 +84,31 @@ struct KeyExpiry: Sendable {
         }
     }
 
-    /// The change for a counter: its lifetime as a whole (`StorageWriter.giveLifetime`); an
-    /// instant not after the decision's time deletes it, as DEL does.
+    /// The change for a counter (`StorageWriter.giveLifetime`), or for a set, hash or sorted set
+    /// (`KeyLifetime`): its lifetime given, renewed or ended as a whole; an instant not after the
+    /// decision's time deletes it, as DEL does.
     private func applyToCounter(_ access: inout KeyAccess) {
-        let current = access.read.counterLifetime(named: key.name)
-        switch change {
-        case .persist:
-            guard current != nil else { return }
-            access.write.giveLifetime(.never, toCounterNamed: key.name)
-        case .at(let instant):
-            guard admits(instant, over: current) else { return }
-            if instant <= access.nowMilliseconds {
-                access.set(nil, into: key)
-            } else {
-                access.write.giveLifetime(.at(milliseconds: instant), toCounterNamed: key.name)
-            }
-        }
-        outcome.changed = true
+        applyToWhole(&access) { expiry, access in access.write.giveLifetime(expiry, toCounterNamed: key.name) }
     }
 
-    /// The change for a set, hash or sorted set (`KeyLifetime`): its lifetime given, renewed or
-    /// ended as a whole; an instant not after the decision's time deletes it, as DEL does.
     private func applyToCollection(of kind: KeyKind, _ access: inout KeyAccess) {
+        applyToWhole(&access) { expiry, access in KeyLifetime.set(expiry, of: key, kind: kind, &access) }
+    }
+
+    /// What both share: the key's lifetime as a whole read once, and `give` called with the new
+    /// one when the condition admits it.
+    private func applyToWhole(_ access: inout KeyAccess, give: (WriteExpiry, inout KeyAccess) -> Void) {
         let current = KeyLifetime.instant(access, key)
         switch change {
         case .persist:
             guard current != nil else { return }
-            KeyLifetime.set(.never, of: key, kind: kind, &access)
+            give(.never, &access)
         case .at(let instant):
             guard admits(instant, over: current) else { return }
             if instant <= access.nowMilliseconds {
                 access.set(nil, into: key)
             } else {
-                KeyLifetime.set(.at(milliseconds: instant), of: key, kind: kind, &access)
+                give(.at(milliseconds: instant), &access)
             }
         }
         outcome.changed = true

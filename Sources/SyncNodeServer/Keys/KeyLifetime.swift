@@ -26,8 +26,8 @@ enum KeyLifetime {
     /// When the set, hash or sorted set plain key `key` names expires, as `access` reads it:
     /// nil when it has no lifetime.
     static func instant(_ access: KeyAccess, _ key: StateKey) -> UInt64? {
-        guard access.read.holdsCompounds, let held = access.plainEntry(marker(of: key)), held.value != nil else { return nil }
-        return held.expiresAtMilliseconds
+        guard access.read.holdsCompounds else { return nil }
+        return access.read.lifetime(ofCollectionNamed: key.name)
     }
 
     /// The expiry a new element of `key` (of kind `kind`) is written with: the key's lifetime

@@ -59,14 +59,10 @@ extension RESPService {
         let (instant, now) = node.read { read -> (UInt64??, UInt64) in
             if let entry = read.entry(key), !entry.isTombstone { return (.some(entry.expiresAtMilliseconds), read.nowMilliseconds) }
             // A counter, a set, a hash or a sorted set of that name: its lifetime as a whole, if
-            // it has one (`KeyLifetime`, `StorageReader.counterLifetime`).
+            // it has one (`StorageReader.lifetime(ofCollectionNamed:)`).
             guard key.elementCount == 0 else { return (nil, read.nowMilliseconds) }
-            if KeyKind.of(read, key) != nil {
-                let marker = read.entry(KeyLifetime.marker(of: key))
-                return (.some(marker?.packedValue == nil ? nil : marker?.expiresAtMilliseconds), read.nowMilliseconds)
-            }
-            guard KeyCounterChange.heldTotal(read, name: key.name) != nil else { return (nil, read.nowMilliseconds) }
-            return (.some(read.counterLifetime(named: key.name)), read.nowMilliseconds)
+            guard KeyKind.of(read, key) != nil || KeyCounterChange.heldTotal(read, name: key.name) != nil else { return (nil, read.nowMilliseconds) }
+            return (.some(read.lifetime(ofCollectionNamed: key.name)), read.nowMilliseconds)
         }
         Self.replyLifetime(command, expiringAt: instant, now: now, into: &writer)
     }
