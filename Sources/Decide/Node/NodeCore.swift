@@ -158,7 +158,7 @@ final class NodeCore: @unchecked Sendable {
     /// lifetime this node must follow (`lifetimesToFollow`). O(1) for every other key.
     @inline(__always)
     func noteMergedCompound(_ key: StateKey) {
-        guard key.elementCount > 3, key.packedElement.withUnsafeBytes({ $0[0] == 0xFF }) else { return }
+        guard CompoundPresence.isCompound(key) else { return }
         if CollectionLifetime.isMarker(key) {
             if storedKinds(ofCollectionNamed: key.name).counterSlots > 0 { lifetimesToFollow.insert(key.name) }
         } else if CounterSlot.isSlot(key, ofNode: nodeIDBytes), storedKinds(ofCollectionNamed: key.name).lifetimeMarkers > 0 {

@@ -65,17 +65,16 @@ enum ReplyJSON {
     /// sorted set it belongs to; nil for any other key. Read from the key alone, so two replicas'
     /// dumps stay equal line for line.
     static func layout(of key: StateKey) -> JSONValue? {
-        guard key.elementCount > 3, CompoundPresence.isCompound(key) else { return nil }
+        guard CompoundPresence.isCompound(key) else { return nil }
         let name = JSONValue.string(key.name)
-        func member(_ bytes: [UInt8]) -> JSONValue { (try? JSONValue.parse(bytes)) ?? value(bytes) }
         if let owner = CounterSlot.owner(of: key) {
             return .object([("kind", .string("counterSlot")), ("counter", name), ("node", .string(owner.node)),
                             ("incarnation", .string(hex(owner.incarnation)))])
         }
         if CounterSlot.counts(key) { return .object([("kind", .string("counterBase")), ("counter", name)]) }
-        if let bytes = SetDot.member(of: key) { return .object([("kind", .string("setDot")), ("set", name), ("member", member(bytes))]) }
+        if let bytes = SetDot.member(of: key) { return .object([("kind", .string("setDot")), ("set", name), ("member", value(bytes))]) }
         if let bytes = SortedSetMember.member(of: key) {
-            return .object([("kind", .string("sortedSetMember")), ("sortedSet", name), ("member", member(bytes))])
+            return .object([("kind", .string("sortedSetMember")), ("sortedSet", name), ("member", value(bytes))])
         }
         if CollectionLifetime.isMarker(key) { return .object([("kind", .string("lifetime")), ("of", name)]) }
         return nil
