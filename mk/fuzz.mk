@@ -128,15 +128,18 @@ FUZZ_RUN_resp-service := SWIFT_BACKTRACE=enable=no $(FUZZ_SERVICE_BIN) -max_len=
 FUZZ_RUN_SECONDS ?= $(FUZZ_SECONDS)
 .PHONY: $(addprefix fuzz-run-,$(FUZZ_NAMES))
 
-# One fuzzer for FUZZ_RUN_SECONDS (`make fuzz-run-engine FUZZ_RUN_SECONDS=600`).
-$(addprefix fuzz-run-,$(FUZZ_NAMES)): fuzz-run-%: fuzz-build
+# One fuzzer for FUZZ_RUN_SECONDS (`make fuzz-run-engine FUZZ_RUN_SECONDS=600`). `make fuzz` builds
+# once and passes FUZZ_BUILT=1 to the runs it starts, so the service fuzzer (always handed to
+# SwiftPM, which relinks it) is not built a second time.
+FUZZ_RUN_NEEDS := $(if $(FUZZ_BUILT),,fuzz-build)
+$(addprefix fuzz-run-,$(FUZZ_NAMES)): fuzz-run-%: $(FUZZ_RUN_NEEDS)
 	mkdir -p $(foreach name,$(FUZZ_NAMES),$(FUZZ_BUILD)/corpus-$(name)) $(FUZZ_BUILD)/corpus
 	$(FUZZ_RUN_$*) -max_total_time=$(FUZZ_RUN_SECONDS) -timeout=10 -print_final_stats=1
 
 # Every fuzzer, as many at once as there are processors (libFuzzer runs on one thread), each
 # one's output printed whole when it ends; any failure fails the target.
 fuzz: deps fuzz-build
-	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_RUN_SECONDS=$(FUZZ_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
+	$(MAKE) -j $(FUZZ_JOBS) --output-sync=target FUZZ_BUILT=1 FUZZ_RUN_SECONDS=$(FUZZ_SECONDS) $(addprefix fuzz-run-,$(FUZZ_NAMES))
 
 # `make fuzz` for FUZZ_SMOKE_SECONDS each.
 fuzz-smoke:
