@@ -17,8 +17,9 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
     public var values: [String: String]
     /// Ordered indexes by name: the JSON text of each id, in order.
     public var indexes: [String: [String]]
-    /// Counters by name (`CounterState`), each with its total; a counter whose slots sum to 0 and
-    /// one never changed are both absent. Their slots are not in `values`.
+    /// Counters by name (`CounterState`), each with its total, and a hash's counter fields
+    /// (HINCRBY's) as `name[field]`; a counter whose slots sum to 0 and one never changed are
+    /// both absent. Their slots are not in `values`.
     public var counters: [String: Int64]
     /// Sets by name (`SetState`): the JSON text of each element, sorted; an empty set is absent.
     /// Their dots are not in `values`.
@@ -57,8 +58,10 @@ public struct TestState: Equatable, Sendable, CustomDumpReflectable {
                 continue
             }
             if CounterSlot.counts(key) {
+                // A hash's counter field (HINCRBY's) is a counter of its own, `name[field]`.
+                let counter = CounterSlot.field(of: key).map { StateKey(name: key.name, element: $0).description } ?? key.name
                 if let slot = CounterSlot.sums(PackedBytes(bytes)) {
-                    sums[key.name, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
+                    sums[counter, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
                 }
                 continue
             }

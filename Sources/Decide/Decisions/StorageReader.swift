@@ -89,9 +89,27 @@ public struct StorageReader {
         transaction.open { $0.hasScoredMembers(ofSortedSetNamed: name) }
     }
 
-    /// The live fields of the hash named `name` (a front end's: the plain elements of that
-    /// collection), each its element key and value, in no order. O(elements).
+    /// The live fields of the hash named `name` as a front end reads them, each its element key
+    /// and value, in no order: the plain elements of that collection, and each counter field
+    /// (HINCRBY's) whose total is not 0 and that has no plain value, as its total (a JSON
+    /// number). O(elements).
     package func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
+        transaction.open { transaction in
+            var fields = transaction.fields(ofHashNamed: name)
+            let counters = transaction.counterFields(ofHashNamed: name)
+            guard !counters.isEmpty else { return fields }
+            let plain = Set(fields.map(\.field))
+            for (field, total) in counters {
+                let key = StateKey(name: name, element: field)
+                if !plain.contains(key) { fields.append((key, PackedBytes(Array(String(total).utf8)))) }
+            }
+            return fields
+        }
+    }
+
+    /// The live plain fields of the hash named `name` (its counter fields left out), each its
+    /// element key and value, in no order. O(elements).
+    package func plainFields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
         transaction.open { $0.fields(ofHashNamed: name) }
     }
 
@@ -105,7 +123,8 @@ public struct StorageReader {
         }
     }
 
-    /// Whether the hash named `name` has a live field (O(1) for a name with no plain element).
+    /// Whether the hash named `name` has a live field, plain or counter (O(1) for a name with
+    /// neither).
     package func hasFields(ofHashNamed name: String) -> Bool {
         transaction.open { $0.hasFields(ofHashNamed: name) }
     }
@@ -133,6 +152,17 @@ public struct StorageReader {
     /// The total of the counter named `name` (a front end's, with no Swift type).
     package func counterTotal(named name: String) -> Int64 {
         transaction.open { $0.total(ofCounterNamed: name) }
+    }
+
+    /// The total of counter field `field` (its JSON id) of the hash named `name`, 0 when it has
+    /// none; O(1) for a hash that never had a counter field.
+    package func counterTotal(ofField field: [UInt8], ofHashNamed name: String) -> Int64 {
+        transaction.open { $0.mayHoldCounterFields(name) ? $0.total(ofCounterField: field, ofHashNamed: name) : 0 }
+    }
+
+    /// The counter fields of the hash named `name` whose total is not 0, with their totals.
+    package func counterFields(ofHashNamed name: String) -> [(field: [UInt8], total: Int64)] {
+        transaction.open { $0.counterFields(ofHashNamed: name) }
     }
 
     /// The stored entry of an untyped key (nil when never written, or expired); includes

@@ -191,6 +191,29 @@ public struct StorageWriter {
         transaction.open { $0.writeCounterBase(named: name, from: version, value: value, expiry: expiry) }
     }
 
+    /// Changes counter field `field` (its JSON id) of the hash named `name` (HINCRBY): a counter
+    /// of its own in the hash's collection, whose concurrent changes on different nodes all
+    /// count, as a counter's do; its total after the change.
+    @discardableResult
+    package func change(_ change: CounterChange, counterField field: [UInt8], ofHashNamed name: String) -> Int64 {
+        transaction.open { $0.change(change, counterField: field, ofHashNamed: name) }
+    }
+
+    /// `counterBase(named:from:value:expiry:)` for counter field `field` of the hash named `name`:
+    /// the whole number a plain field held at `version`, taken over by HINCRBY (the plain field
+    /// is the caller's to delete).
+    package func counterBase(ofField field: [UInt8], ofHashNamed name: String, from version: Version, value: Int64, expiry: WriteExpiry) {
+        transaction.open { $0.writeCounterBase(ofField: field, ofHashNamed: name, from: version, value: value, expiry: expiry) }
+    }
+
+    /// Gives the counter fields of the hash named `name` the lifetime `expiry` without losing a
+    /// concurrent change: this node's own slots, removed members' and base slots are written
+    /// again with it; every other node follows for its own (`followLifetime`). The hash's
+    /// marker and plain fields are the caller's.
+    package func giveLifetime(_ expiry: WriteExpiry, toCounterFieldsOfHashNamed name: String) {
+        transaction.open { $0.giveLifetime(expiry, toCounterFieldsOfHashNamed: name) }
+    }
+
     /// Gives the counter named `name` a lifetime as a whole (`.never`: none; an instant not after
     /// the decision's time: it expires now), as Redis's EXPIRE and PERSIST give a key one: its
     /// slots expire together at that instant on every node, and no change made to it is lost

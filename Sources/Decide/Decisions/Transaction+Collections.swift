@@ -31,7 +31,10 @@ extension Transaction {
         // An inserted dot, like every element this decision wrote, is among its writes.
         let written = pending.containsElementWrite(ofCollectionNamed: name)
         return (stored.setMembers > 0 || written && !(insertedDots[name]?.isEmpty ?? true),
-                stored.plain > 0 || written && pending.writesElement(ofCollectionNamed: name, kind: nil),
+                stored.plain > 0 || stored.fieldCounterRecords > 0
+                    || written && (pending.writesElement(ofCollectionNamed: name, kind: nil)
+                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldSlotKind)
+                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldBaseKind)),
                 stored.scoredMembers > 0 || written && pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind),
                 stored.counterSlots > 0 || stored.counterBases > 0
                     || written && (pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.counterSlotKind)

@@ -36,6 +36,48 @@ extension Transaction {
         apply(change, to: CounterName(name))
     }
 
+    /// The total of counter field `field` (its JSON id) of the hash named `name` (HINCRBY's).
+    func total(ofCounterField field: [UInt8], ofHashNamed name: String) -> Int64 {
+        counterView(CounterName(field: field, ofHashNamed: name)).total
+    }
+
+    /// Applies `change` to this process's slot of counter field `field` of the hash named
+    /// `name`, or aborts the decision with why; the field's total after it.
+    @discardableResult
+    func change(_ change: CounterChange, counterField field: [UInt8], ofHashNamed name: String) -> Int64 {
+        apply(change, to: CounterName(field: field, ofHashNamed: name))
+    }
+
+    /// `writeCounterBase` for counter field `field` of the hash named `name`: the plain field
+    /// value `value` at `version` taken over by HINCRBY.
+    func writeCounterBase(ofField field: [UInt8], ofHashNamed name: String, from version: Version, value: Int64, expiry: WriteExpiry) {
+        let element = CounterSlot.element(CounterSlot.group(ofField: field, base: true), version.timestamp.rawValue, node: version.node)
+        core.compoundPresence.noteWritten()
+        store(StateKey(name: name, element: element),
+              CounterSlot.value(increments: value >= 0 ? value.magnitude : 0, decrements: value < 0 ? value.magnitude : 0),
+              decoded: nil, options: WriteOptions(expiry: expiry))
+    }
+
+    /// The counter fields of the hash named `name` with a total other than 0, this decision's
+    /// writes applied: each field's JSON id and total. O(elements of the collection).
+    func counterFields(ofHashNamed name: String) -> [(field: [UInt8], total: Int64)] {
+        guard mayHoldCounterFields(name) else { return [] }
+        var sums: [[UInt8]: Int128] = [:]
+        for item in presentElements(named: name) {
+            guard let field = CounterSlot.field(of: item.key), let slot = CounterSlot.sums(item.bytes) else { continue }
+            sums[field, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
+        }
+        return sums.compactMap { field, sum in sum == 0 ? nil : (field, Int64(clamping: sum)) }
+    }
+
+    /// False when the collection named `name` stores no counter field slot and this decision
+    /// wrote none.
+    func mayHoldCounterFields(_ name: String) -> Bool {
+        core.storedKinds(ofCollectionNamed: name).fieldCounterRecords > 0
+            || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldSlotKind)
+            || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldBaseKind)
+    }
+
     /// Writes the base slot of counter `name` that takes over the whole number `value` a plain
     /// key held at `version` (a front end's INCR of a string), expiring as `expiry` says (the
     /// string's lifetime, which the counter takes over with it): every node that converts that
@@ -81,11 +123,28 @@ extension Transaction {
         }
         var rewrites: [(StateKey, PackedBytes)] = []
         forEachPresentElement(named: name, inGroupOf: CounterSlot.tag) { key, bytes in
-            guard let owner = CounterSlot.owner(of: key), owner.node == core.nodeID || core.isRemovedOwner(owner.node) else { return }
-            rewrites.append((key, bytes))
+            if mayTakeLifetime(key) { rewrites.append((key, bytes)) }
         }
         forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag) { key, bytes in rewrites.append((key, bytes)) }
         for (key, bytes) in rewrites { store(key, bytes, decoded: nil, options: WriteOptions(expiry: expiry)) }
+    }
+
+    /// Gives the counter fields of the hash named `name` the lifetime `expiry`, as
+    /// `giveLifetime(_:toCounterNamed:)` gives a counter's: the slots this node may write
+    /// without losing another node's change (its own, removed members', the base slots). The
+    /// hash's marker and plain fields are the caller's (syncnode's KeyLifetime). O(elements).
+    func giveLifetime(_ expiry: WriteExpiry, toCounterFieldsOfHashNamed name: String) {
+        guard mayHoldCounterFields(name) else { return }
+        let rewrites = presentElements(named: name).filter { CounterSlot.field(of: $0.key) != nil && mayTakeLifetime($0.key) }
+        for item in rewrites { store(item.key, item.bytes, decoded: nil, options: WriteOptions(expiry: expiry)) }
+    }
+
+    /// Whether this node may write slot or base slot `key` again, with a new expiry, without
+    /// losing another node's change: a base slot (never changes), its own slot, a removed
+    /// member's (never changes again).
+    private func mayTakeLifetime(_ key: StateKey) -> Bool {
+        guard let owner = CounterSlot.owner(of: key) else { return CounterSlot.counts(key) }
+        return owner.node == core.nodeID || core.isRemovedOwner(owner.node)
     }
 
     /// Gives this node's own slots of counter `name` (every incarnation) the instant of the
@@ -101,11 +160,16 @@ extension Transaction {
         guard let marker = core.entry(for: CollectionLifetime.marker(ofCollectionNamed: name)) else { return 0 }
         let target = marker.packedValue == nil ? nil : marker.expiresAtMilliseconds
         var rewrites: [(StateKey, PackedBytes)] = []
-        core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.tag) { key, entry in
+        func follow(_ key: StateKey, _ entry: Entry) {
             guard let bytes = entry.packedValue, core.isVisible(entry, now: now), CounterSlot.isSlot(key, ofNode: core.nodeIDBytes),
                   entry.expiresAtMilliseconds != target,
                   target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true else { return }
             rewrites.append((key, bytes))
+        }
+        core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.tag, follow)
+        // A hash's counter fields: one group each, so the whole collection is walked.
+        if core.storedKinds(ofCollectionNamed: name).fieldCounterRecords > 0 {
+            for (key, entry) in core.elements(ofCollectionNamed: name) where CounterSlot.field(of: key) != nil { follow(key, entry) }
         }
         let expiry = target.map { WriteExpiry.at(milliseconds: $0) } ?? .never
         for (key, bytes) in rewrites { store(key, bytes, decoded: nil, options: WriteOptions(expiry: expiry)) }
@@ -117,22 +181,54 @@ extension Transaction {
     struct CounterName {
         let name: String
         let makeKey: (_ element: [UInt8]) -> StateKey
+        /// The group its slots share (a counter's tag; a counter field's tag and field) and its
+        /// base slots'.
+        let slotGroup: [UInt8]
+        let baseGroup: [UInt8]
+        /// The field, for a hash's counter field (nil: a counter of its own).
+        let field: [UInt8]?
 
         init<C: CounterState>(_ type: C.Type, core: NodeCore) {
             name = core.name(of: C.self, named: C.name)
             makeKey = { core.key(of: C.self, named: C.name, element: $0) }
+            (slotGroup, baseGroup, field) = (CounterSlot.tag, CounterSlot.baseTag, nil)
         }
 
         init(_ name: String) {
             self.name = name
             makeKey = { StateKey(name: name, element: $0) }
+            (slotGroup, baseGroup, field) = (CounterSlot.tag, CounterSlot.baseTag, nil)
+        }
+
+        init(field: [UInt8], ofHashNamed name: String) {
+            self.name = name
+            makeKey = { StateKey(name: name, element: $0) }
+            (slotGroup, baseGroup) = (CounterSlot.group(ofField: field, base: false), CounterSlot.group(ofField: field, base: true))
+            self.field = field
+        }
+
+        /// What an error says it is.
+        var label: String {
+            guard let field else { return "counter \(name)" }
+            return "counter field \(String(decoding: field, as: UTF8.self)) of hash \(name)"
+        }
+
+        /// This process's slot's key, for incarnation `incarnation` of node `node`.
+        func ownKey(incarnation: UInt64, node: String) -> StateKey {
+            makeKey(CounterSlot.element(slotGroup, incarnation, node: node))
+        }
+
+        /// Whether `stored` says the table may hold slots (`bases` false) or base slots of it.
+        func mayStore(_ stored: StoredKinds, bases: Bool) -> Bool {
+            if field != nil { return stored.fieldCounterRecords > 0 }
+            return bases ? stored.counterBases > 0 : stored.counterSlots > 0
         }
     }
 
     /// The total after the change (the total before, when the decision fails).
     @discardableResult
     private func apply(_ change: CounterChange, to counter: CounterName) -> Int64 {
-        var ownKey = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
+        var ownKey = counter.ownKey(incarnation: core.incarnation, node: core.nodeID)
         var view = counterView(counter, own: ownKey)
         // A slot of this incarnation that this process never wrote means another process of
         // this node id took the same incarnation (started in the same millisecond of an HLC
@@ -140,7 +236,7 @@ extension Transaction {
         // takes a new incarnation first. Found by the view's walk: no lookup of its own.
         if view.ownExists, !core.counterSlotsWritten.contains(ownKey.stableHash) {
             core.renewIncarnation(logger: logger, state: counter.name)
-            ownKey = counter.makeKey(CounterSlot.element(incarnation: core.incarnation, node: core.nodeID))
+            ownKey = counter.ownKey(incarnation: core.incarnation, node: core.nodeID)
             view = counterView(counter, own: ownKey)
         }
         // The change as an amount (Int64.min's magnitude fits UInt64).
@@ -152,26 +248,26 @@ extension Transaction {
         guard magnitude > 0 else { return view.total }
         let target = Int128(view.total) + (adds ? Int128(magnitude) : -Int128(magnitude))
         guard target >= Int128(Int64.min), target <= Int128(Int64.max) else {
-            failure = failure ?? "counter \(counter.name): \(change) would take its total \(view.total) outside Int64"
+            failure = failure ?? "\(counter.label): \(change) would take its total \(view.total) outside Int64"
             return view.total
         }
         var (increments, decrements) = view.own
         let limit = UInt64(Int64.max)
         if adds {
             guard increments <= limit - magnitude else {
-                failure = failure ?? "counter \(counter.name): this node's increments would pass 2^63 in its slot"
+                failure = failure ?? "\(counter.label): this node's increments would pass 2^63 in its slot"
                 return view.total
             }
             increments += magnitude
         } else {
             guard decrements <= limit - magnitude else {
-                failure = failure ?? "counter \(counter.name): this node's decrements would pass 2^63 in its slot"
+                failure = failure ?? "\(counter.label): this node's decrements would pass 2^63 in its slot"
                 return view.total
             }
             decrements += magnitude
         }
         if !view.ownExists && view.slots >= core.maxCounterSlots {
-            failure = failure ?? "counter \(counter.name) has \(view.slots) slots (one per node process that changed it), the most maxCounterSlots \(core.maxCounterSlots) allows"
+            failure = failure ?? "\(counter.label) has \(view.slots) slots (one per node process that changed it), the most maxCounterSlots \(core.maxCounterSlots) allows"
             return view.total
         }
         core.counterSlotsWritten.insert(ownKey.stableHash)
@@ -203,8 +299,8 @@ extension Transaction {
         // costs no group lookup (most counters never had a base slot).
         let stored = core.storedKinds(ofCollectionNamed: name)
         let written = pending.containsElementWrite(ofCollectionNamed: name)
-        if stored.counterSlots > 0 || written { forEachPresentElement(named: name, inGroupOf: CounterSlot.tag, add) }
-        if stored.counterBases > 0 || written { forEachPresentElement(named: name, inGroupOf: CounterSlot.baseTag, add) }
+        if counter.mayStore(stored, bases: false) || written { forEachPresentElement(named: name, inGroupOf: counter.slotGroup, add) }
+        if counter.mayStore(stored, bases: true) || written { forEachPresentElement(named: name, inGroupOf: counter.baseGroup, add) }
         // Concurrent changes elsewhere can pass the bounds together: the total saturates.
         let total = Int64(clamping: Int128(increments) - Int128(decrements))
         return CounterView(total: total, own: own, slots: slots, ownExists: ownExists, lifetimeMarkers: stored.lifetimeMarkers)

@@ -5,8 +5,9 @@ import DecideCore
 /// last-writer-wins like any element, this decision's writes applied. A Swift service reads the
 /// same fields as a `CollectionState` of that name.
 extension Transaction {
-    /// The live fields of the hash named `name`, each an element id (its JSON) and its value, in
-    /// no order. O(elements of the collection).
+    /// The live plain fields of the hash named `name` (not its counter fields:
+    /// `counterFields(ofHashNamed:)`), each an element id (its JSON) and its value, in no order.
+    /// O(elements of the collection).
     func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
         guard mayHoldFields(name) else { return [] }
         return presentElements(named: name).compactMap { item in
@@ -14,16 +15,19 @@ extension Transaction {
         }
     }
 
-    /// Whether the hash named `name` has a live field: O(1) when its collection stores no plain
-    /// element and this decision wrote none, else O(elements tried until a live field; all of
-    /// them for a hash emptied but not yet collected).
+    /// Whether the hash named `name` has a live field, a plain one or a counter field with a
+    /// total other than 0 (HINCRBY's): O(1) when its collection stores neither and this
+    /// decision wrote neither, else O(elements tried until a live field; all of them for a hash
+    /// emptied but not yet collected, or one with counter fields only).
     func hasFields(ofHashNamed name: String) -> Bool {
-        guard mayHoldFields(name) else { return false }
-        let writes = pending.writes
-        if pending.writesElement(ofCollectionNamed: name, kind: nil, where: { writes[$0].value != nil }) {
-            return true
+        if mayHoldFields(name) {
+            let writes = pending.writes
+            if pending.writesElement(ofCollectionNamed: name, kind: nil, where: { writes[$0].value != nil }) {
+                return true
+            }
+            if containsLiveElement(ofCollectionNamed: name, where: { !CompoundPresence.isCompound($0) }) { return true }
         }
-        return containsLiveElement(ofCollectionNamed: name) { !CompoundPresence.isCompound($0) }
+        return !counterFields(ofHashNamed: name).isEmpty
     }
 
     /// Deletes every live field of the hash named `name`; how many there were.

@@ -7,6 +7,12 @@ import DecideCore
 /// (`FF 62 01`, the version timestamp and node of a plain value a front end turned into a
 /// counter) holds that value the same way; it is written once, alike by every converting node.
 ///
+/// A hash's counter field (HINCRBY) is a counter of its own inside the hash's collection, laid
+/// out as set dots are: a slot's id is `FF 68 01`, the field's JSON length (varint) and bytes,
+/// then the incarnation and node id as above; a base slot's `FF 66 01`, the field, then the
+/// version timestamp and node of the plain field value HINCRBY took over. Each field's slots are
+/// one group (`ElementGroup`), so a field's total reads its slots only.
+///
 /// 0xFF never appears in UTF-8, so no JSON id (a `CollectionState`'s, a syncnode `NAME[ID]`)
 /// is ever a slot's element.
 package enum CounterSlot {
@@ -27,47 +33,84 @@ package enum CounterSlot {
         element(baseTag, timestamp, node: node)
     }
 
-    /// `tag`, `number` (8 bytes, big-endian), `node`.
-    private static func element(_ tag: [UInt8], _ number: UInt64, node: String) -> [UInt8] {
-        var bytes = tag
-        bytes.reserveCapacity(tag.count + 8 + node.utf8.count)
+    /// The first three bytes of a hash counter field's slot (0xFF, "h", layout 1) and base slot
+    /// (0xFF, "f", layout 1).
+    static let fieldTag: [UInt8] = [0xFF, ElementGroup.fieldSlotKind, 0x01]
+    static let fieldBaseTag: [UInt8] = [0xFF, ElementGroup.fieldBaseKind, 0x01]
+
+    /// The group of counter field `field` (its JSON id) of a hash: its slots' (`base` false) or
+    /// its base slots' shared first bytes.
+    static func group(ofField field: [UInt8], base: Bool) -> [UInt8] {
+        var bytes = base ? fieldBaseTag : fieldTag
+        var rest = UInt64(field.count)
+        while rest >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        bytes.append(UInt8(rest))
+        return bytes + field
+    }
+
+    /// `group` (a tag, or a field's group), `number` (8 bytes, big-endian), `node`: the id of a
+    /// slot (`number` its incarnation) or base slot (`number` the taken-over version's time).
+    static func element(_ group: [UInt8], _ number: UInt64, node: String) -> [UInt8] {
+        var bytes = group
+        bytes.reserveCapacity(group.count + 8 + node.utf8.count)
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: number >> UInt64(shift))) }
         bytes.append(contentsOf: node.utf8)
         return bytes
     }
 
-    /// The kind byte of `key`'s element ("c" a process's slot, "b" a base slot), nil when it is
-    /// neither laid out as a slot.
-    private static func kind(of key: StateKey) -> UInt8? {
+    /// The kind byte of `key`'s element ("c" a process's slot, "b" a base slot, "h" and "f" a
+    /// counter field's) and the length of its group, nil when it is not laid out as a slot.
+    private static func layout(of key: StateKey) -> (kind: UInt8, group: Int)? {
         guard key.elementCount > tag.count + 8 else { return nil }
-        return key.packedElement.withUnsafeBytes { $0[0] == 0xFF && $0[2] == 0x01 ? $0[1] : nil }
+        return key.packedElement.withUnsafeBytes { bytes -> (UInt8, Int)? in
+            guard bytes[0] == 0xFF, bytes[2] == 0x01 else { return nil }
+            switch bytes[1] {
+            case tag[1], baseTag[1]: return (bytes[1], tag.count)
+            case ElementGroup.fieldSlotKind, ElementGroup.fieldBaseKind:
+                guard let group = ElementGroup.prefixLength(bytes), bytes.count > group + 8 else { return nil }
+                return (bytes[1], group)
+            default: return nil
+            }
+        }
     }
 
-    /// Whether `key` counts in its counter's total: a process's slot or a base slot.
+    /// Whether `key` counts in its counter's total: a process's slot or a base slot, of a
+    /// counter or of a hash's counter field.
     package static func counts(_ key: StateKey) -> Bool {
-        let kind = kind(of: key)
-        return kind == tag[1] || kind == baseTag[1]
+        layout(of: key) != nil
     }
 
-    /// Whether `key` is a process's counter slot (its element starts with the tag).
+    /// Whether `key` is a process's slot (of a counter, or of a hash's counter field).
     package static func isSlot(_ key: StateKey) -> Bool {
-        kind(of: key) == tag[1]
+        guard let kind = layout(of: key)?.kind else { return false }
+        return kind == tag[1] || kind == ElementGroup.fieldSlotKind
     }
 
-    /// Whether `key` is a process's slot of the node whose id is `node` (UTF-8), whatever the
-    /// incarnation: compared in place, no string made.
+    /// Whether `key` is a process's slot (of a counter or counter field) of the node whose id
+    /// is `node` (UTF-8), whatever the incarnation: compared in place, no string made.
     package static func isSlot(_ key: StateKey, ofNode node: [UInt8]) -> Bool {
-        guard key.elementCount == tag.count + 8 + node.count, isSlot(key) else { return false }
-        return key.packedElement.withUnsafeBytes { $0[(tag.count + 8)...].elementsEqual(node) }
+        guard let layout = layout(of: key), layout.kind == tag[1] || layout.kind == ElementGroup.fieldSlotKind,
+              key.elementCount == layout.group + 8 + node.count else { return false }
+        return key.packedElement.withUnsafeBytes { $0[(layout.group + 8)...].elementsEqual(node) }
     }
 
     /// The node id and incarnation of slot `key` (nil when it is not a slot).
     package static func owner(of key: StateKey) -> (node: String, incarnation: UInt64)? {
-        guard isSlot(key) else { return nil }
+        guard let layout = layout(of: key), layout.kind == tag[1] || layout.kind == ElementGroup.fieldSlotKind else { return nil }
         let bytes = key.element
         var incarnation: UInt64 = 0
-        for index in tag.count..<tag.count + 8 { incarnation = incarnation << 8 | UInt64(bytes[index]) }
-        return (String(decoding: bytes[(tag.count + 8)...], as: UTF8.self), incarnation)
+        for index in layout.group..<layout.group + 8 { incarnation = incarnation << 8 | UInt64(bytes[index]) }
+        return (String(decoding: bytes[(layout.group + 8)...], as: UTF8.self), incarnation)
+    }
+
+    /// The field (its JSON id) of a hash counter field's slot or base slot `key`, nil for any
+    /// other key.
+    package static func field(of key: StateKey) -> [UInt8]? {
+        guard let kind = layout(of: key)?.kind, kind == ElementGroup.fieldSlotKind || kind == ElementGroup.fieldBaseKind else { return nil }
+        return key.packedElement.withUnsafeBytes { ElementGroup.groupedMember($0) }
     }
 
     /// `[increments,decrements]` as the slot's value.

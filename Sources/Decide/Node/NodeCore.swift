@@ -160,10 +160,16 @@ final class NodeCore: @unchecked Sendable {
     func noteMergedCompound(_ key: StateKey) {
         guard CompoundPresence.isCompound(key) else { return }
         if CollectionLifetime.isMarker(key) {
-            if storedKinds(ofCollectionNamed: key.name).counterSlots > 0 { lifetimesToFollow.insert(key.name) }
+            if Self.holdsCounterSlots(storedKinds(ofCollectionNamed: key.name)) { lifetimesToFollow.insert(key.name) }
         } else if CounterSlot.isSlot(key, ofNode: nodeIDBytes), storedKinds(ofCollectionNamed: key.name).lifetimeMarkers > 0 {
             lifetimesToFollow.insert(key.name)
         }
+    }
+
+    /// Whether a collection storing `kinds` has counter slots that follow its lifetime marker: a
+    /// counter's, or a hash's counter fields'.
+    private static func holdsCounterSlots(_ kinds: StoredKinds) -> Bool {
+        kinds.counterSlots > 0 || kinds.fieldCounterRecords > 0
     }
 
     /// Hands over the counters to follow (`lifetimesToFollow`, and every counter with a lifetime
@@ -171,7 +177,7 @@ final class NodeCore: @unchecked Sendable {
     func takeLifetimesToFollow() -> Set<String> {
         if followsEveryLifetime {
             followsEveryLifetime = false
-            withTable { $0.pointee.forEachName(storing: { $0.lifetimeMarkers > 0 && $0.counterSlots > 0 }) { lifetimesToFollow.insert($0) } }
+            withTable { $0.pointee.forEachName(storing: { $0.lifetimeMarkers > 0 && Self.holdsCounterSlots($0) }) { lifetimesToFollow.insert($0) } }
         }
         defer { lifetimesToFollow.removeAll() }
         return lifetimesToFollow

@@ -4,7 +4,10 @@
 ///   and L bytes of the member, then the dot itself: the group is those first bytes, shared by
 ///   every dot of one member (docs/design/0002-sets.md);
 /// - a counter's slots (`FF 63 01 …`) and its base slots (`FF 62 01 …`): the group is the three
-///   tag bytes, so a counter's total reads its slots only, whatever else shares its name.
+///   tag bytes, so a counter's total reads its slots only, whatever else shares its name;
+/// - a hash's counter field's slots (`FF 68 01`) and base slots (`FF 66 01`), laid out as set dots
+///   are, the field's JSON in place of the member: the group is one field's slots of one kind
+///   (docs/design/0001-counters.md, "Counter fields of a hash").
 ///
 /// A sorted set's member (`FF 7A 01` and the member, docs/replication.md, "Sorted set members")
 /// is compound but has no group: it is one record, found by its key, and a range reads the
@@ -18,6 +21,10 @@ package enum ElementGroup {
     /// The second byte of a counter slot's id (`FF 63 01`) and of a base slot's (`FF 62 01`).
     package static let counterSlotKind: UInt8 = 0x63
     package static let counterBaseKind: UInt8 = 0x62
+    /// The second byte of a hash counter field's slot's id (`FF 68 01`) and of its base slot's
+    /// (`FF 66 01`).
+    package static let fieldSlotKind: UInt8 = 0x68
+    package static let fieldBaseKind: UInt8 = 0x66
     /// The second byte of a sorted set member's id (`FF 7A 01`).
     package static let scoredMemberKind: UInt8 = 0x7A
     /// The second byte of a lifetime marker's id (`FF 6C 01 00`: a whole set's, hash's, sorted
@@ -38,7 +45,7 @@ package enum ElementGroup {
     package static func prefixLength(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard bytes.count >= 3, bytes[0] == 0xFF, bytes[2] == 0x01 else { return nil }
         if bytes[1] == counterSlotKind || bytes[1] == counterBaseKind { return 3 }
-        guard bytes.count > 3, bytes[1] == setDotTag.1 else { return nil }
+        guard bytes.count > 3, isMemberGrouped(bytes[1]) else { return nil }
         var index = 3
         var length = 0
         var shift = 0
@@ -54,10 +61,24 @@ package enum ElementGroup {
         return index + length
     }
 
+    /// Whether ids of kind `kind` are grouped by a varint-prefixed member after the tag: a set's
+    /// dots, a hash counter field's slots and base slots.
+    @inline(__always)
+    package static func isMemberGrouped(_ kind: UInt8) -> Bool {
+        kind == setDotTag.1 || kind == fieldSlotKind || kind == fieldBaseKind
+    }
+
     /// The member bytes of set dot id `bytes` (its prefix after the tag and varint), or nil when
     /// it is no set dot.
     package static func member(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard bytes.count > 3, bytes[1] == setDotTag.1, let end = prefixLength(bytes) else { return nil }
+        guard bytes.count > 3, bytes[1] == setDotTag.1 else { return nil }
+        return groupedMember(bytes)
+    }
+
+    /// The member bytes (a set dot's member, a counter field's field) of a member-grouped id
+    /// (`isMemberGrouped`), nil for any other id.
+    package static func groupedMember(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard bytes.count > 3, let end = prefixLength(bytes), isMemberGrouped(bytes[1]) else { return nil }
         var start = 3
         while bytes[start] & 0x80 != 0 { start += 1 }
         return Array(bytes[(start + 1)..<end])

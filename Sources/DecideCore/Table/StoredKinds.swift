@@ -9,6 +9,7 @@ public struct StoredKinds: Equatable, Sendable {
     private var slotRecords: UInt32 = 0
     private var baseRecords: UInt32 = 0
     private var lifetimeRecords: UInt32 = 0
+    private var fieldCounterRecordCount: UInt32 = 0
     private var plainRecords: UInt32 = 0
 
     /// No records of any kind: what a name with nothing stored under it reports.
@@ -25,6 +26,9 @@ public struct StoredKinds: Equatable, Sendable {
     public var counterSlots: Int { Int(slotRecords) }
     /// A counter's base slots (`FF 62 01`: a string's number taken over by INCR).
     public var counterBases: Int { Int(baseRecords) }
+    /// Slots and base slots of a hash's counter fields (`FF 68 01`, `FF 66 01`: HINCRBY,
+    /// docs/design/0001-counters.md).
+    package var fieldCounterRecords: Int { Int(fieldCounterRecordCount) }
     /// Lifetime markers (`FF 6C 01 00`, docs/design/0004-collection-lifetimes.md), live or not.
     package var lifetimeMarkers: Int { Int(lifetimeRecords) }
     /// Records of any kind laid out on a collection (ids `FF kind 01 …`).
@@ -49,6 +53,7 @@ public struct StoredKinds: Equatable, Sendable {
         case ElementGroup.counterSlotKind: add(&slotRecords)
         case ElementGroup.counterBaseKind: add(&baseRecords)
         case ElementGroup.lifetimeMarkerKind: add(&lifetimeRecords)
+        case ElementGroup.fieldSlotKind, ElementGroup.fieldBaseKind: add(&fieldCounterRecordCount)
         default: break
         }
     }
