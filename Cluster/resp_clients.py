@@ -282,6 +282,26 @@ def main():
     check("a hash is a hash to TYPE; DEL removes it on both", b.type("py:session") == b"hash" and a.delete("py:session") == 1
           and eventually(lambda: b.hlen("py:session") == 0))
 
+    # Per-client quotas in one hash on two peers at once (counter fields, docs/operations.md
+    # "Counter fields of a hash"): threads on A and B HINCRBY the same four fields, one of them
+    # HSET to a number first; every increment counts on both peers.
+    a.hset("py:quotas", "base", "100")
+    check("B sees the base field", eventually(lambda: b.hget("py:quotas", "base") == b"100"))
+
+    def quota_user(address, rounds):
+        client = connect(address)
+        for index in range(rounds):
+            client.hincrby("py:quotas", f"client{index % 3}", 1)
+            client.hincrby("py:quotas", "base", -1)
+
+    at_once(*[threading.Thread(target=quota_user, args=(address, 150)) for address in sys.argv[1:3] * 2])
+    wanted = {b"client0": b"200", b"client1": b"200", b"client2": b"200", b"base": b"-500"}
+    check("HINCRBY of four fields from 4 threads on A and B at once: exact totals on both",
+          eventually(lambda: a.hgetall("py:quotas") == wanted and b.hgetall("py:quotas") == wanted), f"A {a.hgetall('py:quotas')}, B {b.hgetall('py:quotas')}")
+    check("HINCRBY of a field that is not a number is refused", raises(lambda: b.hincrby("py:session2", "x", 1) if b.hset("py:session2", "x", "word") else None, "not an integer"))
+    check("a hash of counter fields is a hash to TYPE; DEL removes it on both", b.type("py:quotas") == b"hash" and a.delete("py:quotas") == 1
+          and eventually(lambda: b.hlen("py:quotas") == 0))
+
     # A leaderboard on two peers at once (a sorted set, docs/operations.md "Sorted sets"): A
     # scores the odd players while B scores the even ones and both re-score "champion"; every
     # player is kept on both, in score order, and "champion" ends with the same score on both.

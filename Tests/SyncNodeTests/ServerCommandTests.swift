@@ -79,7 +79,7 @@ extension SyncNodeTests {
                 let cases: [([String], String)] = [
                     (["incrbyfloat", "k", "2.5"], "to the last bit"),
                     (["LPUSH", "list", "a"], "NAME[ID]"),
-                    (["HINCRBY", "h", "f", "1"], "a counter of its own"),
+                    (["HINCRBYFLOAT", "h", "f", "1.5"], "to the last bit"),
                     (["SPOP", "s"], "hand the same member to both"),
                     (["ZINCRBY", "z", "1", "m"], "adding to one score at once"),
                     (["ZPOPMIN", "z"], "hand the same member to both"),

@@ -81,14 +81,18 @@ struct KeyAccess {
         // A counter with one expires now, every node's slots with it (a reset would leave this
         // node's decrements behind the other slots' instant); one without is reset. Any other
         // kind's lifetime is deleted with it.
+        // A hash's counter fields (HINCRBY's) are counters too, and go the same way.
         let lifetime = read.lifetime(ofCollectionNamed: key.name)
         let counted = read.counterTotal(named: key.name) != 0
-        if counted, lifetime != nil {
-            write.giveLifetime(.at(milliseconds: read.nowMilliseconds), toCounterNamed: key.name)
-        } else if counted {
-            write.change(.reset, counterNamed: key.name)
-        } else if lifetime != nil {
-            write.raw(packed: nil, into: KeyLifetime.marker(of: key))
+        let countedFields = read.counterFields(ofHashNamed: key.name)
+        if lifetime != nil, counted || !countedFields.isEmpty {
+            let now = WriteExpiry.at(milliseconds: read.nowMilliseconds)
+            write.giveLifetime(now, toCounterNamed: key.name)
+            if !countedFields.isEmpty { write.giveLifetime(now, toCounterFieldsOfHashNamed: key.name) }
+        } else {
+            if counted { write.change(.reset, counterNamed: key.name) }
+            for (field, _) in countedFields { write.change(.reset, counterField: field, ofHashNamed: key.name) }
+            if lifetime != nil { write.raw(packed: nil, into: KeyLifetime.marker(of: key)) }
         }
         write.removeAll(fromSetNamed: key.name)
         if read.hasFields(ofHashNamed: key.name) { write.deleteFields(ofHashNamed: key.name) }

@@ -8,6 +8,9 @@ import DecideCore
 /// same fields). Each field is replaced last-writer-wins, on its own: two nodes writing two
 /// fields of one hash at once keep both (docs/operations.md, "Hashes").
 ///
+/// A field holds a plain value (HSET's) or a counter (HINCRBY's, `KeyHashCounterChange`); HSET
+/// over a counter field resets its counter and HDEL deletes either.
+///
 /// A key holds a plain value, a counter, a set or a hash, never two: HSET on a key with another
 /// kind answers WRONGTYPE, as GET, INCR and SADD on a hash do; SET and DEL over a hash replace it.
 struct KeyHashChange: Sendable {
@@ -39,13 +42,21 @@ struct KeyHashChange: Sendable {
         let expiry = writes.contains { $0.value != nil } ? KeyLifetime.inherited(&access, key, kind: .hash) : .never
         for (field, value) in writes {
             let element = StateKey(name: key.name, element: field)
-            let held = access.plainEntry(element)?.value != nil
+            let plain = access.plainEntry(element)?.value != nil
+            // A counter field (HINCRBY's) is replaced by HSET and deleted by HDEL: its counter
+            // is reset, this node's slot cancelling the total it saw (an observed reset: a
+            // concurrent HINCRBY elsewhere still counts). Also under a plain value, which a
+            // concurrent HSET and HINCRBY leave together, so that it does not surface later.
+            let counted = KeyHashCounterChange.value(access.read, field: element) != nil
+            let held = plain || counted
             if let value {
                 if onlyAbsent && held { continue }
+                if counted { access.write.change(.reset, counterField: field, ofHashNamed: key.name) }
                 access.set(value, into: element, expiry: expiry)
                 if !held, seen.insert(field).inserted { outcome.changed += 1 }
             } else if held {
-                access.set(nil, into: element)
+                if counted { access.write.change(.reset, counterField: field, ofHashNamed: key.name) }
+                if plain { access.set(nil, into: element) }
                 outcome.changed += 1
             }
         }

@@ -14,7 +14,8 @@ import DecideCore
 ///
 /// Each element is written as its kind writes it: a set's member gets a fresh dot (an insert,
 /// so a concurrent SREM elsewhere that had not seen it leaves the member in until the instant,
-/// as add-wins says), a field or sorted set member its value again (last-writer-wins). What a
+/// as add-wins says), a field or sorted set member its value again (last-writer-wins), a
+/// counter field's slots as a counter's are (`StorageWriter.giveLifetime`). What a
 /// node adds concurrently with the EXPIRE, without having seen it, keeps no lifetime: an
 /// observed expiry, as a remove is observed.
 enum KeyLifetime {
@@ -56,9 +57,12 @@ enum KeyLifetime {
         case .set:
             for member in access.read.members(ofSetNamed: name) { access.write.insert(member: member, intoSetNamed: name, expiry: expiry) }
         case .hash:
-            for (field, value) in access.read.fields(ofHashNamed: name) {
+            for (field, value) in access.read.plainFields(ofHashNamed: name) {
                 access.set(value, into: field, expiry: expiry, resettingCounter: false)
             }
+            // Counter fields (HINCRBY's) as a counter takes one: the slots this node may write
+            // again, every other node following for its own from the marker.
+            access.write.giveLifetime(expiry, toCounterFieldsOfHashNamed: name)
         case .sortedSet:
             for item in access.read.scoredMembers(ofSortedSetNamed: name) {
                 access.write.add(member: item.member, score: item.score, intoSortedSetNamed: name, expiry: expiry)

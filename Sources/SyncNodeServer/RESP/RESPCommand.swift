@@ -5,7 +5,7 @@ enum RESPCommand: Int, CaseIterable {
     case get, set, setnx, getset, getdel, mget, mset, del, unlink, exists, type, scan, keys, dbsize
     case incr, incrby, decr, decrby
     case sadd, srem, smembers, sismember, smismember, scard
-    case hset, hmset, hsetnx, hdel, hget, hmget, hgetall, hkeys, hvals, hlen, hexists
+    case hset, hmset, hsetnx, hdel, hincrby, hget, hmget, hgetall, hkeys, hvals, hlen, hexists
     case zadd, zrem, zscore, zmscore, zcard, zcount, zrank, zrevrank, zrange, zrangebyscore, zrevrange, zrevrangebyscore
     case expire, pexpire, expireat, pexpireat, persist, ttl, pttl, expiretime, pexpiretime, setex, psetex, wait
     case ping, echo, hello, auth, select, quit, reset, client, command, info, config, time
@@ -74,6 +74,7 @@ enum RESPCommand: Int, CaseIterable {
         case .hset: return Info(name: "hset", arity: -4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .hmset: return Info(name: "hmset", arity: -4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .hsetnx: return Info(name: "hsetnx", arity: 4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
+        case .hincrby: return Info(name: "hincrby", arity: 4, flags: ["write", "denyoom", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .hdel: return Info(name: "hdel", arity: -3, flags: ["write", "fast"], firstKey: 1, lastKey: 1, step: 1, writes: true)
         case .hget: return Info(name: "hget", arity: 3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
         case .hmget: return Info(name: "hmget", arity: -3, flags: ["readonly", "fast"], firstKey: 1, lastKey: 1, step: 1)
@@ -190,10 +191,7 @@ enum RESPCommand: Int, CaseIterable {
         for name in ["spop", "smove"] {
             reasons[name] = setPart
         }
-        let hashCount = "a hash field here is one value replaced last-writer-wins, so two nodes adding to one field at once would lose one change; keep the count in a counter of its own (INCRBY KEY:FIELD N), which never loses one"
-        for name in ["hincrby", "hincrbyfloat"] {
-            reasons[name] = hashCount
-        }
+        reasons["hincrbyfloat"] = "a hash field's counter here sums whole numbers exactly across nodes (HINCRBY); summing floating-point changes made on different nodes in different orders would not give every node the same total to the last bit"
         for name in ["hscan", "hrandfield", "hstrlen"] {
             reasons[name] = "not built yet: read the hash with HGETALL"
         }

@@ -56,7 +56,10 @@ extension RESPService {
     /// expiring value). A plain key with no value that names a counter:
     /// `{"key":K,"counter":TOTAL,"slots":[{"node","incarnation","increments","decrements"}…]}`;
     /// that names a set: `{"key":K,"set":[{"member":M,"dots":N}…]}` (members in byte order, each
-    /// with its live dots: more than one after concurrent inserts); that names a sorted set:
+    /// with its live dots: more than one after concurrent inserts); that names a hash:
+    /// `{"key":K,"hash":{FIELD:VALUE…},"counterFields":[FIELD…]}` (fields in byte order; a
+    /// counter field, HINCRBY's, reads as its total and is listed in `counterFields`, left out
+    /// when there is none); that names a sorted set:
     /// `{"key":K,"sortedSet":[{"member":M,"score":S}…]}` (in score order).
     func decideGet(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) {
         guard let key = key(arguments[1], into: &writer) else { return }
@@ -81,6 +84,19 @@ extension RESPService {
                     return .object([("member", (try? JSONValue.parse(member)) ?? .null), ("dots", .number(String(dots)))])
                 }
                 writer.bulk(ReplyJSON.object([("key", .string(key.name)), ("set", .array(listed))]))
+                return
+            }
+            let (fields, counted) = node.read { read in
+                read.hasFields(ofHashNamed: key.name) ? (read.fields(ofHashNamed: key.name), read.counterFields(ofHashNamed: key.name)) : ([], [])
+            }
+            if !fields.isEmpty {
+                let listed: [(String, JSONValue)] = fields.sorted { $0.field < $1.field }.map { field, value in
+                    (ReplyJSON.value(field.element).stringValue ?? field.description, ReplyJSON.value(value.array))
+                }
+                var reply: [(String, JSONValue)] = [("key", .string(key.name)), ("hash", .object(listed))]
+                let counters = counted.map(\.field).sorted { $0.lexicographicallyPrecedes($1) }.map(ReplyJSON.value)
+                if !counters.isEmpty { reply.append(("counterFields", .array(counters))) }
+                writer.bulk(ReplyJSON.object(reply))
                 return
             }
             let scored = node.read { $0.hasScoredMembers(ofSortedSetNamed: key.name) ? $0.scoredMembers(ofSortedSetNamed: key.name) : [] }

@@ -2,7 +2,8 @@ import Decide
 import DecideCore
 import DecideRESP
 
-/// The hash commands: HSET, HMSET, HSETNX, HDEL (writes, `KeyHashChange`), HGET, HMGET,
+/// The hash commands: HSET, HMSET, HSETNX, HDEL (writes, `KeyHashChange`), HINCRBY
+/// (`KeyHashCounterChange`), HGET, HMGET,
 /// HGETALL, HKEYS, HVALS, HLEN and HEXISTS (reads, `CollectionRead`), on the fields a plain key names, with
 /// Redis's replies in RESP2 and RESP3 (docs/operations.md, "Hashes").
 extension RESPService {
@@ -43,6 +44,20 @@ extension RESPService {
         }
     }
 
+    /// HINCRBY key field increment: the field's total after it (`KeyHashCounterChange`).
+    func prepareHashCounterChange(_ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> PreparedWrite? {
+        guard let key = plainKey(.hincrby, arguments[1], kind: "a hash", into: &writer),
+              let field = hashField(arguments[2], into: &writer) else { return nil }
+        guard let amount = Self.integer(arguments[3]).flatMap({ Int64(exactly: $0) }) else {
+            writer.error(KeyCounterChange.notAnInteger)
+            return nil
+        }
+        let change = KeyHashCounterChange(key: key, field: field, amount: amount)
+        return PreparedWrite(command: .hincrby, apply: change.apply) { writer in
+            if let error = change.outcome.error { writer.error(error) } else { writer.integer(Int(change.outcome.total)) }
+        }
+    }
+
     /// HGET, HMGET, HGETALL, HKEYS, HVALS, HLEN or HEXISTS made ready to run, or nil (with the
     /// error written) when its arguments are wrong.
     func prepareHashRead(_ command: RESPCommand, _ arguments: [ArraySlice<UInt8>], into writer: inout RESPWriter) -> CollectionRead? {
@@ -56,7 +71,9 @@ extension RESPService {
         }
         let probes = fields
         let maxReplyBytes = configuration.maxReplyBytes
-        return CollectionRead(key: key, kind: .hash) { read, value, writer in
+        return CollectionRead(key: key, kind: .hash) { read, plainValue, writer in
+            // A field with no plain value may be a counter field (HINCRBY's).
+            func value(_ field: StateKey) -> PackedBytes? { plainValue(field) ?? KeyHashCounterChange.value(read, field: field) }
             switch command {
             case .hget: ValueMapping.reply(value(probes[0]), into: &writer)
             case .hexists: writer.integer(value(probes[0]) == nil ? 0 : 1)

@@ -197,7 +197,9 @@ extension RESPService {
 
     /// The Redis type of the key that live stored key `key` is part of (SCAN's TYPE).
     static func typeName(of key: StateKey) -> String {
-        SetDot.member(of: key) != nil ? "set" : SortedSetMember.member(of: key) != nil ? "zset" : "string"
+        if SetDot.member(of: key) != nil { return "set" }
+        if SortedSetMember.member(of: key) != nil { return "zset" }
+        return CounterSlot.field(of: key) != nil ? "hash" : "string"
     }
 
     // MARK: writes
@@ -267,6 +269,8 @@ extension RESPService {
             return prepareSetChange(command, arguments, into: &writer)
         case .hset, .hmset, .hsetnx, .hdel:
             return prepareHashChange(command, arguments, into: &writer)
+        case .hincrby:
+            return prepareHashCounterChange(arguments, into: &writer)
         case .zadd, .zrem:
             return prepareSortedSetChange(command, arguments, into: &writer)
         default:

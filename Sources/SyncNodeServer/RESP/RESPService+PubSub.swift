@@ -21,6 +21,7 @@ extension RESPService {
     static let keyeventSet = Array("__keyevent@0__:set".utf8)
     static let keyeventDel = Array("__keyevent@0__:del".utf8)
     static let keyeventIncrby = Array("__keyevent@0__:incrby".utf8)
+    static let keyeventHincrby = Array("__keyevent@0__:hincrby".utf8)
     static let keyeventSadd = Array("__keyevent@0__:sadd".utf8)
     static let keyeventSrem = Array("__keyevent@0__:srem".utf8)
     static let keyeventZadd = Array("__keyevent@0__:zadd".utf8)
@@ -283,6 +284,7 @@ struct NotificationWork {
         let expired = committed.origin == .expired
         self.item = committed.delta.entries[item]
         // A counter's slot changed: Redis's event for INCR, INCRBY, DECR and DECRBY, on the key;
+        // a hash's counter field's: HINCRBY's, on the hash;
         // a set's dot: SADD's (a dot written) or SREM's (one deleted); a sorted set's member:
         // ZADD's or ZREM's.
         let name = RESPService.redisName(of: self.item.key)
@@ -291,6 +293,8 @@ struct NotificationWork {
         let keyevent: [UInt8]
         if expired {
             (event, keyevent) = ("expired", RESPService.keyeventExpired)
+        } else if CounterSlot.field(of: self.item.key) != nil {
+            (event, keyevent) = deleted ? ("del", RESPService.keyeventDel) : ("hincrby", RESPService.keyeventHincrby)
         } else if CounterSlot.counts(self.item.key) {
             (event, keyevent) = deleted ? ("del", RESPService.keyeventDel) : ("incrby", RESPService.keyeventIncrby)
         } else if SetDot.member(of: self.item.key) != nil {

@@ -31,7 +31,7 @@ extension RESPService {
         case .get, .mget, .exists, .type, .ttl, .pttl, .expiretime, .pexpiretime,
              .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .setex, .psetex, .incr, .incrby, .decr, .decrby,
              .sadd, .srem, .smembers, .sismember, .smismember, .scard,
-             .hset, .hmset, .hsetnx, .hdel, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
+             .hset, .hmset, .hsetnx, .hdel, .hincrby, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
              .zadd, .zrem, .zscore, .zmscore, .zcard, .zcount, .zrank, .zrevrank, .zrange, .zrangebyscore, .zrevrange, .zrevrangebyscore,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .ping, .echo:
             return true

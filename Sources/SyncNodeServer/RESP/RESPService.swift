@@ -356,14 +356,14 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     }
 
     /// A write `process` may commit together with its neighbours (`WriteBatch`): a SET without
-    /// options, or INCR, INCRBY, DECR, DECRBY, SADD, SREM, HSET, HDEL, ZADD or ZREM made ready;
+    /// options, or INCR, INCRBY, DECR, DECRBY, SADD, SREM, HSET, HDEL, HINCRBY, ZADD or ZREM made ready;
     /// nil for any other command, for one whose arguments are wrong (it runs alone, in its turn,
     /// and answers its error), and when the node waits for the disk (writes answer off the loop).
     private func batchable(_ arguments: [ArraySlice<UInt8>], session: RESPSession) -> BatchedWrite? {
         guard let command = RESPCommand.named(arguments[0]) else { return nil }
         switch command {
         case .set: guard arguments.count == 3 else { return nil }
-        case .incr, .incrby, .decr, .decrby, .sadd, .srem, .hset, .hdel, .zadd, .zrem: break
+        case .incr, .incrby, .decr, .decrby, .sadd, .srem, .hset, .hdel, .hincrby, .zadd, .zrem: break
         default: return nil
         }
         guard refusal(of: command, argumentCount: arguments.count, session: session) == nil, !node.acknowledgesAfterDisk else { return nil }
@@ -500,7 +500,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         case .get: get(arguments, into: &session.writer)
         case .set, .setnx, .getset, .getdel, .mset, .del, .unlink, .decidePut, .decideDelete,
              .expire, .pexpire, .expireat, .pexpireat, .persist, .setex, .psetex, .incr, .incrby, .decr, .decrby, .sadd, .srem,
-             .hset, .hmset, .hsetnx, .hdel, .zadd, .zrem:
+             .hset, .hmset, .hsetnx, .hdel, .hincrby, .zadd, .zrem:
             write(command, arguments, into: &session.writer)
         case .smembers, .sismember, .smismember, .scard, .hget, .hmget, .hgetall, .hkeys, .hvals, .hlen, .hexists,
              .zscore, .zmscore, .zcard, .zcount, .zrank, .zrevrank, .zrange, .zrangebyscore, .zrevrange, .zrevrangebyscore:

@@ -67,11 +67,14 @@ enum ReplyJSON {
     static func layout(of key: StateKey) -> JSONValue? {
         guard CompoundPresence.isCompound(key) else { return nil }
         let name = JSONValue.string(key.name)
+        // A hash's counter field (HINCRBY's) names its hash and field; a counter, itself.
+        let counter: [(String, JSONValue)] = CounterSlot.field(of: key).map { [("hash", name), ("field", value($0))] } ?? [("counter", name)]
+        let prefix = counter.count > 1 ? "hashCounter" : "counter"
         if let owner = CounterSlot.owner(of: key) {
-            return .object([("kind", .string("counterSlot")), ("counter", name), ("node", .string(owner.node)),
+            return .object([("kind", .string(prefix + "Slot"))] + counter + [("node", .string(owner.node)),
                             ("incarnation", .string(hex(owner.incarnation)))])
         }
-        if CounterSlot.counts(key) { return .object([("kind", .string("counterBase")), ("counter", name)]) }
+        if CounterSlot.counts(key) { return .object([("kind", .string(prefix + "Base"))] + counter) }
         if let bytes = SetDot.member(of: key) { return .object([("kind", .string("setDot")), ("set", name), ("member", value(bytes))]) }
         if let bytes = SortedSetMember.member(of: key) {
             return .object([("kind", .string("sortedSetMember")), ("sortedSet", name), ("member", value(bytes))])

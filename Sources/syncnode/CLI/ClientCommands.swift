@@ -178,7 +178,7 @@ extension SyncNode {
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a key's value as JSON: a counter's total, a set's members, a sorted set's members with scores (exit 1 when it has none or was deleted).",
+            abstract: "Print a key's value as JSON: a counter's total, a set's members, a hash's fields, a sorted set's members with scores (exit 1 when it has none or was deleted).",
             discussion: """
                 Examples:
                   syncnode get maintenance
@@ -204,13 +204,14 @@ extension SyncNode {
         }
 
         /// What `get` prints of DECIDE.GET's reply: a value as it is; a counter's total; a set's
-        /// members, as a JSON array in byte order; a sorted set's `{"member","score"}` objects,
-        /// in score order.
+        /// members, as a JSON array in byte order; a hash's fields, as a JSON object (a counter
+        /// field as its total); a sorted set's `{"member","score"}` objects, in score order.
         static func shown(_ reply: JSONValue) -> JSONValue {
             if let value = reply["value"] { return value }
             if let total = reply["counter"] { return total }
             if case .array(let members)? = reply["set"] { return .array(members.compactMap { $0["member"] }) }
             if let scored = reply["sortedSet"] { return scored }
+            if let fields = reply["hash"] { return fields }
             return .null
         }
     }
