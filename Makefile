@@ -8,7 +8,7 @@
 #   make docs    the DocC reference of the library products in .build/docs (fails on docc warnings)
 #   make bench   release build, then every benchmark beside its baseline
 #   make bench-layouts  the ratio goals that move with code placement, over LAYOUTS (8) link orders
-#   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 1,000),
+#   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 500),
 #                with ten times the weeks-long tombstone scenarios of make test
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
@@ -116,7 +116,7 @@ bench-layouts: deps
 # A failing seed prints `SIM_SEED=N`; `SIM_SEED=N make sim` replays exactly that one.
 sim: deps
 	$(SWIFT) build --build-tests
-	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|AcknowledgementAdversaryTests|LeaseTests|IndexTests|CounterTests)'
+	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|AcknowledgementAdversaryTests|LeaseTests|IndexTests|CounterTests|CounterLifetimeTests|HashCounterTests|SetTests|SortedSetTests)'
 
 clean:
 	rm -rf .build .build-*

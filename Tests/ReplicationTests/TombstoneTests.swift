@@ -12,7 +12,7 @@ import Testing
     /// Engine intervals × 1,000: ticks every 50 s, failure timeout 1,000 s, walks every 1,000 s.
     static let weeks: UInt64 = 1_000
 
-    /// Seeds per weeks-long scenario: `minimum` in `make test` (1,000 simulation seeds), ten
+    /// Seeds per weeks-long scenario: `minimum` in `make test` (500 simulation seeds), ten
     /// times as many in `make sim` (10,000).
     static func seedCount(_ minimum: UInt64) -> UInt64 {
         max(minimum, minimum * SimulationTests.defaultSeedCount / 1_000)
