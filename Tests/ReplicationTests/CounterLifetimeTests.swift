@@ -33,7 +33,6 @@ import Testing
         }
     }
 
-    static func now(_ node: Node) -> UInt64 { node.read { $0.nowMilliseconds } }
 
     @Test(arguments: [(false, false), (false, true), (true, false)])
     func aLifetimeReachesEverySlotAndNoChangeIsLostBeforeIt(takenAway: Bool, emptyRestarts: Bool) {
@@ -56,7 +55,7 @@ import Testing
                 }
                 if step == 20, let id = cluster.aliveIDs.randomElement(using: &random) {
                     // Far enough ahead that the cluster heals, converges and follows before it.
-                    let at = Self.now(cluster.node(id)) + 40_000
+                    let at = SimCluster.now(cluster.node(id)) + 40_000
                     if cluster.node(id).decide(GiveLifetime(expiry: .at(milliseconds: at))).version != nil { instant = at }
                 }
                 if step == 40, takenAway, instant != nil, let id = cluster.aliveIDs.randomElement(using: &random) {
@@ -70,16 +69,14 @@ import Testing
                 Issue.record("seed \(seed) did not converge: \(cluster.describe())")
                 break
             }
-            // The follows the last merges asked for, spread.
-            cluster.run(milliseconds: 5_000)
-            _ = cluster.runUntilConverged(maxMilliseconds: 30_000)
+            cluster.spreadLifetimeFollows()
             // A node that restarts empty loses what it alone held: the lifetime too, if it gave
             // it and crashed before a peer heard.
             if emptyRestarts, instant != nil, cluster.node("a").read({ $0.lifetime(ofCollectionNamed: Hits.name) }) == nil { instant = nil }
             let reference = cluster.node("a").read(Hits.self)
             for id in ids {
                 let node = cluster.node(id)
-                if let instant, Self.now(node) >= instant { problems.append("\(id) is past the instant before the checks") }
+                if let instant, SimCluster.now(node) >= instant { problems.append("\(id) is past the instant before the checks") }
                 let total = node.read(Hits.self)
                 // Empty restarts may lose a change only the crashed node held: every node agrees.
                 if emptyRestarts ? total != reference : total != expected {
@@ -93,15 +90,7 @@ import Testing
                 }
             }
             let before = reference
-            if let instant {
-                // Past the instant on every node's clock (skewed ones included).
-                var waited: UInt64 = 0
-                while ids.contains(where: { Self.now(cluster.node($0)) < instant + 1 }), waited < 200_000 {
-                    cluster.run(milliseconds: 1_000)
-                    waited += 1_000
-                }
-                cluster.run(milliseconds: 1_000)
-            }
+            if let instant { cluster.run(pastInstant: instant, ids: ids) }
             for id in ids {
                 let total = cluster.node(id).read(Hits.self)
                 let wanted = instant == nil ? before : 0

@@ -35,7 +35,6 @@ import Testing
         }
     }
 
-    static func now(_ node: Node) -> UInt64 { node.read { $0.nowMilliseconds } }
 
     /// Each counter field's total on `node`, keyed by the field's JSON.
     static func totals(_ node: Node) -> [String: Int64] {
@@ -46,7 +45,7 @@ import Testing
 
     /// The live counter field slots `node` holds whose expiry is not `instant`.
     static func slotsNotExpiringAt(_ instant: UInt64?, on node: Node) -> [String] {
-        let now = now(node)
+        let now = SimCluster.now(node)
         return node.entriesReadInSlices().compactMap { item in
             guard item.key.name == hash, CounterSlot.isSlot(item.key), CounterSlot.field(of: item.key) != nil,
                   !item.entry.isTombstone, !item.entry.isExpired(atMilliseconds: now),
@@ -74,7 +73,7 @@ import Testing
                 }
                 if step == 20, let id = cluster.aliveIDs.randomElement(using: &random) {
                     // Far enough ahead that the cluster heals, converges and follows before it.
-                    let at = Self.now(cluster.node(id)) + 40_000
+                    let at = SimCluster.now(cluster.node(id)) + 40_000
                     if cluster.node(id).decide(GiveLifetime(instant: at)).version != nil { instant = at }
                 }
                 SimulationTests.nemesis(Int.random(in: 0..<30, using: &random), cluster, ids: ids, random: &random)
@@ -84,24 +83,17 @@ import Testing
                 Issue.record("seed \(seed) did not converge: \(cluster.describe())")
                 break
             }
-            // The follows the last merges asked for, spread.
-            cluster.run(milliseconds: 5_000)
-            _ = cluster.runUntilConverged(maxMilliseconds: 30_000)
+            cluster.spreadLifetimeFollows()
             let wanted = expected.filter { $0.value != 0 }
             for id in ids {
                 let node = cluster.node(id)
-                if let instant, Self.now(node) >= instant { problems.append("\(id) is past the instant before the checks") }
+                if let instant, SimCluster.now(node) >= instant { problems.append("\(id) is past the instant before the checks") }
                 let totals = Self.totals(node)
                 if totals != wanted { problems.append("\(id) reads \(totals), the increments sum to \(wanted)") }
                 problems += Self.slotsNotExpiringAt(instant, on: node).prefix(2).map { "\(id) holds \($0), the hash's lifetime is \(String(describing: instant))" }
             }
             if let instant {
-                var waited: UInt64 = 0
-                while ids.contains(where: { Self.now(cluster.node($0)) < instant + 1 }), waited < 200_000 {
-                    cluster.run(milliseconds: 1_000)
-                    waited += 1_000
-                }
-                cluster.run(milliseconds: 1_000)
+                cluster.run(pastInstant: instant, ids: ids)
                 for id in ids where !Self.totals(cluster.node(id)).isEmpty {
                     problems.append("\(id) reads \(Self.totals(cluster.node(id))) after the instant")
                 }
