@@ -10,7 +10,8 @@
 # version, and an equal version carries that write's value; keys written only once must hold
 # their one value, so a loss cannot hide behind a later write. MULTI blocks (the Redis protocol)
 # must never show half: both keys of a pair or neither, with one version. A counter every peer
-# INCRBYs must end at the sum of the acknowledged increments, and a set every peer SADDs to and
+# INCRBYs, and a counter field of a hash every peer HINCRBYs, must end at the sum of the
+# acknowledged increments, and a set every peer SADDs to and
 # SREMs from must hold each member as its last acknowledged change left it.
 #
 #   CHAOS_SECONDS   how long the nemesis runs (default 60; `make test` runs 20)
@@ -140,7 +141,7 @@ wait_until 60 "a full mesh of five" linked_all || { echo "chaos: the five peers 
 # instead: a pair of keys written once (pair[nK-i-a], pair[nK-i-b]) and a shared key, then
 # WAIT 2; a line of the block history: node, the pair's value, the replies as received.
 writer() {
-    local node=$1 index=0 set_ops=0 out status key value member op
+    local node=$1 index=0 set_ops=0 out status key value member op counter request amount
     while true; do
         index=$((index + 1))
         if [ $((index % 3)) -eq 0 ]; then
@@ -154,15 +155,21 @@ writer() {
             continue
         fi
         if [ $((index % 5)) -eq 0 ]; then
-            # An increment of the one counter every peer changes (INCRBY ctr N, then WAIT 2), on a
-            # connection of its own; a line of the counter history: node, amount, replies.
-            # Its amount is recorded before it is sent: a writer stopped at the end while one is in
-            # flight leaves it there unanswered, and the checker counts it as may-have-committed.
+            # An increment of the one counter every peer changes (INCRBY ctr N, then WAIT 2), or,
+            # every other time, of the one counter field of a hash every peer changes (HINCRBY
+            # quotas jobs N), on a connection of its own; a line of that counter's history: node,
+            # amount, replies. Its amount is recorded before it is sent: a writer stopped at the
+            # end while one is in flight leaves it there unanswered, and the checker counts it as
+            # may-have-committed.
             amount=$((index % 9 + 1))
-            printf '%s\t%s\t%s\n' "$node" "$index" "$amount" >> "$RUN_DIR/counter-sent.n$node"
-            request=$(printf 'INCRBY ctr %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$amount")
+            if [ $((index / 5 % 2)) -eq 0 ]; then
+                counter=counter request=$(printf 'INCRBY ctr %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$amount")
+            else
+                counter=hcounter request=$(printf 'HINCRBY quotas jobs %s\r\nWAIT 2 1500\r\nQUIT\r\n' "$amount")
+            fi
+            printf '%s\t%s\t%s\n' "$node" "$index" "$amount" >> "$RUN_DIR/$counter-sent.n$node"
             out=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\n" "$1" >&3 && cat <&3' _ "$request" 2>&1)
-            printf '%s\t%s\t%s\t%s\n' "$node" "$index" "$amount" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/counter.n$node"
+            printf '%s\t%s\t%s\t%s\n' "$node" "$index" "$amount" "$(echo "$out" | tr -d '\r' | tr '\n' '|')" >> "$RUN_DIR/$counter.n$node"
             continue
         fi
         if [ $((index % 7)) -eq 1 ]; then
@@ -246,18 +253,24 @@ converged_ok=1
 wait_until 90 "the five dumps to be identical" converged || converged_ok=0
 cat "$RUN_DIR"/history.n* > "$RUN_DIR/history"
 cat "$RUN_DIR"/blocks.n* > "$RUN_DIR/blocks" 2>/dev/null || : > "$RUN_DIR/blocks"
-# Every increment sent, answered or not: those with no reply line were cut off.
-cat "$RUN_DIR"/counter.n* > "$RUN_DIR/counter" 2>/dev/null || : > "$RUN_DIR/counter"
-cat "$RUN_DIR"/counter-sent.n* 2>/dev/null | while IFS=$'\t' read -r node index amount; do
-    grep -q "^$node"$'\t'"$index"$'\t' "$RUN_DIR/counter" || printf '%s\t%s\t%s\t\n' "$node" "$index" "$amount"
-done >> "$RUN_DIR/counter"
-# The counter's total as each peer reads it (GET ctr), a line each: node, total.
-: > "$RUN_DIR/counter-totals"
-for node in "${NODES[@]}"; do
-    total=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "GET ctr\r\nQUIT\r\n" >&3 && cat <&3' 2>/dev/null \
-        | tr -d '\r' | sed -n 2p)
-    printf '%s\t%s\n' "$node" "$total" >> "$RUN_DIR/counter-totals"
-done
+# A counter's history (NAME: counter, hcounter): every increment sent, answered or not (those with
+# no reply line were cut off), and its total as each peer reads it (READ: GET ctr, HGET quotas
+# jobs), a line each: node, total.
+collect_counter() {
+    local name=$1 read=$2 node index amount total
+    cat "$RUN_DIR"/$name.n* > "$RUN_DIR/$name" 2>/dev/null || : > "$RUN_DIR/$name"
+    cat "$RUN_DIR"/$name-sent.n* 2>/dev/null | while IFS=$'\t' read -r node index amount; do
+        grep -q "^$node"$'\t'"$index"$'\t' "$RUN_DIR/$name" || printf '%s\t%s\t%s\t\n' "$node" "$index" "$amount"
+    done >> "$RUN_DIR/$name"
+    : > "$RUN_DIR/$name-totals"
+    for node in "${NODES[@]}"; do
+        total=$(in_ns "$node" timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/7500 && printf "%s\r\nQUIT\r\n" "$1" >&3 && cat <&3' _ "$read" 2>/dev/null \
+            | tr -d '\r' | sed -n 2p)
+        printf '%s\t%s\n' "$node" "$total" >> "$RUN_DIR/$name-totals"
+    done
+}
+collect_counter counter "GET ctr"
+collect_counter hcounter "HGET quotas jobs"
 # Every set change sent, answered or not (those with no reply line were cut off), and the
 # members each peer holds (SMEMBERS online), a line each: node, members joined by '|'.
 cat "$RUN_DIR"/set.n* > "$RUN_DIR/set" 2>/dev/null || : > "$RUN_DIR/set"
@@ -271,4 +284,4 @@ for node in "${NODES[@]}"; do
     printf '%s\t%s\n' "$node" "$members" >> "$RUN_DIR/set-members"
 done
 "$PYTHON" Cluster/chaos_check.py "$RUN_DIR/history" "$RUN_DIR/n1.dump" "$converged_ok" "$SEED" "$RUN_DIR/blocks" \
-    "$RUN_DIR/counter" "$RUN_DIR/counter-totals" "$RUN_DIR/set" "$RUN_DIR/set-members"
+    "$RUN_DIR/counter" "$RUN_DIR/counter-totals" "$RUN_DIR/set" "$RUN_DIR/set-members" "$RUN_DIR/hcounter" "$RUN_DIR/hcounter-totals"

@@ -22,7 +22,10 @@ member, the replies, none when cut off; MEMBERS, each peer's `SMEMBERS online`):
 holds the same members; a member whose last change was answered and acknowledged by 2 peers is
 in exactly when that change was an SADD; no member is held that no SADD sent.
 
-usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS [COUNTER TOTALS [SET MEMBERS]]]
+The hash's counter field (HCOUNTER, HTOTALS: the same of `HINCRBY quotas jobs N` and each
+peer's `HGET quotas jobs`) is checked as the counter is.
+
+usage: chaos_check.py HISTORY DUMP CONVERGED(0|1) SEED [BLOCKS [COUNTER TOTALS [SET MEMBERS [HCOUNTER HTOTALS]]]]
        chaos_check.py --self-test   (the counter and set checks fail on doctored runs)
 """
 import json
@@ -69,9 +72,10 @@ def check_blocks(blocks_path, final, problems):
     return acknowledged, refused, unknown
 
 
-def check_counter(counter_path, totals_path, problems):
-    """The counter: every peer's total equal, within [acknowledged, answered or cut off]. Returns
-    (acknowledged count, lower bound, upper bound, totals)."""
+def check_counter(counter_path, totals_path, problems, label="counter"):
+    """The counter (or the hash's counter field, `label`): every peer's total equal, within
+    [acknowledged, answered or cut off]. Returns (acknowledged count, lower bound, upper bound,
+    totals)."""
     acknowledged = lower = upper = 0
     with open(counter_path) as history:
         for record in history:
@@ -92,10 +96,10 @@ def check_counter(counter_path, totals_path, problems):
             node, total = line.rstrip("\n").split("\t")
             totals[node] = int(total) if total.lstrip("-").isdigit() else 0
     if len(set(totals.values())) > 1:
-        problems.append(f"counter: the peers read different totals after convergence: {totals}")
+        problems.append(f"{label}: the peers read different totals after convergence: {totals}")
     for node, total in totals.items():
         if not lower <= total <= upper:
-            problems.append(f"counter: n{node} reads {total}; the acknowledged increments sum to {lower}, "
+            problems.append(f"{label}: n{node} reads {total}; the acknowledged increments sum to {lower}, "
                             f"those that may have committed to {upper}")
     return acknowledged, lower, upper, totals
 
@@ -258,6 +262,12 @@ def main():
               f"within [{counted[1]}, {counted[2]}]")
         if counted[0] == 0:
             problems.append("no counter increment was acknowledged: the counter check proves nothing")
+    if len(sys.argv) > 11:
+        counted = check_counter(sys.argv[10], sys.argv[11], problems, label="hash counter field")
+        print(f"chaos: hash counter field: {counted[0]} increments acknowledged; total {sorted(set(counted[3].values()))} "
+              f"within [{counted[1]}, {counted[2]}]")
+        if counted[0] == 0:
+            problems.append("no HINCRBY was acknowledged: the hash counter field check proves nothing")
     if len(sys.argv) > 9:
         changed = check_set(sys.argv[8], sys.argv[9], problems)
         print(f"chaos: set: {changed[0]} changes acknowledged; {changed[1]} members checked against their last acknowledged change; "
