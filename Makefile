@@ -2,7 +2,7 @@
 #   make deps    system packages the build and tests need (apt-get; idempotent, quick when present)
 #   make deps-python  the venv with the Python clients the integration tests use (.build-venv)
 #   make build   debug build of every module
-#   make test    unit tests, README example and public API checks, transport tests under ASan, a
+#   make test    unit tests, README example, doc citation and public API checks, transport tests under ASan, a
 #                short fuzz run, the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
 #   make api     rewrite docs/api/public-api.txt from the build (after a deliberate API change)
 #   make docs    the DocC reference of the library products in .build/docs (fails on docc warnings)
@@ -20,7 +20,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build test unit-test check-readme check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
+.PHONY: deps deps-python build test unit-test check-readme check-citations check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
 SEEDS ?= 10000
 
 deps:
@@ -60,6 +60,12 @@ unit-test: deps
 check-readme:
 	bash scripts/check-readme-example.sh
 
+# Every citation of the docs in Sources and Package.swift names a doc and a section that exist,
+# and nothing cites a file outside the repository (the checker's own test first).
+check-citations:
+	python3 scripts/check-doc-citations.py --self-test
+	python3 scripts/check-doc-citations.py
+
 # The public API of the library products, one declaration a line, against docs/api/public-api.txt
 # (read from the debug build's symbol graphs: unit-test builds them first).
 check-api: unit-test
@@ -83,7 +89,7 @@ docs: unit-test
 	done
 	@echo "docs: .build/docs/{$$(echo $(DOC_MODULES) | tr ' ' ',')}.doccarchive"
 
-test: unit-test check-readme check-api docs test-transport-asan test-lock-tsan fuzz-smoke integration chaos-smoke
+test: unit-test check-readme check-citations check-api docs test-transport-asan test-lock-tsan fuzz-smoke integration chaos-smoke
 
 # The node's lock (Sources/CDecideLock) under ThreadSanitizer, driven from C: the Swift runtime
 # and swift-testing do not run under TSan with this toolchain. Threads (urgent, polite and plain)

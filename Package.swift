@@ -119,7 +119,7 @@ let package = Package(
             ] + (linksJemalloc ? ["CJemalloc"] : []),
             swiftSettings: linksJemalloc ? [.define("DECIDE_JEMALLOC")] : []
         ),
-        // The peer executable: `syncnode run` and its admin client commands (DESIGN.md §5).
+        // The peer executable: `syncnode run` and its admin client commands (docs/operations.md).
         .executableTarget(
             name: "syncnode",
             dependencies: [

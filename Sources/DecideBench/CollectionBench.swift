@@ -123,7 +123,7 @@ enum CollectionBench {
         _ = try? node.apply(entries: peerWrites)
         // Replacing a tenth of the values freed 100,000 small blocks; glibc consolidates them at
         // the next allocation of a kilobyte or more, which would otherwise be the collection's
-        // (about 9 ms here, once: docs/benchmarks.md, "collection").
+        // (about 9 ms here, once: docs/benchmarks.md, "Table-wide chores under the state lock").
         ProcessMemory.settleHeap()
         var rows: [[String]] = []
         // The replication engine's two table-wide chores: a collection round, and a member's
@@ -134,7 +134,7 @@ enum CollectionBench {
         rows.append(row("tombstone collection", collection))
         // A later round, 1,000 other keys deleted: the first round after the fill also pays
         // one-time costs of the heap left by it (about 1 ms here; docs/benchmarks.md,
-        // "collection"), which a node collecting every minute pays once.
+        // "Table-wide chores under the state lock"), which a node collecting every minute pays once.
         node.decide(Delete(indices: (0..<deletedKeys).map { $0 * stride + stride / 2 }))
         let laterCollection = whileWriting(node, keys: keys, stride: stride) {
             "\(node.collectTombstones(olderThan: HLCTimestamp(rawValue: UInt64.max))) removed"

@@ -538,7 +538,7 @@ extension Node {
     ///
     /// The table is swept in slices of `collectionSliceRecords` records, the state lock let go
     /// between them, so decisions and peers' batches wait for one slice, not for a scan of the
-    /// whole state (docs/benchmarks.md, "collection"). A record written during the sweep may
+    /// whole state (docs/benchmarks.md, "Table-wide chores under the state lock"). A record written during the sweep may
     /// wait for the next one.
     @discardableResult
     package func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {

@@ -1,7 +1,7 @@
 /// Peers' deltas as they arrived, each checked whole against the codec's rules when it was
 /// added and kept as its bytes with the positions of its parts: a batch a node applies without
 /// first building a `Delta` for each (its array of writes, its keys' and version's strings, the
-/// message around it, and their release afterwards: docs/benchmarks.md, "Deltas applied from
+/// message around it, and their release afterwards: docs/benchmarks.md, "Peers' deltas applied from
 /// their bytes").
 ///
 /// Guarantees: holds only deltas that `WireCodec.decodeDelta` accepts, and reads back exactly

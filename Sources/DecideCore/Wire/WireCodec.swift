@@ -1,4 +1,4 @@
-/// The binary encoding of deltas and entry batches (docs/protocol.md, "Payloads").
+/// The binary encoding of deltas and entry batches (docs/replication.md §6, "Messages").
 ///
 /// Layout: `u8 format (= 1)`, `u8 kind` (1 delta, 2 entry batch), then the body, all integers
 /// little-endian, lengths and counts as LEB128 varints.

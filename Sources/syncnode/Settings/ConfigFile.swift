@@ -2,7 +2,7 @@ import SyncNodeServer
 import Configuration
 import Foundation
 
-/// The settings a `--config` file gives (docs/operations.md, "Configuration file"). Two forms:
+/// The settings a `--config` file gives (docs/operations.md, "Config file"). Two forms:
 ///
 ///     # key = value lines; '#' starts a comment; `peer` may repeat
 ///     id = a
