@@ -2,6 +2,7 @@
 #   make deps    system packages the build and tests need (apt-get; idempotent, quick when present)
 #   make deps-python  the venv with the Python clients the integration tests use (.build-venv)
 #   make build   debug build of every module
+#   make check   the debug build and the unit tests only (no apt, no root; FILTER=Suite narrows them)
 #   make test    unit tests, README example, doc citation and public API checks, transport tests under ASan, a
 #                short fuzz run, the multi-process integration run and a 20 s chaos run (mk/syncnode.mk)
 #   make api     rewrite docs/api/public-api.txt from the build (after a deliberate API change)
@@ -20,7 +21,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build test unit-test check-readme check-citations check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
+.PHONY: deps deps-python build check test unit-test check-readme check-citations check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
 SEEDS ?= 10000
 
 deps:
@@ -56,6 +57,13 @@ unit-test: deps
 	@bash -o pipefail -c '$(SWIFT) test --skip-build 2>&1 | tee .build/unit-test.log' || { \
 		echo "== unit tests failed; every failure recorded (whole log: .build/unit-test.log):"; \
 		grep -a -E '✘|recorded an issue' .build/unit-test.log | tail -n 80; exit 1; }
+
+# The fast inner loop: the debug build and the unit tests only (no apt, no root, no multi-process
+# runs); FILTER narrows them (`make check FILTER=SyncNodeTests.HashCounterCommandTests`).
+FILTER ?=
+check:
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build $(if $(FILTER),--filter '$(FILTER)')
 
 check-readme:
 	bash scripts/check-readme-example.sh
