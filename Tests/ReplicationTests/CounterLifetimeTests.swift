@@ -118,4 +118,45 @@ import Testing
             if !problems.isEmpty { break }
         }
     }
+
+    /// A member removed for good before the counter got its lifetime never follows the marker:
+    /// the node that gives the lifetime writes the removed member's slots with it
+    /// (`Transaction.mayTakeLifetime`), so its share goes at the instant on every node, and so
+    /// does its share of a hash's counter field.
+    @Test func aRemovedMembersShareGoesWithTheLifetime() throws {
+        for seed in SimulationTests.seeds(SimulationTests.defaultSeedCount / 100, salt: 0xC1_1000) {
+            var random = SplitMix64(seed: seed ^ 0xC1D1)
+            let ids = ["a", "b", "c", "d", "e"], staying = ["a", "b", "c", "d"]
+            let cluster = SimCluster(seed: seed, ids: ids)
+            cluster.run(milliseconds: 1_000)
+            for id in ids {
+                #expect(cluster.node(id).decide(Change(amount: Int64.random(in: 1...10, using: &random))).version != nil)
+                let field = HashCounterTests.fields.randomElement(using: &random)!
+                #expect(cluster.node(id).decide(HashCounterTests.Increment(field: field, amount: 3)).version != nil)
+            }
+            #expect(cluster.runUntilConverged(maxMilliseconds: 30_000), "seed \(seed): no convergence before the removal")
+            cluster.crash("e")
+            try cluster.replicator("a").forget("e")
+            var waited: UInt64 = 0
+            while staying.contains(where: { cluster.replicator($0).status.forgottenMemberIDs == 0 }), waited < 60_000 {
+                cluster.run(milliseconds: 500)
+                waited += 500
+            }
+            let giver = staying.randomElement(using: &random)!
+            let instant = SimCluster.now(cluster.node(giver)) + 5_000
+            #expect(cluster.node(giver).decide(GiveLifetime(expiry: .at(milliseconds: instant))).version != nil)
+            #expect(cluster.node(giver).decide(HashCounterTests.GiveLifetime(instant: instant)).version != nil)
+            _ = cluster.runUntilConverged(staying, maxMilliseconds: 30_000)
+            cluster.run(pastInstant: instant, ids: staying)
+            var problems: [String] = []
+            for id in staying {
+                let node = cluster.node(id)
+                if node.read(Hits.self) != 0 { problems.append("\(id) reads \(node.read(Hits.self)) after the instant") }
+                let fields = HashCounterTests.totals(node)
+                if !fields.isEmpty { problems.append("\(id) reads counter fields \(fields) after the instant") }
+            }
+            #expect(problems.isEmpty, "seed \(seed) (lifetime given by \(giver)): \(problems.prefix(4))")
+            if !problems.isEmpty { break }
+        }
+    }
 }
