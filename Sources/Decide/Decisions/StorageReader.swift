@@ -94,17 +94,7 @@ public struct StorageReader {
     /// (HINCRBY's) whose total is not 0 and that has no plain value, as its total (a JSON
     /// number). O(elements).
     package func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
-        transaction.open { transaction in
-            var fields = transaction.fields(ofHashNamed: name)
-            let counters = transaction.counterFields(ofHashNamed: name)
-            guard !counters.isEmpty else { return fields }
-            let plain = Set(fields.map(\.field))
-            for (field, total) in counters {
-                let key = StateKey(name: name, element: field)
-                if !plain.contains(key) { fields.append((key, PackedBytes(Array(String(total).utf8)))) }
-            }
-            return fields
-        }
+        transaction.open { $0.fieldsAsRead(ofHashNamed: name) }
     }
 
     /// The live plain fields of the hash named `name` (its counter fields left out), each its

@@ -62,9 +62,15 @@ extension Transaction {
     /// writes applied: each field's JSON id and total. O(elements of the collection).
     func counterFields(ofHashNamed name: String) -> [(field: [UInt8], total: Int64)] {
         guard mayHoldCounterFields(name) else { return [] }
+        return Self.counterFieldTotals(presentElements(named: name).lazy.map { ($0.key, $0.bytes) })
+    }
+
+    /// Each counter field's total among `elements` (a hash's present elements, any kind) that is
+    /// not 0: the field's JSON id and total.
+    static func counterFieldTotals(_ elements: some Sequence<(key: StateKey, bytes: PackedBytes)>) -> [(field: [UInt8], total: Int64)] {
         var sums: [[UInt8]: Int128] = [:]
-        for item in presentElements(named: name) {
-            guard let field = CounterSlot.field(of: item.key), let slot = CounterSlot.sums(item.bytes) else { continue }
+        for (key, bytes) in elements {
+            guard let field = CounterSlot.field(of: key), let slot = CounterSlot.sums(bytes) else { continue }
             sums[field, default: 0] += Int128(slot.increments) - Int128(slot.decrements)
         }
         return sums.compactMap { field, sum in sum == 0 ? nil : (field, Int64(clamping: sum)) }

@@ -10,9 +10,31 @@ extension Transaction {
     /// O(elements of the collection).
     func fields(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
         guard mayHoldFields(name) else { return [] }
-        return presentElements(named: name).compactMap { item in
-            CompoundPresence.isCompound(item.key) ? nil : (item.key, item.bytes)
+        return Self.plainFields(presentElements(named: name))
+    }
+
+    /// The plain elements among `elements` (a collection's present elements), as fields.
+    private static func plainFields(_ elements: [(key: StateKey, bytes: PackedBytes, version: Version?, decoded: (any Sendable)?)])
+        -> [(field: StateKey, value: PackedBytes)] {
+        elements.compactMap { item in CompoundPresence.isCompound(item.key) ? nil : (item.key, item.bytes) }
+    }
+
+    /// The live fields of the hash named `name` as a front end reads them, each its element key
+    /// and value, in no order: the plain ones, and each counter field (HINCRBY's) whose total is
+    /// not 0 and that has no plain value, as its total (a JSON number). One walk of the
+    /// collection, O(elements).
+    func fieldsAsRead(ofHashNamed name: String) -> [(field: StateKey, value: PackedBytes)] {
+        let counted = mayHoldCounterFields(name)
+        guard counted || mayHoldFields(name) else { return [] }
+        let elements = presentElements(named: name)
+        var fields = Self.plainFields(elements)
+        guard counted else { return fields }
+        let plain = Set(fields.map(\.field))
+        for (field, total) in Self.counterFieldTotals(elements.lazy.map { ($0.key, $0.bytes) }) {
+            let key = StateKey(name: name, element: field)
+            if !plain.contains(key) { fields.append((key, PackedBytes(Array(String(total).utf8)))) }
         }
+        return fields
     }
 
     /// Whether the hash named `name` has a live field, a plain one or a counter field with a

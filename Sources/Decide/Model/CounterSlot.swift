@@ -41,14 +41,7 @@ package enum CounterSlot {
     /// The group of counter field `field` (its JSON id) of a hash: its slots' (`base` false) or
     /// its base slots' shared first bytes.
     static func group(ofField field: [UInt8], base: Bool) -> [UInt8] {
-        var bytes = base ? fieldBaseTag : fieldTag
-        var rest = UInt64(field.count)
-        while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        bytes.append(UInt8(rest))
-        return bytes + field
+        ElementGroup.memberGroup(tag: base ? fieldBaseTag : fieldTag, member: field)
     }
 
     /// `group` (a tag, or a field's group), `number` (8 bytes, big-endian), `node`: the id of a

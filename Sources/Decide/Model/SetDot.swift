@@ -12,10 +12,10 @@ package enum SetDot {
     static func element(member: [UInt8], incarnation: UInt64, sequence: UInt64, node: String) -> [UInt8] {
         var bytes = tag
         bytes.reserveCapacity(tag.count + 10 + member.count + 8 + 10 + node.utf8.count)
-        appendVarint(UInt64(member.count), to: &bytes)
+        ElementGroup.appendVarint(UInt64(member.count), to: &bytes)
         bytes += member
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: incarnation >> UInt64(shift))) }
-        appendVarint(sequence, to: &bytes)
+        ElementGroup.appendVarint(sequence, to: &bytes)
         bytes += node.utf8
         return bytes
     }
@@ -23,22 +23,11 @@ package enum SetDot {
     /// The group every dot of `member` shares (`ElementGroup`): the tag and the length-prefixed
     /// member, with no dot after it.
     static func group(of member: [UInt8]) -> [UInt8] {
-        var bytes = tag
-        appendVarint(UInt64(member.count), to: &bytes)
-        return bytes + member
+        ElementGroup.memberGroup(tag: tag, member: member)
     }
 
     /// The member's JSON of dot `key`, or nil when `key` is no set dot.
     package static func member(of key: StateKey) -> [UInt8]? {
         key.packedElement.withUnsafeBytes { ElementGroup.member($0) }
-    }
-
-    private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
-        var rest = value
-        while rest >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-            rest >>= 7
-        }
-        bytes.append(UInt8(rest))
     }
 }

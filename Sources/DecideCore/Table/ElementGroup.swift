@@ -68,6 +68,26 @@ package enum ElementGroup {
         kind == setDotTag.1 || kind == fieldSlotKind || kind == fieldBaseKind
     }
 
+    /// The group prefix of `member` under `tag` (the three bytes of a member-grouped kind,
+    /// `isMemberGrouped`): the tag, the member's length as an unsigned LEB128 varint, the
+    /// member. `prefixLength` and `groupedMember` read it back.
+    package static func memberGroup(tag: [UInt8], member: [UInt8]) -> [UInt8] {
+        var bytes = tag
+        bytes.reserveCapacity(tag.count + 5 + member.count)
+        appendVarint(UInt64(member.count), to: &bytes)
+        return bytes + member
+    }
+
+    /// Appends `value` to `bytes` as an unsigned LEB128 varint, in its shortest form.
+    package static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+        var rest = value
+        while rest >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        bytes.append(UInt8(rest))
+    }
+
     /// The member bytes of set dot id `bytes` (its prefix after the tag and varint), or nil when
     /// it is no set dot.
     package static func member(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {

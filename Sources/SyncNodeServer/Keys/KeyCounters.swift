@@ -27,8 +27,13 @@ struct KeyCounterChange: Sendable {
     /// counter of that name as a stored number, nil when there is none or it is 0.
     static func heldTotal(_ read: StorageReader, name: String) -> PackedBytes? {
         guard read.holdsCompounds, read.mayHoldKinds(ofCollectionNamed: name).counter else { return nil }
-        let total = read.counterTotal(named: name)
-        return total == 0 ? nil : PackedBytes(Array(String(total).utf8))
+        return stored(read.counterTotal(named: name))
+    }
+
+    /// What a counter's total reads as: the number as a stored (JSON) value, nil for 0 (a
+    /// counter at 0 holds nothing).
+    static func stored(_ total: Int64) -> PackedBytes? {
+        total == 0 ? nil : PackedBytes(Array(String(total).utf8))
     }
 
     /// What `key` reads as for GET, EXISTS, TYPE and MGET: its value, or for a plain key with

@@ -33,8 +33,7 @@ struct KeyHashCounterChange: Sendable {
     /// counter's total as a stored number, nil when it has none or it is 0.
     static func value(_ read: StorageReader, field key: StateKey) -> PackedBytes? {
         guard read.holdsCompounds else { return nil }
-        let total = read.counterTotal(ofField: key.element, ofHashNamed: key.name)
-        return total == 0 ? nil : PackedBytes(Array(String(total).utf8))
+        return KeyCounterChange.stored(read.counterTotal(ofField: key.element, ofHashNamed: key.name))
     }
 
     /// Runs the change through `access`. It may run twice, the first time in a batch the node

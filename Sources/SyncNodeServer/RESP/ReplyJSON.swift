@@ -68,8 +68,9 @@ enum ReplyJSON {
         guard CompoundPresence.isCompound(key) else { return nil }
         let name = JSONValue.string(key.name)
         // A hash's counter field (HINCRBY's) names its hash and field; a counter, itself.
-        let counter: [(String, JSONValue)] = CounterSlot.field(of: key).map { [("hash", name), ("field", value($0))] } ?? [("counter", name)]
-        let prefix = counter.count > 1 ? "hashCounter" : "counter"
+        let field = CounterSlot.field(of: key)
+        let prefix = field == nil ? "counter" : "hashCounter"
+        let counter: [(String, JSONValue)] = field.map { [("hash", name), ("field", value($0))] } ?? [("counter", name)]
         if let owner = CounterSlot.owner(of: key) {
             return .object([("kind", .string(prefix + "Slot"))] + counter + [("node", .string(owner.node)),
                             ("incarnation", .string(hex(owner.incarnation)))])
