@@ -114,6 +114,34 @@ import Testing
         #expect(a.read(Quota.self) == 0 && b.read(Quota.self) == 0)
     }
 
+    /// A plain number taken over on b (a base slot, which never changes) that a had not
+    /// received when it gave the lifetime: b writes the base slot with the instant when it
+    /// follows, so the taken-over share goes with the rest.
+    @Test func aBaseSlotTheGiverHadNotReceivedGoesWithTheLifetime() throws {
+        struct TakeOver: Decision {
+            let version: Version
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                write.counterBase(named: Quota.name, from: version, value: 6)
+                return .none
+            }
+        }
+        let pair = Pair()
+        let (clock, a, b) = (pair.clock, pair.a, pair.b)
+        a.decide(Change(amount: 2))
+        try pair.toB()
+        let plain = Version(timestamp: HLCTimestamp(physicalMilliseconds: clock.nowMilliseconds() - 10, logical: 0), node: "c")
+        #expect(b.decide(TakeOver(version: plain)).version != nil)
+        #expect(b.read(Quota.self) == 8 && a.read(Quota.self) == 2)
+        let instant = clock.nowMilliseconds() + 5_000
+        a.decide(GiveLifetime(expiry: .at(milliseconds: instant)))
+        try pair.toB()
+        #expect(b.followLifetimes() == 1, "b gives the base slot the lifetime (b has no slot of its own)")
+        try pair.toA()
+        #expect(a.read(Quota.self) == 8 && b.read(Quota.self) == 8)
+        clock.advance(by: .milliseconds(5_000))
+        #expect(a.read(Quota.self) == 0 && b.read(Quota.self) == 0, "the taken-over share went with the lifetime")
+    }
+
     @Test func persistTakesItOffASlotThatTookItMeanwhile() throws {
         let pair = Pair()
         let (clock, a, b) = (pair.clock, pair.a, pair.b)

@@ -119,12 +119,27 @@ import Testing
         }
     }
 
-    /// A member removed for good before the counter got its lifetime never follows the marker:
-    /// the node that gives the lifetime writes the removed member's slots with it
-    /// (`Transaction.mayTakeLifetime`), so its share goes at the instant on every node, and so
-    /// does its share of a hash's counter field.
-    @Test func aRemovedMembersShareGoesWithTheLifetime() throws {
-        for seed in SimulationTests.seeds(SimulationTests.defaultSeedCount / 100, salt: 0xC1_1000) {
+    /// When a member that counted is removed, relative to the lifetime.
+    enum Removal: String, CaseIterable, CustomTestStringConvertible {
+        /// Every node knows of the removal before one gives the lifetime.
+        case beforeTheLifetime
+        /// The node giving the lifetime is cut off while the others learn of the removal.
+        case unknownToTheGiver
+        /// The lifetime is given and followed while the member is down; then it is removed.
+        case afterTheLifetime
+        var testDescription: String { rawValue }
+    }
+
+    /// A removed member never follows the marker, so its share goes with the lifetime only
+    /// because others write its slots with the instant: the node that gives the lifetime, for
+    /// the removals it knows (`Transaction.mayTakeLifetime`); every node that follows a marker,
+    /// for the removals it knows; and every node that learns of a removal, for every counter
+    /// with a lifetime (`NodeCore.setOwners`). Its share of a counter and of a hash's counter
+    /// field goes at the instant on every node, whichever came first.
+    @Test(arguments: Removal.allCases)
+    func aRemovedMembersShareGoesWithTheLifetime(removal: Removal) throws {
+        let salt: UInt64 = 0xC1_1000 | UInt64(Removal.allCases.firstIndex(of: removal)!)
+        for seed in SimulationTests.seeds(SimulationTests.defaultSeedCount / 100, salt: salt) {
             var random = SplitMix64(seed: seed ^ 0xC1D1)
             let ids = ["a", "b", "c", "d", "e"], staying = ["a", "b", "c", "d"]
             let cluster = SimCluster(seed: seed, ids: ids)
@@ -136,17 +151,44 @@ import Testing
             }
             #expect(cluster.runUntilConverged(maxMilliseconds: 30_000), "seed \(seed): no convergence before the removal")
             cluster.crash("e")
-            try cluster.replicator("a").forget("e")
-            var waited: UInt64 = 0
-            while staying.contains(where: { cluster.replicator($0).status.forgottenMemberIDs == 0 }), waited < 60_000 {
-                cluster.run(milliseconds: 500)
-                waited += 500
+            // The removal is given on a; the giver is another node, cut off for unknownToTheGiver.
+            let giver = ["b", "c", "d"].randomElement(using: &random)!
+            var instant: UInt64 = 0
+            func knowsOfTheRemoval(_ id: String) -> Bool {
+                cluster.replicator(id).status.members.contains { $0.nodeID == "e" && $0.link == .removed }
             }
-            let giver = staying.randomElement(using: &random)!
-            let instant = SimCluster.now(cluster.node(giver)) + 5_000
-            #expect(cluster.node(giver).decide(GiveLifetime(expiry: .at(milliseconds: instant))).version != nil)
-            #expect(cluster.node(giver).decide(HashCounterTests.GiveLifetime(instant: instant)).version != nil)
+            func removeE(waitingFor knowing: [String]) throws {
+                try cluster.replicator("a").forget("e")
+                var waited: UInt64 = 0
+                while knowing.contains(where: { !knowsOfTheRemoval($0) }), waited < 60_000 {
+                    cluster.run(milliseconds: 500)
+                    waited += 500
+                }
+                #expect(waited < 60_000, "seed \(seed): the removal did not reach \(knowing)")
+            }
+            func giveTheLifetime() {
+                // Far enough ahead for the removal to spread after it (afterTheLifetime).
+                instant = SimCluster.now(cluster.node(giver)) + 30_000
+                #expect(cluster.node(giver).decide(GiveLifetime(expiry: .at(milliseconds: instant))).version != nil)
+                #expect(cluster.node(giver).decide(HashCounterTests.GiveLifetime(instant: instant)).version != nil)
+            }
+            switch removal {
+            case .beforeTheLifetime:
+                try removeE(waitingFor: staying)
+                giveTheLifetime()
+            case .unknownToTheGiver:
+                cluster.network.isolate(giver)
+                try removeE(waitingFor: staying.filter { $0 != giver })
+                #expect(!knowsOfTheRemoval(giver), "seed \(seed): the removal reached \(giver) across the partition")
+                giveTheLifetime()
+                cluster.network.heal()
+            case .afterTheLifetime:
+                giveTheLifetime()
+                #expect(cluster.runUntilConverged(staying, maxMilliseconds: 30_000), "seed \(seed): no convergence after the lifetime")
+                try removeE(waitingFor: staying)
+            }
             _ = cluster.runUntilConverged(staying, maxMilliseconds: 30_000)
+            #expect(staying.allSatisfy { SimCluster.now(cluster.node($0)) < instant }, "seed \(seed): the instant passed before the checks")
             cluster.run(pastInstant: instant, ids: staying)
             var problems: [String] = []
             for id in staying {

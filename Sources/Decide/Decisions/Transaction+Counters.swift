@@ -153,28 +153,33 @@ extension Transaction {
         return owner.node == core.nodeID || core.isRemovedOwner(owner.node)
     }
 
-    /// Gives this node's own slots of counter `name` (every incarnation) the instant of the
-    /// counter's lifetime marker, as a peer set it: a deleted marker's (PERSIST: none) to every
-    /// own slot with an instant; a live or expired marker's to every own slot with another one
-    /// that was written before that instant (by its version) — so a change made while the
-    /// lifetime ran goes with it even where the marker came late, and a slot written after the
-    /// counter expired, a new count, keeps none. Only this node writes its slots, so no change is
-    /// lost. Run as a decision of its own, after the marker merged (`Node.followLifetimes`).
-    /// Returns how many slots it wrote.
+    /// Gives the slots of counter `name` this node may write without losing a change
+    /// (`mayTakeLifetime`: its own, every incarnation; removed members'; the base slots) the
+    /// instant of the counter's lifetime marker, as a peer set it: a deleted marker's (PERSIST:
+    /// none) to every such slot with an instant; a live or expired marker's to every such slot
+    /// with another one that was written before that instant (by its version) — so a change made
+    /// while the lifetime ran goes with it even where the marker came late, and a slot written
+    /// after the counter expired, a new count, keeps none. Removed members' and base slots never
+    /// change again, and own slots only change here, so no change is lost; a removed member, which
+    /// never follows, and a base slot the giver had not yet received, go with the lifetime too.
+    /// Run as a decision of its own, after the marker merged or a member was removed
+    /// (`Node.followLifetimes`). Returns how many slots it wrote.
     @discardableResult
     func followLifetime(ofCounterNamed name: String) -> Int {
         guard let marker = core.entry(for: CollectionLifetime.marker(ofCollectionNamed: name)) else { return 0 }
         let target = marker.packedValue == nil ? nil : marker.expiresAtMilliseconds
         var rewrites: [(StateKey, PackedBytes)] = []
         func follow(_ key: StateKey, _ entry: Entry) {
-            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), CounterSlot.isSlot(key, ofNode: core.nodeIDBytes),
-                  entry.expiresAtMilliseconds != target,
-                  target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true else { return }
+            guard let bytes = entry.packedValue, core.isVisible(entry, now: now), entry.expiresAtMilliseconds != target,
+                  target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true,
+                  CounterSlot.isSlot(key, ofNode: core.nodeIDBytes) || mayTakeLifetime(key) else { return }
             rewrites.append((key, bytes))
         }
+        let stored = core.storedKinds(ofCollectionNamed: name)
         core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.tag, follow)
+        if stored.counterBases > 0 { core.forEachElement(ofCollectionNamed: name, inGroupOf: CounterSlot.baseTag, follow) }
         // A hash's counter fields: one group each, so the whole collection is walked.
-        if core.storedKinds(ofCollectionNamed: name).fieldCounterRecords > 0 {
+        if stored.fieldCounterRecords > 0 {
             for (key, entry) in core.elements(ofCollectionNamed: name) where CounterSlot.field(of: key) != nil { follow(key, entry) }
         }
         let expiry = target.map { WriteExpiry.at(milliseconds: $0) } ?? .never

@@ -149,7 +149,7 @@ final class NodeCore: @unchecked Sendable {
     private(set) var lifetimesToFollow = Set<String>()
     /// Every counter with a lifetime marker is followed once at the next `Node.followLifetimes`:
     /// set for a store loaded from disk (a process that stopped between a marker's merge and its
-    /// follow).
+    /// follow) and when a member is removed (`setOwners`).
     var followsEveryLifetime = false
     /// This node's id, UTF-8, for `CounterSlot.isSlot(_:ofNode:)`.
     private(set) lazy var nodeIDBytes = Array(nodeID.utf8)
@@ -236,6 +236,10 @@ final class NodeCore: @unchecked Sendable {
         present.insert(nodeID)
         let before = presentOwners
         presentOwners = present
+        // A member removed since the last call never follows a lifetime again: every counter
+        // with one is followed, so this node writes that member's slots with it
+        // (`Transaction.followLifetime`). An id that moved to the hashes counts too (harmless).
+        if !removed.isSubset(of: removedOwners) || forgotten.generation != forgottenOwners.generation { followsEveryLifetime = true }
         removedOwners = removed
         forgottenOwners = forgotten
         withTable { $0.pointee.setPresentOwners(present) }
