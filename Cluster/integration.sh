@@ -17,6 +17,8 @@
 #       reported covering them); one is killed with -9 and restarted: no deleted key comes back
 #   (j) forget: a member killed with -9 is forgotten with `syncnode forget`; the others collect
 #       a delete it never saw; restarted with its stale data, it is refused and the key stays gone
+#   (w) counter lifetimes: PEXPIRE of a counter while w3 (which counted) is down leaves w3's share
+#       past the instant; once w3 is forgotten, that share goes too
 #   (l) Redis clients: a scripted redis-cli session (replies exactly as Redis words them), the CLI
 #       and redis-cli reading each other's writes across peers, SCAN and INFO replication
 #   (m) a Python service (redis-py, in the venv `make deps-python` makes) writes on a and reads
@@ -113,6 +115,8 @@ connected_all() {
     shift
     for member in "$@"; do linked "$observer" "$member" || return 1; done
 }
+# rcli PEER ARGS...: redis-cli against PEER's client endpoint (no tty: raw replies, one per line).
+rcli() { local address; address=$(peer_admin "$1"); shift; redis-cli -h "${address%:*}" -p "${address##*:}" "$@"; }
 value_is() { [ "$("$BIN" get --admin "$(peer_admin "$1")" "$2" 2>/dev/null)" = "$3" ]; }
 dump_of() { "$BIN" dump --admin "$(peer_admin "$1")" > "$RUN_DIR/$1.dump"; }
 # dumps_equal PEER...: every peer's dump is byte-for-byte the first one's.
@@ -521,11 +525,43 @@ else
     fail "(j) f1, f2 and f3 start"
 fi
 
+# --- (w) -----------------------------------------------------------------------------------
+# A counter's lifetime and a member that never returns: w3's share stays past the instant while
+# it is only down, and goes once it is forgotten (docs/operations.md, "Lifetimes of counters").
+lifetimes=(--cluster lifetimes "${fast[@]}")
+rate_on() { [ "$(rcli "$1" GET rate)" = "$2" ]; }
+if peer_start w1 127.0.0.1:0 127.0.0.1:0 "${lifetimes[@]}" \
+    && peer_start w2 127.0.0.1:0 127.0.0.1:0 "${lifetimes[@]}" --peer "$(peer_listen w1)" \
+    && peer_start w3 127.0.0.1:0 127.0.0.1:0 "${lifetimes[@]}" --peer "$(peer_listen w1)"; then
+    mesh_w() { connected_all w1 w2 w3 && connected_all w2 w1 w3 && connected_all w3 w1 w2; }
+    wait_until 20 "a full mesh of w1, w2 and w3" mesh_w || true
+    rcli w3 INCRBY rate 5 >/dev/null
+    rcli w1 INCRBY rate 2 >/dev/null
+    for name in w1 w2 w3; do wait_until 10 "rate 7 on $name" rate_on "$name" 7 || true; done
+    kill9 w3
+    w3_unlinked() { ! linked w1 w3 && ! linked w2 w3; }
+    wait_until 10 "w1 and w2 to notice w3 is gone" w3_unlinked || true
+    expire_reply=$(rcli w1 PEXPIRE rate 1500)
+    sleep 2
+    if [ "$expire_reply" = 1 ] && wait_until 5 "w3's share alone on w1 and w2" rate_on w1 5 && rate_on w2 5; then
+        pass "(w) PEXPIRE of a counter while w3 is down: after the instant w1 and w2 read w3's share (5) alone"
+    else
+        fail "(w) after the instant, w1 and w2 read w3's share alone" "PEXPIRE: $expire_reply; w1 $(rcli w1 GET rate), w2 $(rcli w2 GET rate)"
+    fi
+    "$BIN" forget --admin "$(peer_admin w1)" w3 >/dev/null
+    rate_gone() { rate_on w1 "" && rate_on w2 ""; }
+    if wait_until 15 "w1 and w2 to drop w3's share" rate_gone && stays_true 2 rate_gone; then
+        pass "(w) w3 forgotten: its share goes with the lifetime on w1 and w2 (GET answers nil)"
+    else
+        fail "(w) w3's share goes once it is forgotten" "w1 $(rcli w1 GET rate), w2 $(rcli w2 GET rate); w2 sees w3 '$(link_of w2 w3)'"
+    fi
+else
+    fail "(w) w1, w2 and w3 start"
+fi
+
 # --- (l) -----------------------------------------------------------------------------------
 # The first twelve replies below are exactly what redis-cli printed for the same session against
 # redis-server 7.0.15 (--databases 1) on 2026-11-24; the last two are Decide's refusals.
-# rcli PEER ARGS...: redis-cli against PEER's client endpoint (no tty: raw replies, one per line).
-rcli() { local address; address=$(peer_admin "$1"); shift; redis-cli -h "${address%:*}" -p "${address##*:}" "$@"; }
 cat > "$RUN_DIR/session.req" <<'SESSION'
 SET session:greeting hello
 GET session:greeting
