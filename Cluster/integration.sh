@@ -73,7 +73,7 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 p m1 m2 w u1 u2 u3 load join)
+PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 w1 w2 w3 p m1 m2 w u1 u2 u3 load join)
 PYTHON="${PYTHON:-$ROOT/.build-venv/bin/python}"
 passed=0
 failed=0
