@@ -33,9 +33,9 @@ struct PendingWrite {
 /// is initialized at its end, with no uniqueness or bounds check. An array checked both on
 /// every write and every clear (`removeLast` per write, since `removeAll(keepingCapacity:)`
 /// is a generic `replaceSubrange`): about 90 instructions of a one-write decision
-/// (docs/benchmarks.md, "The decision path without its arrays"). Parallel arrays of optionals
-/// cost a generic `Optional` witness call per element to copy and to destroy, and so does
-/// deinitializing a write's optional fields one by one.
+/// (docs/design/0018-the-decision-path.md, "Pending writes in a buffer of their own"). Parallel
+/// arrays of optionals cost a generic `Optional` witness call per element to copy and to
+/// destroy, and so does deinitializing a write's optional fields one by one.
 ///
 /// A copy shares the storage (one retain): only the transaction's own
 /// `PendingWrites` is ever mutated, and a commit borrows or moves it, under the node's lock.
@@ -87,7 +87,7 @@ struct PendingWrites {
 
     mutating func removeAll() {
         if !indexOrders.isEmpty { indexOrders.removeAll() }
-        if !storage.elementPositions.isEmpty { storage.elementPositions.removeAll(keepingCapacity: true) }
+        if !storage.elementPositions.isEmpty { storage.removeElementPositions() }
         let count = storage.count
         guard count != 0 else { return }
         if count > Self.linearSearchLimit {
@@ -155,7 +155,8 @@ struct PendingWrites {
     /// than anything stored (the clock ticked past it), so each merge changes the table. Each
     /// key is lent in place (`offer`). Not `mutating`: the commit holds these writes in a `let`,
     /// and a `var` captured by the commit's later closures (the store's) was read through a
-    /// box, copying the array each time (docs/benchmarks.md, "Atomics off the decision path").
+    /// box, copying the array each time (docs/design/0009-atomics-off-the-hot-paths.md,
+    /// "Alternatives tried and not kept").
     func merge(into table: inout EntryTable, version: Version) {
         // Each write's parts, not an entry: the version is lent to every merge, not copied
         // into an entry and dropped with it.
@@ -273,15 +274,30 @@ struct PendingWrites {
 /// this name" is no walk over a set's thousand dots.
 struct ElementWrites {
     var positions: [Int32] = []
+    var kinds = WrittenKinds()
+
+    /// Adds the write of `key` at `position`.
+    mutating func note(_ key: StateKey, at position: Int) {
+        positions.append(Int32(position))
+        kinds.note(key)
+    }
+
+    /// Whether a write of `kind` (nil: plain) may be among these.
+    func mayHold(_ kind: UInt8?) -> Bool { kinds.mayHold(kind) }
+}
+
+/// Which kinds of element of one collection name a decision wrote (plain, or compound by the
+/// kind byte of the id, `ElementGroup`): what a front end's "which kinds may this key hold"
+/// asks of the decision's writes, answered for every kind from one lookup of the name.
+struct WrittenKinds {
     var plain = false
     /// Bit `k - 64` for each compound kind byte `k` in 64 ..< 128 written (every kind there is).
     var kinds: UInt64 = 0
     /// A compound kind byte outside 64 ..< 128 was written (a peer's, say): every kind may be.
     var otherKinds = false
 
-    /// Adds the write of `key` at `position`.
-    mutating func note(_ key: StateKey, at position: Int) {
-        positions.append(Int32(position))
+    /// Adds the kind of element key `key`.
+    mutating func note(_ key: StateKey) {
         guard CompoundPresence.isCompound(key) else {
             plain = true
             return
@@ -311,16 +327,32 @@ extension PendingWrites {
             return compound && key.packedElement.withUnsafeBytes { $0[1] == kind } && predicate(position)
         }
         if storage.count > Self.linearSearchLimit {
-            guard let found = storage.elementPositions[name], found.mayHold(kind) else { return false }
+            guard let found = storage.elementWrites(ofCollectionNamed: name), found.mayHold(kind) else { return false }
             return found.positions.contains { matches(Int($0)) }
         }
         return containsElementWrite(ofCollectionNamed: name, where: matches)
     }
 
+    /// The kinds of element of collection `name` this decision wrote, nil when it wrote none:
+    /// one lookup of the name in a large decision, one walk over the writes in a small one.
+    /// (`mayHold` is exact, but for a kind byte outside 64 ..< 128, which answers "may".)
+    func writtenKinds(ofCollectionNamed name: String) -> WrittenKinds? {
+        if storage.count > Self.linearSearchLimit { return storage.elementWrites(ofCollectionNamed: name)?.kinds }
+        var kinds: WrittenKinds?
+        let base = storage.base
+        for index in 0..<storage.count {
+            let key = PendingWrite.key(in: base + index)
+            guard key.pointee.elementCount != 0, key.pointee.name == name else { continue }
+            if kinds == nil { kinds = WrittenKinds() }
+            kinds!.note(key.pointee)
+        }
+        return kinds
+    }
+
     /// Whether, in a large decision, no element of collection `name` of compound kind `kind`
     /// was written: a read of that kind's elements may skip this decision's writes.
     func writesNoElement(ofCollectionNamed name: String, kind: UInt8) -> Bool {
-        storage.count > Self.linearSearchLimit && !(storage.elementPositions[name]?.mayHold(kind) ?? false)
+        storage.count > Self.linearSearchLimit && !(storage.elementWrites(ofCollectionNamed: name)?.mayHold(kind) ?? false)
     }
 
     /// Whether a write of an element of collection `name` satisfies `predicate` (given its
@@ -329,7 +361,7 @@ extension PendingWrites {
     /// pipelined INCRs, whose every counter read looks through this decision's writes.
     func containsElementWrite(ofCollectionNamed name: String, where predicate: (Int) -> Bool = { _ in true }) -> Bool {
         if storage.count > Self.linearSearchLimit {
-            guard let found = storage.elementPositions[name] else { return false }
+            guard let found = storage.elementWrites(ofCollectionNamed: name) else { return false }
             return found.positions.contains { predicate(Int($0)) }
         }
         let base = storage.base
@@ -353,7 +385,7 @@ extension PendingWrites {
     fileprivate func noteElementWrite(at position: Int) {
         let key = PendingWrite.key(in: storage.base + position)
         guard key.pointee.elementCount != 0 else { return }
-        storage.elementPositions[key.pointee.name, default: ElementWrites()].note(key.pointee, at: position)
+        storage.noteElementWrite(key.pointee, at: position)
     }
 }
 
@@ -413,7 +445,43 @@ extension PendingWrites {
         /// each collection name, so a counter, set or hash read inside it finds this decision's
         /// writes of its name without comparing every write's name (a run of 256 pipelined
         /// INCRs spent 40 % of its time there).
-        @exclusivity(unchecked) var elementPositions: [String: ElementWrites] = [:]
+        @exclusivity(unchecked) private(set) var elementPositions: [String: ElementWrites] = [:]
+        /// The name of the latest `elementPositions` lookup and where it was (nil: absent): a
+        /// command asks about its key's name several times (its kinds, a counter's slots, the
+        /// lifetime, the write), and each asking hashed the name again, 11 % of a run of
+        /// pipelined SADDs. Reset by every insertion (which may move the entries).
+        @exclusivity(unchecked) private var latestName: String?
+        @exclusivity(unchecked) private var latestIndex: Dictionary<String, ElementWrites>.Index?
+
+        /// `elementPositions[name]`, through the one-name cache.
+        func elementWrites(ofCollectionNamed name: String) -> ElementWrites? {
+            index(ofCollectionNamed: name).map { elementPositions.values[$0] }
+        }
+
+        /// Adds element write `key` at `position` to its name's entry.
+        func noteElementWrite(_ key: StateKey, at position: Int) {
+            if let index = index(ofCollectionNamed: key.name) {
+                elementPositions.values[index].note(key, at: position)
+                return
+            }
+            var writes = ElementWrites()
+            writes.note(key, at: position)
+            elementPositions[key.name] = writes
+            latestName = nil
+        }
+
+        /// Forgets every name's entry (the decision's writes are cleared).
+        func removeElementPositions() {
+            elementPositions.removeAll(keepingCapacity: true)
+            latestName = nil
+        }
+
+        private func index(ofCollectionNamed name: String) -> Dictionary<String, ElementWrites>.Index? {
+            if let latestName, latestName == name { return latestIndex }
+            let index = elementPositions.index(forKey: name)
+            (latestName, latestIndex) = (name, index)
+            return index
+        }
 
         /// Room kept from decision to decision; a buffer grown past it by one large decision
         /// is freed when that decision's writes are cleared.

@@ -28,17 +28,16 @@ extension Transaction {
     /// `hasScoredMembers` or a counter's total (each O(elements tried)).
     func mayHoldKinds(ofCollectionNamed name: String) -> (set: Bool, hash: Bool, sortedSet: Bool, counter: Bool) {
         let stored = core.storedKinds(ofCollectionNamed: name)
-        // An inserted dot, like every element this decision wrote, is among its writes.
-        let written = pending.containsElementWrite(ofCollectionNamed: name)
-        return (stored.setMembers > 0 || written && !(insertedDots[name]?.isEmpty ?? true),
+        // One lookup of the name among this decision's writes answers for every kind; an
+        // inserted dot, like every element this decision wrote, is among them.
+        let written = pending.writtenKinds(ofCollectionNamed: name)
+        func wrote(_ kind: UInt8?) -> Bool { written?.mayHold(kind) ?? false }
+        return (stored.setMembers > 0 || written != nil && !(insertedDots[name]?.isEmpty ?? true),
                 stored.plain > 0 || stored.fieldCounterRecords > 0
-                    || written && (pending.writesElement(ofCollectionNamed: name, kind: nil)
-                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldSlotKind)
-                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.fieldBaseKind)),
-                stored.scoredMembers > 0 || written && pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.scoredMemberKind),
+                    || wrote(nil) || wrote(ElementGroup.fieldSlotKind) || wrote(ElementGroup.fieldBaseKind),
+                stored.scoredMembers > 0 || wrote(ElementGroup.scoredMemberKind),
                 stored.counterSlots > 0 || stored.counterBases > 0
-                    || written && (pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.counterSlotKind)
-                                   || pending.writesElement(ofCollectionNamed: name, kind: ElementGroup.counterBaseKind)))
+                    || wrote(ElementGroup.counterSlotKind) || wrote(ElementGroup.counterBaseKind))
     }
 
     /// Whether a stored element of the collection named `name` whose key passes `isKind` holds

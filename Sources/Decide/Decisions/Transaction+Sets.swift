@@ -18,7 +18,7 @@ extension Transaction {
         let stored = core.forEachElement(ofCollectionNamed: name, inGroupOf: SetDot.group(of: member)) { key, entry in
             if core.isVisible(entry, now: now), pending.position(of: key) == nil { live.append(key) }
         }
-        if let fresh = insertedDots[name]?[member], let index = pending.position(of: fresh), pending.writes[index].value != nil {
+        if let fresh = insertedDots[name]?[MemberBytes(member)], let index = pending.position(of: fresh), pending.writes[index].value != nil {
             live.append(fresh)
         }
         return (live, stored)
@@ -76,7 +76,7 @@ extension Transaction {
     @discardableResult
     func insert(member: [UInt8], intoSetNamed name: String, expiry: WriteExpiry = .never) -> Bool {
         let (seen, stored) = storedDots(of: member, inSetNamed: name)
-        if let fresh = insertedDots[name]?[member], seen.contains(fresh) {
+        if let fresh = insertedDots[name]?[MemberBytes(member)], seen.contains(fresh) {
             if let index = pending.position(of: fresh), pending.writes[index].options.expiry != expiry {
                 store(fresh, SetDot.value, decoded: nil, options: WriteOptions(expiry: expiry))
             }
@@ -93,7 +93,7 @@ extension Transaction {
         let key = freshDot(of: member, inSetNamed: name)
         core.compoundPresence.noteWritten()
         store(key, SetDot.value, decoded: nil, options: WriteOptions(expiry: expiry))
-        insertedDots[name, default: [:]][member] = key
+        insertedDots[name, default: [:]][MemberBytes(member)] = key
         return seen.isEmpty
     }
 

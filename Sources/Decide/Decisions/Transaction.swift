@@ -25,7 +25,8 @@ final class Transaction: @unchecked Sendable {
     /// Moves the decision's writes out for the commit to hold as its own, leaving an empty set
     /// in their place; `restorePending` puts them back, so the next decision reuses their
     /// storage. Moves, not copies: a copy of them retained and released their array and
-    /// lookups, four atomics a decision (docs/benchmarks.md, "Atomics off the decision path").
+    /// lookups, four atomics a decision (docs/design/0009-atomics-off-the-hot-paths.md, "The
+    /// technique").
     func takePending() -> PendingWrites {
         let taken = pendingStorage.take()
         pendingStorage.put(sparePending.take())
@@ -42,7 +43,7 @@ final class Transaction: @unchecked Sendable {
     var failure: String?
     /// The dot this decision inserted for each member, by set name (`Transaction+Sets`): found
     /// without a scan of the decision's writes.
-    var insertedDots: [String: [[UInt8]: StateKey]] = [:]
+    var insertedDots: [String: [MemberBytes: StateKey]] = [:]
     /// The hybrid-clock instant (milliseconds) this decision or snapshot reads at: values
     /// expired at it read as absent.
     private(set) var now: UInt64 = 0
@@ -90,8 +91,8 @@ final class Transaction: @unchecked Sendable {
     }
 
     /// `core` lent to `body` without a retain: a key lookup through `core` retained and
-    /// released it around the call, two atomics a write (docs/benchmarks.md, "Atomics off the
-    /// decision path").
+    /// released it around the call, two atomics a write
+    /// (docs/design/0009-atomics-off-the-hot-paths.md, "The technique").
     @inline(__always)
     func withCore<Result, Failure: Error>(_ body: (NodeCore) throws(Failure) -> Result) throws(Failure) -> Result {
         try coreReference.unsafelyUnwrapped.lend(body)

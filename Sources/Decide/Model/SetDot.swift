@@ -31,3 +31,16 @@ package enum SetDot {
         key.packedElement.withUnsafeBytes { ElementGroup.member($0) }
     }
 }
+
+/// A set member's JSON bytes as a dictionary key (a decision's own inserts,
+/// `Transaction.insertedDots`), hashed in one pass: `[UInt8]`'s own `hash(into:)` feeds the
+/// hasher one byte at a time, about 3 % of a run of pipelined SADDs.
+struct MemberBytes: Hashable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+}

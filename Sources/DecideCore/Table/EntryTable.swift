@@ -6,9 +6,10 @@
 /// order hold the same entries and the same digest); `digest` always describes exactly the
 /// entries held.
 ///
-/// Layout (docs/benchmarks.md, "memory"): one dense array of records (interned state name,
-/// element bytes in place up to 16, key hash, timestamp, interned node id, value bytes in place
-/// up to 16, digest contribution, expiry: 80 bytes), an open-addressing index of 64-bit cells
+/// Layout (docs/design/0006-entry-table-layout.md, "The layout"): one dense array of records
+/// (interned state name, element bytes in place up to 16, key hash, timestamp, interned node
+/// id, value bytes in place up to 16, digest contribution, expiry: 80 bytes), an
+/// open-addressing index of 64-bit cells
 /// (a record number and the high half of its key's hash) probed by the key's `stableHash` and
 /// doubled a few cells per insert (`draining`), per digest leaf the record numbers of
 /// its keys, and per collection name the record numbers of its elements (each record knows its
@@ -134,10 +135,10 @@ package struct EntryTable: Sendable {
     /// After a growth, the index it replaced, moved into `index` a few cells per insert
     /// (`drain`); empty otherwise. Rehashing the whole index in the insert that filled it held
     /// the node's lock 68 ms at 1.6 M keys and 145 ms at 3.1 M, twice as long at every
-    /// doubling (docs/benchmarks.md, "The index grown a few cells at a time"). A key whose home
-    /// cell here was not moved yet is looked up here first, then in `index`; new keys always
-    /// go to `index`. A cell of this index is named `~cell` (negative) where a probe returns
-    /// one (`stored(at:)`).
+    /// doubling (docs/design/0007-growing-without-stalls.md, "The index drains a few cells per
+    /// insert"). A key whose home cell here was not moved yet is looked up here first, then in
+    /// `index`; new keys always go to `index`. A cell of this index is named `~cell` (negative)
+    /// where a probe returns one (`stored(at:)`).
     private var draining = GrowingArray<UInt64>()
     /// `draining.count`, kept beside it: the probe of every merge tests it.
     private var drainingCells = 0
@@ -193,7 +194,13 @@ package struct EntryTable: Sendable {
     /// elements (so a collection is listed without a scan); records name them by position. A
     /// name no record uses any more is forgotten and its number reused, so names that come and
     /// go (deleted, collected) do not accumulate.
-    private var names: [(name: String, members: GrowingArray<UInt32>)] = []
+    ///
+    /// Each name also holds what it stores of the kinds laid out on a collection (`kinds`:
+    /// none for most), so the plain elements of a name (a hash's fields), its set members,
+    /// sorted set members and counter slots are counted without a scan, from the lookup that
+    /// found the name. A dictionary by name number beside it cost a second hash and probe on
+    /// every command of a counter, set or hash (about 4 % of a run of pipelined INCRs).
+    private var names: [(name: String, members: GrowingArray<UInt32>, kinds: StoredKinds)] = []
     /// By record number: where a collection record sits in its name's `members` (0 for an
     /// atomic record), so removing one is O(1) however large its collection.
     private var memberSlots = GrowingArray<UInt32>()
@@ -208,10 +215,6 @@ package struct EntryTable: Sendable {
     /// two groups that share a hash share an entry, and
     /// `forEachElement(ofCollectionNamed:inGroupOf:_:)` compares the bytes of what it lists.
     private var groups: [GroupID: GroupRecords] = [:]
-    /// What each name number stores of the kinds laid out on a collection (absent: none of
-    /// them), so the plain elements of a name (a hash's fields), its set members, sorted set
-    /// members and counter slots are counted without a scan, all from one lookup.
-    private var compoundKinds: [UInt32: StoredKinds] = [:]
     /// Numbers of forgotten names, free for the next new one.
     private var freeNames: [UInt32] = []
     /// The name number of the latest merge or grouped read (runs of writes into one state, and a
@@ -258,8 +261,8 @@ package struct EntryTable: Sendable {
     /// By node number: the positions of its records that carry the owned bit (reported expired
     /// or not), in no order, so the keys a member owns are found without a scan of the table
     /// (`ownedEntries`). 4 bytes per owned record, in a `GrowingArray`: a `Set` was rehashed
-    /// whole in the merge that filled it (106 ms at 3.1 M owned keys; docs/benchmarks.md,
-    /// "Owned keys listed without a set").
+    /// whole in the merge that filled it (106 ms at 3.1 M owned keys;
+    /// docs/design/0007-growing-without-stalls.md, "Owned keys").
     private var ownedPositions: [GrowingArray<UInt32>] = []
     /// Per record, its slot + 1 in its node's `ownedPositions` (0: not owned); empty until the
     /// first owned value is stored, one per record from then on (4 bytes a record).
@@ -318,7 +321,7 @@ package struct EntryTable: Sendable {
     /// would make of these parts (normalised the same way), without making it: a local commit
     /// merges its writes so, and the version it lends is neither copied nor dropped (its node
     /// id's retain and release, and the entry's, were a sixth of a one-write decision's runtime
-    /// calls; docs/benchmarks.md, "Runtime calls off the commit path").
+    /// calls; docs/design/0018-the-decision-path.md, "A local write merged from its parts").
     @discardableResult
     package mutating func merge(version: borrowing Version, value: consuming PackedBytes?, expiresAtMilliseconds expiry: UInt64?,
                                 ownedByWriter owned: Bool, for key: StateKey) -> MergeOutcome {
@@ -570,8 +573,8 @@ package struct EntryTable: Sendable {
 
     /// Names to `hint` the slot of `bucketHeads` that inserting the key of stable hash `hash`
     /// reads and writes: a random slot of 256 KiB (the default digest), which a table's
-    /// records streaming through the cache push out (docs/benchmarks.md, "The insert's lines
-    /// hinted").
+    /// records streaming through the cache push out (docs/design/0010-prefetch.md, "A single
+    /// write hints its lines early").
     private func hintBucketHead(ofHash hash: UInt64, hint: (_ address: UnsafeRawPointer) -> Void) {
         bucketHeads.withUnsafeBufferPointer { heads in
             guard let base = heads.baseAddress else { return }
@@ -943,11 +946,11 @@ package struct EntryTable: Sendable {
         let number: UInt32
         if let free = freeNames.popLast() {
             number = free
-            names[Int(free)] = (name, GrowingArray())
+            names[Int(free)] = (name, GrowingArray(), StoredKinds())
             nameNumbers[name] = free
         } else {
             number = UInt32(names.count)
-            names.append((name, GrowingArray()))
+            names.append((name, GrowingArray(), StoredKinds()))
             nameNumbers[name] = number
         }
         latestName = number
@@ -1097,27 +1100,20 @@ package struct EntryTable: Sendable {
     /// slots, tombstones included. A front end tells the kinds a key may hold from it. O(1).
     public mutating func storedKinds(ofCollectionNamed name: String) -> StoredKinds {
         guard let number = lookedUpNumber(ofName: name) else { return StoredKinds() }
-        return (compoundKinds[number] ?? StoredKinds()).withPlain(ofRecords: names[Int(number)].members.count)
+        return names[Int(number)].kinds.withPlain(ofRecords: names[Int(number)].members.count)
     }
 
     /// Calls `body` with every collection name whose compound records `predicate` accepts
-    /// (`StoredKinds`, plain counts left out), in no particular order. O(names that store a
-    /// compound record): a node's restart finds its counters with a lifetime this way.
+    /// (`StoredKinds`, plain counts left out), in no particular order. O(collection names): a
+    /// node's restart, and a member's removal, find the counters with a lifetime this way.
     package func forEachName(storing predicate: (StoredKinds) -> Bool, _ body: (String) -> Void) {
-        for (number, kinds) in compoundKinds where predicate(kinds) { body(names[Int(number)].name) }
+        for entry in names where !entry.kinds.isEmpty && predicate(entry.kinds) { body(entry.name) }
     }
 
-    /// Changes name number `number`'s `compoundKinds`, forgotten when it counts nothing.
+    /// Changes name number `number`'s `kinds`.
     @inline(__always)
     private mutating func countKinds(of number: UInt32, _ change: (inout StoredKinds) -> Void) {
-        guard let index = compoundKinds.index(forKey: number) else {
-            var kinds = StoredKinds()
-            change(&kinds)
-            if !kinds.isEmpty { compoundKinds[number] = kinds }
-            return
-        }
-        change(&compoundKinds.values[index])
-        if compoundKinds.values[index].isEmpty { compoundKinds.remove(at: index) }
+        change(&names[Int(number)].kinds)
     }
 
     /// How many sorted set members (live or tombstones) the collection named `name` stores. O(1).
@@ -1207,7 +1203,8 @@ package struct EntryTable: Sendable {
     /// The cell whose record has stable hash `hash` and satisfies `matches`, or the empty cell
     /// where such a record would go. `matches` reads the record where it lies: handed a copy,
     /// each hit copied the whole record and destroyed it after, through its outlined value
-    /// witnesses (docs/benchmarks.md, "Records compared where they lie").
+    /// witnesses (docs/design/0008-in-place-access.md, "Records compared and values moved where
+    /// they lie").
     /// A cell of `draining` is `~cell` (`stored(at:)`); an empty cell is always `index`'s.
     @inline(__always)
     private func probe(hash: UInt64, matches: (UnsafePointer<Record>) -> Bool) -> Int {
@@ -1355,7 +1352,7 @@ package struct EntryTable: Sendable {
         index = GrowingArray(zeroedCount: cells)
         // Its pages faulted in ahead, a chunk now and one each insert while it drains
         // (`drain`): a probe reads a cell before an insert writes it, and a page first read
-        // faults twice (docs/benchmarks.md, "Pages faulted in ahead").
+        // faults twice (docs/design/0007-growing-without-stalls.md, "Pages faulted in ahead").
         indexPopulating = index.populateAhead(bytes: Self.populateBytesPerInsert)
         drainingCells = draining.count
         drained = 0
