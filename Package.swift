@@ -173,8 +173,8 @@ let package = Package(
 
 // A `[weak self]` capture is immutable (SE-0481), so reading it is a plain weak load: as a mutable
 // capture box, every call of such a closure also ran a dynamic exclusivity check (the commit
-// listener on every decision, syncnode's request callbacks; docs/benchmarks.md, "Immutable weak
-// captures").
+// listener on every decision, syncnode's request callbacks; docs/design/0008-in-place-access.md,
+// "Immutable weak captures").
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ImmutableWeakCaptures")]
 }

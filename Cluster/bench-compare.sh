@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decide beside Redis, in one run on 127.0.0.1 (`make bench-compare`; docs/benchmarks.md).
+# Decide beside Redis, in one run on 127.0.0.1 (`make bench-compare`; docs/performance.md).
 #
 #   Redis:  a master and a replica (replicaof), no persistence, each in its own temp dir.
 #   Decide: two syncnode peers (memory durability), and two library nodes linked by DecideUV
@@ -13,12 +13,12 @@
 #   (b) A pipelined stream of COMPARE_KEYS SETs on the Redis master, the replica polled for the
 #       last, beside the library (one thread and 50) with the second node polled the same way.
 #
-# Prints one table and writes it between the markers in docs/benchmarks.md. Every server it
+# Prints one table and writes it between the markers in docs/performance.md. Every server it
 # starts is recorded by pid and stopped on exit (success, failure or Ctrl-C), and only after
 # its /proc command line shows it is the process this script started.
 #
 # Environment: DECIDE_BENCH, SYNCNODE (release binaries; the Makefile passes them),
-# COMPARE_KEYS (default 100000), COMPARE_OUTPUT (default docs/benchmarks.md).
+# COMPARE_KEYS (default 100000), COMPARE_OUTPUT (default docs/performance.md).
 
 set -euo pipefail
 
@@ -29,7 +29,7 @@ SYNCNODE="${SYNCNODE:-.build-bench/release/syncnode}"
 KEYS="${COMPARE_KEYS:-100000}"
 CLIENTS=50
 ROUNDS="${COMPARE_ROUNDS:-5}"
-OUTPUT="${COMPARE_OUTPUT:-docs/benchmarks.md}"
+OUTPUT="${COMPARE_OUTPUT:-docs/performance.md}"
 for tool in redis-server redis-cli redis-benchmark; do
     command -v "$tool" >/dev/null || { echo "bench-compare: $tool missing (make deps-bench)" >&2; exit 1; }
 done
@@ -396,10 +396,10 @@ if [ -f "$OUTPUT" ] && grep -q '<!-- bench-compare:begin' "$OUTPUT" && grep -q '
     awk -v block="$BLOCK" '
         /<!-- bench-compare:begin/ { while ((getline line < block) > 0) print line; skipping = 1; next }
         /<!-- bench-compare:end -->/ { skipping = 0; next }
-        !skipping { print }' "$OUTPUT" > "$WORK/benchmarks.md"
-    cat "$WORK/benchmarks.md" > "$OUTPUT"
+        !skipping { print }' "$OUTPUT" > "$WORK/performance.md"
+    cat "$WORK/performance.md" > "$OUTPUT"
 else
-    { echo "# Benchmarks"; echo; echo "## Decide beside Redis"; echo; cat "$BLOCK"; } > "$OUTPUT"
+    { echo "# Performance"; echo; echo "## Decide beside Redis"; echo; cat "$BLOCK"; } > "$OUTPUT"
 fi
 echo
 echo "bench-compare: table written into $OUTPUT"

@@ -1,7 +1,7 @@
 # Decide beside Redis. Included by the main Makefile, which defines `deps`, SWIFT and BENCH_BUILD.
 #   make deps-bench      redis-server and redis-tools (apt-get; idempotent, quick when present)
 #   make bench-compare   Redis master+replica vs Decide (library and syncnode) on 127.0.0.1, one run;
-#                        prints the table and writes it into docs/benchmarks.md
+#                        prints the table and writes it into docs/performance.md
 #   make bench-catch-up  a peer joining one under sustained SADD -P 16: catch-up walk restarts at
 #                        the default change log and at CATCH_UP_ENTRIES (docs/operations.md)
 # COMPARE_KEYS (default 100000) is the key count and the number of writes per workload;

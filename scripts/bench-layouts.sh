@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The ratio goals of `make bench` that move with where the code lies (docs/benchmarks.md,
-# "Goals measured over code layouts"), measured over LAYOUTS placements of the same build.
+# The ratio goals of `make bench` that move with where the code lies (docs/performance.md,
+# "Code layouts"), measured over LAYOUTS placements of the same build.
 #
 # The benchmark program is built once with lld, then relinked with its functions in a different
 # order for each seed (`--shuffle-sections`): the same instructions, placed differently, as any

@@ -70,9 +70,9 @@ static uint64_t now_ns(void) {
 /// clock measured its rate (`ticks_per_ms`; the kernel keeps time by it, so it agrees between
 /// processors), else CLOCK_MONOTONIC nanoseconds (`ticks_per_ms` 0). A contended unlock reads
 /// it once: `clock_gettime` there was 3 % of fifty deciding threads' time, a counter read is a
-/// few nanoseconds (docs/benchmarks.md, "The lock's turns timed by the counter"). When the unit
-/// changes (the rate becomes known, or is found wrong and dropped), one turn is measured across
-/// the two and may come early: one handoff more, nothing else.
+/// few nanoseconds (docs/design/0005-node-lock.md, "Turns timed by the processor's counter").
+/// When the unit changes (the rate becomes known, or is found wrong and dropped), one turn is
+/// measured across the two and may come early: one handoff more, nothing else.
 typedef struct {
     uint64_t now;
     uint64_t ticks_per_ms;

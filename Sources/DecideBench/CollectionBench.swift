@@ -13,13 +13,14 @@ import Synchronization
 /// (`Node.expireDue`, on every engine tick); and, last, the table growing from
 /// `BENCH_COLLECTION_KEYS` to twice as many keys, one insert a decision, which takes its
 /// index past at least one growth (the index was rebuilt whole in the insert that filled it:
-/// docs/benchmarks.md, "The index grown a few cells at a time"); and then as many keys given a
-/// lifetime, one a decision, which grows the expiry schedule to that many items (its key map
-/// was rehashed whole in one decision: docs/benchmarks.md, "The expiry schedule grown in
-/// place"); and as many owned by the node, which grows its list of owned keys (a set, once,
-/// rehashed whole: "Owned keys listed without a set"); and as many typed reads of distinct
-/// keys, which fill and turn over the node's cache of decoded values (a dictionary, once,
-/// rehashed and emptied whole: "Decoded values cached without a stall"). Every decision, every peer's batch and every read waits while the lock is held.
+/// docs/design/0007-growing-without-stalls.md, "The index drains a few cells per insert"); and
+/// then as many keys given a lifetime, one a decision, which grows the expiry schedule to that
+/// many items (its key map was rehashed whole in one decision: the same record, "The expiry
+/// schedule"); and as many owned by the node, which grows its list of owned keys (a set, once,
+/// rehashed whole: "Owned keys"); and as many typed reads of distinct keys, which fill and turn
+/// over the node's cache of decoded values (a dictionary, once, rehashed and emptied whole:
+/// "Decoded values"). Every decision, every peer's batch and every read waits while the lock is
+/// held.
 ///
 /// The baseline, measured in the same run, is the longest one-write decision on the same node
 /// in half a second without the chore. The goal is the issue's delta-propagation p99.9
@@ -123,7 +124,7 @@ enum CollectionBench {
         _ = try? node.apply(entries: peerWrites)
         // Replacing a tenth of the values freed 100,000 small blocks; glibc consolidates them at
         // the next allocation of a kilobyte or more, which would otherwise be the collection's
-        // (about 9 ms here, once: docs/benchmarks.md, "Table-wide chores under the state lock").
+        // (about 9 ms here, once: docs/design/0017-table-wide-chores.md, "What is not the lock").
         ProcessMemory.settleHeap()
         var rows: [[String]] = []
         // The replication engine's two table-wide chores: a collection round, and a member's
@@ -133,8 +134,8 @@ enum CollectionBench {
         }
         rows.append(row("tombstone collection", collection))
         // A later round, 1,000 other keys deleted: the first round after the fill also pays
-        // one-time costs of the heap left by it (about 1 ms here; docs/benchmarks.md,
-        // "Table-wide chores under the state lock"), which a node collecting every minute pays once.
+        // one-time costs of the heap left by it (about 1 ms here; docs/design/0017-table-wide-chores.md,
+        // "What is not the lock"), which a node collecting every minute pays once.
         node.decide(Delete(indices: (0..<deletedKeys).map { $0 * stride + stride / 2 }))
         let laterCollection = whileWriting(node, keys: keys, stride: stride) {
             "\(node.collectTombstones(olderThan: HLCTimestamp(rawValue: UInt64.max))) removed"

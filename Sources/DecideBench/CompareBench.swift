@@ -62,8 +62,8 @@ enum CompareBench {
         } else {
             // `writers` threads of their own, started before the clock and released together.
             // (`DispatchQueue.concurrentPerform` ran the writers on as many threads as there are
-            // processors, two here, whatever `writers` said: docs/benchmarks.md, "Fifty writer
-            // threads, not two".)
+            // processors, two here, whatever `writers` said: docs/performance.md, "Fifty threads
+            // of their own".)
             let a = pair.a
             let gate = DispatchSemaphore(value: 0)
             let ready = DispatchGroup()
@@ -105,7 +105,7 @@ enum CompareBench {
         // redis-benchmark first, and each stream round follows a FLUSHALL of the last): its
         // allocator hands back pages it already has. One unreported pass gives the library the
         // same footing: the process's allocator has held a pair of this size before
-        // (docs/benchmarks.md, "A warm process on both sides"). COMPARE_WARMUP=0 measures cold.
+        // (docs/performance.md, "A warm process on both sides"). COMPARE_WARMUP=0 measures cold.
         if setting("COMPARE_WARMUP", 1) > 0 { _ = libraryPass(keys: keys, writers: 1) }
         var rows: [[String]] = []
         for writers in [1, clients] {

@@ -69,7 +69,7 @@ enum CoreBench {
 
     /// The best of `turns` runs of each of two measurements, run in turns (first, second, first, ...),
     /// so a ratio of the two compares the same minutes of this machine. Best of 3 of one, then
-    /// of the other, put a minute of drift (±6 % here) into the ratio (docs/benchmarks.md,
+    /// of the other, put a minute of drift (±6 % here) into the ratio (docs/performance.md,
     /// "Ratios measured in turns"). More turns do not escape a slow spell of the machine
     /// longer than all of them ("The machine's two speeds").
     static func bestAlternating(_ first: () -> Double, _ second: () -> Double) -> (first: Double, second: Double) {
@@ -98,7 +98,7 @@ enum CoreBench {
 
     /// `BENCH_CORE_OPERATIONS=N`: run exactly N operations per measurement instead of timing
     /// them, so `valgrind --tool=callgrind` counts instructions per decision repeatably
-    /// (the callgrind recipe at the top of docs/benchmarks.md).
+    /// (docs/performance.md, "Counting instructions").
     static let fixedOperations = Int(ProcessInfo.processInfo.environment["BENCH_CORE_OPERATIONS"] ?? "")
 
     /// Operations per second of `body`, timed in batches until `seconds` pass.

@@ -9,11 +9,11 @@ import Synchronization
 /// that keeps every processor busy loses them for milliseconds at a time at the period's
 /// edge, whatever it runs; one that leaves a processor idle does not. The bench's stall rows
 /// (collection, the propagation tail) keep two processors busy, so they are read beside this
-/// row, measured in the same run (docs/benchmarks.md, "The machine's own pauses").
+/// row, measured in the same run (docs/performance.md, "The machine's own pauses").
 ///
 /// A third row keeps every processor busy with one thread paging in fresh memory, as a table
 /// that grows does: here that turned the host's pauses from a few milliseconds into 26–34
-/// (docs/benchmarks.md, "The machine's 30 ms pauses, made on demand"), and the collection
+/// (docs/performance.md, "Paging in fresh memory"), and the collection
 /// rows, whose tables grow while the housekeeping thread runs, read beside it.
 enum MachineBench {
     /// A pause longer than this counts: a busy loop reads the clock every few tens of

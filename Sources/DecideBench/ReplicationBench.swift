@@ -158,7 +158,8 @@ enum ReplicationBench {
         let start = DispatchTime.now().uptimeNanoseconds
         var lastSent = start
         // A's longest decision in the stream, and which: a growth inside a merge shows here
-        // at the same count in every run (docs/benchmarks.md, "The last copy of the records").
+        // at the same count in every run (docs/design/0007-growing-without-stalls.md, "The last
+        // copy out of malloc").
         var longestDecision: (nanoseconds: UInt64, index: Int) = (0, 0)
         for index in 0..<count {
             let due = start + UInt64(Double(index) * interval)

@@ -7,10 +7,11 @@ extension Array {
     /// Removes every element and keeps the storage for the next ones, one `removeLast` at a
     /// time, unless it holds room for more than `maxKeptCount` (then it is released).
     /// `removeAll(keepingCapacity: true)` calls the standard library's `replaceSubrange`
-    /// unspecialised, through witness tables, however few the elements (docs/benchmarks.md,
-    /// "Runtime calls off syncnode's request loop"): for the short arrays emptied once a
-    /// request (a command's arguments and their ranges). A long array of bytes is better
-    /// emptied by `removeAll(keepingCapacity:)`, whose cost does not grow with its count.
+    /// unspecialised, through witness tables, however few the elements
+    /// (docs/design/0014-syncnode-loop-turn.md, "The rest of a request's cost"): for the short
+    /// arrays emptied once a request (a command's arguments and their ranges). A long array of
+    /// bytes is better emptied by `removeAll(keepingCapacity:)`, whose cost does not grow with
+    /// its count.
     @inlinable
     package mutating func removeAllKeepingStorage() {
         guard capacity <= Self.maxKeptCount else {

@@ -3,7 +3,7 @@ import DecideCore
 import Testing
 
 /// The node's cache of decoded values: bounded in values, exact in what it hands out, and
-/// never emptied whole (docs/benchmarks.md, "Decoded values cached without a stall").
+/// never emptied whole (docs/design/0007-growing-without-stalls.md, "Decoded values").
 @Suite struct DecodedCacheTests {
     private func version(_ physical: UInt64, _ node: String = "a") -> Version {
         Version(timestamp: HLCTimestamp(physicalMilliseconds: physical, logical: 0), node: node)

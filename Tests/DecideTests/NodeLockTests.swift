@@ -176,7 +176,7 @@ import Testing
     /// acquisition is a running thread's, not a woken sleeper's: the lock's throughput does not
     /// depend on how many threads ask. A lock that hands over whenever a sleeper has waited past
     /// the bound hands over at nearly every acquisition here, since with fifty threads on two
-    /// processors every sleeper has (docs/benchmarks.md, "A turn per bound, one spinner").
+    /// processors every sleeper has (docs/design/0005-node-lock.md, "Measured").
     /// With a bound never reached and no urgent thread it never hands over.
     @Test(arguments: [100, 10_000_000])
     func manyThreadsHandOverAtMostOncePerBound(handoffMicroseconds: Int) {

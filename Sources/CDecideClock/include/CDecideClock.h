@@ -9,7 +9,7 @@
 ///
 /// `clock_gettime` costs about 21 ns here, and it orders the processor's time-stamp counter read
 /// behind every instruction before it: a decision read it once, a sixth of its time
-/// (docs/benchmarks.md, "The millisecond clock without a clock call per decision"). A
+/// (docs/design/0011-counter-clock.md, "The problem"). A
 /// millisecond changes far less often than that. On x86-64, each thread keeps the millisecond it
 /// last read and the counter value before which that millisecond cannot have ended: half the
 /// time left until it ends, at the counter's measured rate. Until then a read is one unordered

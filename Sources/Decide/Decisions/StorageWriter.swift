@@ -37,7 +37,8 @@ public struct StorageWriter {
 
     /// Every atomic write: the value encoded here, inlined into the decision's module and so
     /// specialised for its value type, and the rest in the transaction, which does not depend
-    /// on it (docs/benchmarks.md, "The value encoded where the decision is compiled").
+    /// on it (docs/design/0018-the-decision-path.md, "The value encoded where the decision is
+    /// compiled").
     @inlinable @inline(__always)
     func write<K: AtomicState>(_ value: K.Value, into key: K.Type, expiringAfter lifetime: Duration?, owned: Bool) {
         transaction.open { transaction in

@@ -3,7 +3,7 @@ import DecideCore
 /// The transaction a `StorageReader` or `StorageWriter` was handed, held without a reference
 /// count: making the pair for every decision and calling through it costs no atomic retain or
 /// release (two of each a decision before, about a tenth of a one-write decision's time:
-/// docs/benchmarks.md, "Atomics off the decision path").
+/// docs/design/0009-atomics-off-the-hot-paths.md, "The technique").
 ///
 /// Sound because a reader or writer is only valid during the call it was handed to, while the
 /// node, which owns the transaction, is running that call: `open` checks the generation first,

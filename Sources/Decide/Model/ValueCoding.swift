@@ -99,8 +99,8 @@ package enum ValueCoding {
     /// 15 digits goes through the text.
     ///
     /// A digit at a time, each division by 10 waited on the one before: seven digits were a
-    /// chain of about 60 cycles, a sixth of a one-write decision (docs/benchmarks.md, "Integers
-    /// eight digits at a time").
+    /// chain of about 60 cycles, a sixth of a one-write decision
+    /// (docs/design/0018-the-decision-path.md, "Integers eight digits at a time").
     @usableFromInline
     package static func packedInteger(_ number: Int64) -> PackedBytes {
         let magnitude = number.magnitude
@@ -282,8 +282,8 @@ package enum ValueCoding {
         } else if utf8.count <= maxScratchQuotedBytes {
             // Written whole into scratch memory and copied once into an array of exactly that
             // size, without the unspecialised `reserveCapacity` and `append(contentsOf:)`:
-            // 748 → 651 instructions for a 64-byte string (docs/benchmarks.md, "The
-            // decision-path pass").
+            // 748 → 651 instructions for a 64-byte string (docs/design/0018-the-decision-path.md,
+            // "Strings quoted in scratch memory").
             return withUnsafeTemporaryAllocation(byteCount: utf8.count + 2, alignment: 1) { out in
                 out[0] = quote
                 if let source = utf8.baseAddress, utf8.count > 0 {

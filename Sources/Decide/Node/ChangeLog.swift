@@ -7,17 +7,18 @@ import DecideCore
 ///
 /// Hashes, not keys: recording a change then costs no reference count, and overwriting the
 /// oldest slot releases nothing (a ring of keys released a cold key on every change, one cache
-/// miss a write; docs/benchmarks.md). The keys are found again in the table when a walk asks
-/// (`NodeCore.keysChanged`); a key that shares a hash with a changed key is sent too, which a
-/// walk's receiver merges like any other entry.
+/// miss a write; docs/design/0013-catch-up-streaming.md, "The change log keeps hashes"). The
+/// keys are found again in the table when a walk asks (`NodeCore.keysChanged`); a key that
+/// shares a hash with a changed key is sent too, which a walk's receiver merges like any other
+/// entry.
 struct ChangeLog {
     /// Counts every change of the table; `hashes(after:)` answers relative to it.
     private(set) var sequence: UInt64 = 0
     /// The ring's slots, allocated whole at the start and touched as they fill. A fixed buffer,
     /// not an array: appending to and overwriting an array checked its uniqueness and its
-    /// bounds on every change, a third of what recording one cost (docs/benchmarks.md,
-    /// "The decision path without its arrays"). Shared by a copy of the log, which only
-    /// `NodeCore` holds (one per node, never copied).
+    /// bounds on every change, a third of what recording one cost
+    /// (docs/design/0013-catch-up-streaming.md, "The change log keeps hashes"). Shared by a copy
+    /// of the log, which only `NodeCore` holds (one per node, never copied).
     private let ring: Ring
     private let capacity: Int
     /// Where the next hash goes (`sequence % capacity`, kept as it moves so a change costs no

@@ -13,7 +13,7 @@ import DecideCore
 /// Nothing is ever rehashed or cleared whole, so no read waits for the cache: the
 /// `Dictionary` this replaced was rehashed as it grew (18 ms at 49,152 values, under the
 /// node's lock) and emptied whole when full (1.4–2.9 ms every 65,536 new values;
-/// docs/benchmarks.md, "Decoded values cached without a stall"). Its slots are allocated at the
+/// docs/design/0007-growing-without-stalls.md, "Decoded values"). Its slots are allocated at the
 /// first value kept (a node that never reads typed values has none) and reach memory as
 /// they are first written.
 struct DecodedCache {

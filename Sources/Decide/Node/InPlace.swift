@@ -3,10 +3,10 @@
 ///
 /// A stored `var` of a class costs a dynamic exclusivity check on every access
 /// (`swift_beginAccess`, about 80 instructions with its thread-local lookup: a quarter of a
-/// write's own work in the core benchmark, docs/benchmarks.md). In release builds an `InPlace`
-/// is a `let` holding the value's heap address, reached through addressors; in debug builds
-/// (every test run) it is a class box whose stored `var` keeps Swift's checks, so an
-/// overlapping access is still caught where it can be.
+/// write's own work in the core benchmark, docs/design/0008-in-place-access.md, "InPlace"). In
+/// release builds an `InPlace` is a `let` holding the value's heap address, reached through
+/// addressors; in debug builds (every test run) it is a class box whose stored `var` keeps
+/// Swift's checks, so an overlapping access is still caught where it can be.
 ///
 /// Guarantees nothing about exclusivity itself: every `InPlace` in Decide belongs to `NodeCore`
 /// or its `Transaction` and is touched only while the node's lock is held, to the store's
@@ -65,7 +65,8 @@ struct InPlace<Value>: @unchecked Sendable {
     /// Calls `body` with the value's address. A non-mutating method of a field called through
     /// it (`$0.pointee.table.entry(for:)`) reads in place: through `value`'s accessors, a
     /// method of another module gets a copy of the field, every reference in it retained and
-    /// released (a third of a Redis-protocol GET, docs/benchmarks.md).
+    /// released (a third of a Redis-protocol GET, docs/design/0008-in-place-access.md, "Reads that
+    /// borrow the table").
     func withAddress<R>(_ body: (UnsafeMutablePointer<Value>) throws -> R) rethrows -> R {
         try body(address)
     }

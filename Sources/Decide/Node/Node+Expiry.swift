@@ -122,7 +122,7 @@ extension Node {
     /// `make bench`'s runs; 512 in 2 of 16 runs of `DecideBench collection` (median longest
     /// decision 0.86 ms); 256 in 1 of 16 (median 0.65 ms), while decisions with no chore
     /// running reached 1.5 ms in the same runs: the rest is this 2-core machine's scheduling
-    /// (docs/benchmarks.md).
+    /// (docs/design/0017-table-wide-chores.md, "Measured").
     static let expirySliceValues = 256
 }
 

@@ -167,7 +167,8 @@ extension Node {
         // Under the lock a slice is read into `slice`, memory already allocated and touched by
         // the slices before it; growing `found` (a large allocation can make the allocator tidy
         // its free lists first) and touching its fresh pages (each a page fault) happen outside,
-        // where no decision waits for them (docs/benchmarks.md, "The dump's read").
+        // where no decision waits for them (docs/design/0017-table-wide-chores.md, "The
+        // technique").
         var found: [KeyedEntry] = []
         var slice: [KeyedEntry] = []
         slice.reserveCapacity(Self.readSliceRecords)

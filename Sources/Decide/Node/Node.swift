@@ -29,8 +29,8 @@ public final class Node: Sendable {
     /// Strict durability: `decide` and `apply` wait until their commit is on disk.
     let waitsForDisk: Bool
     /// Whether the node's clock is the `SystemClock`, read once: a decision then reads it
-    /// directly, not through the `any PhysicalClock` witness (docs/benchmarks.md, "The system
-    /// clock read without its witness").
+    /// directly, not through the `any PhysicalClock` witness (docs/design/0011-counter-clock.md,
+    /// "The system clock without its witness").
     let readsSystemClock: Bool
     /// Runs `expireDue` while no replication engine does (see `startExpiryTimerIfNeeded`).
     let expiryTimer = Mutex<ReplicatorTimer?>(nil)
@@ -170,7 +170,7 @@ public final class Node: Sendable {
         var tappedWrites: [Delta.Write] = []
         let (commit, effect, ticket, afterDisk) = core.withLock { core in
             // The commit's slot in the store's queue, reserved under the lock the commit holds
-            // anyway (docs/benchmarks.md, "Commits queued under the node's lock"). A full queue
+            // anyway (docs/design/0016-group-commit.md, "The technique"). A full queue
             // (or a stopped store) runs nothing here: the wait is outside the lock, below.
             if persists && !admitted {
                 guard store.tryAdmitHoldingExclusion() else {

@@ -68,8 +68,8 @@ extension Node {
         /// How often the node's lock gives the longest-waiting thread a turn (docs/architecture.md,
         /// "The node's lock"). Between turns, running threads take the lock ahead of sleeping
         /// ones, which keeps many deciding threads fast: with fifty threads on two processors,
-        /// 481–666 k decisions/s, as fast as one thread (docs/benchmarks.md, "A turn per bound,
-        /// one spinner"). Once the first sleeper has waited this long since the queue last moved,
+        /// 481–666 k decisions/s, as fast as one thread (docs/design/0005-node-lock.md,
+        /// "Measured"). Once the first sleeper has waited this long since the queue last moved,
         /// the next unlock wakes it and the lock is handed to it ahead of every thread but the one
         /// applying a peer's deltas, which is served at the next unlock whatever this says. A
         /// thread queued behind others waits about one bound for each of them. Smaller serves

@@ -25,7 +25,8 @@ final class NodeCore: @unchecked Sendable {
     /// `commitListeners` as the array a commit calls (`commitCalls`), and the replication
     /// engine's `LocalCommitSender`.
     /// Apart from `Hot`: inside it, one-write decisions that never read them measured about 5 %
-    /// slower, with no more instructions (docs/benchmarks.md, "The decision-path pass").
+    /// slower, with no more instructions (docs/design/0008-in-place-access.md, "Alternatives
+    /// tried and not kept").
     private struct Calls {
         var commit: [@Sendable (CommittedDelta) -> Void] = []
         /// Strong: the engine's is a `ReplicatorHandle`, which does not own the engine (a weak
@@ -263,8 +264,8 @@ final class NodeCore: @unchecked Sendable {
 
     /// Calls `body` with this core and the node's one transaction, both lent without a retain:
     /// reading the transaction into a local retained and released it, and a closure that uses
-    /// the lock's `inout` core retains it around every call (docs/benchmarks.md, "Atomics off
-    /// the decision path").
+    /// the lock's `inout` core retains it around every call
+    /// (docs/design/0009-atomics-off-the-hot-paths.md, "The technique").
     @inline(__always)
     func withTransaction<Result>(_ body: (NodeCore, Transaction) -> Result) -> Result {
         transactionReference.lend { body(self, $0) }
@@ -346,8 +347,8 @@ final class NodeCore: @unchecked Sendable {
 
     /// An element's key, whose index line is asked for at once (`prefetchHomeCell`): a write
     /// encodes its value before the commit merges it, and the line arrives meanwhile
-    /// (docs/benchmarks.md, "The index line asked for early"). Atomic keys are few and stay in
-    /// the cache; elements are what make a table large.
+    /// (docs/design/0010-prefetch.md, "A single write hints its lines early"). Atomic keys are
+    /// few and stay in the cache; elements are what make a table large.
     func key<C: CollectionState>(for collection: C.Type, at element: C.ID) throws(ValueCoding.Failure) -> StateKey {
         let name = collectionName(of: collection, named: C.name)
         // An integer id's digits go straight into the key, no array between.
@@ -381,9 +382,10 @@ final class NodeCore: @unchecked Sendable {
     }
 
     /// Has the processor fetch the table lines that merging (or, `readingValues`, reading) these
-    /// keys will touch (`EntryTable.prefetch`), in place: docs/benchmarks.md, "The prefetch and
-    /// allocator pass". A single key has no misses to overlap and returns before any call (the
-    /// call chain alone was 67 instructions of a one-write decision).
+    /// keys will touch (`EntryTable.prefetch`), in place: docs/design/0010-prefetch.md, "A batch
+    /// of merges prefetches what it will touch". A single key has no misses to overlap and
+    /// returns before any call (the call chain alone was 67 instructions of a one-write
+    /// decision).
     @inline(__always)
     func prefetch(count: Int, readingValues: Bool = false, hash: (Int) -> UInt64) {
         guard count > 1 else { return }

@@ -6,11 +6,11 @@ import CDecideLock
 ///
 /// `Synchronization.Mutex` sleeps on a priority-inheriting futex, which hands the lock to the
 /// sleeper at every contended unlock: with fifty threads deciding on two cores, every such
-/// unlock then waits for a context switch (docs/benchmarks.md, "A node lock that hands over
-/// only to the starving"). So did this lock while it handed over whenever a sleeper had waited
-/// past the bound, which with fifty threads on two cores every sleeper has (docs/benchmarks.md,
-/// "A turn per bound, one spinner"). A lock that never hands over (glibc's adaptive mutex, tried
-/// in stop 37) let deciding threads starve the thread applying a peer's deltas for up to 174 ms.
+/// unlock then waits for a context switch (docs/design/0005-node-lock.md, "Alternatives tried
+/// and not kept"). So did this lock while it handed over whenever a sleeper had waited past the
+/// bound, which with fifty threads on two cores every sleeper has (docs/design/0005-node-lock.md,
+/// "Measured"). A lock that never hands over (glibc's adaptive mutex) let deciding threads
+/// starve the thread applying a peer's deltas for up to 174 ms.
 ///
 /// Guarantees: mutual exclusion of `withLock` bodies; sleepers are served in arrival order, the
 /// first of them woken by the first unlock after it has waited the bound since the queue last

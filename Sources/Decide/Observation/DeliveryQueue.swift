@@ -24,9 +24,9 @@ final class DeliveryQueue: Sendable {
     /// Whether anything may be queued or being delivered: set under `state`'s lock by
     /// `enqueue`, cleared there when a drain finds nothing left. `drain` returns on a plain load
     /// of it when it is false, so a node nobody observes takes no lock after a decision (that
-    /// lock and unlock were about a twentieth of a one-write decision's time: docs/benchmarks.md,
-    /// "Atomics off the decision path"). The thread that queued a notice sees its own store, so
-    /// its drain never skips it.
+    /// lock and unlock were about a twentieth of a one-write decision's time:
+    /// docs/design/0009-atomics-off-the-hot-paths.md, "The technique"). The thread that queued a
+    /// notice sees its own store, so its drain never skips it.
     private let queued = Atomic<Bool>(false)
 
     /// Call with the node's lock held, so notices are queued in commit order.

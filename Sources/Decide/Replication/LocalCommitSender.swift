@@ -3,7 +3,7 @@ import DecideCore
 /// How a node hands its own commits to the replication engine without a `Delta` built for
 /// each: the engine encodes its frame under the node's lock from the decision's pending writes,
 /// read where they lie, and sends it once the commit is as durable as the node promises
-/// (docs/benchmarks.md, "Local commits encoded from the pending writes"). One per node
+/// (docs/design/0015-the-replicated-update.md, "The technique"). One per node
 /// (`Node.setLocalCommitSender`), held strongly: the engine hands the node a
 /// `ReplicatorHandle`, which does not own it.
 protocol LocalCommitSender: AnyObject, Sendable {

@@ -99,7 +99,7 @@ extension Node {
             // A delta of several writes (a peer's batch of SETs) has their misses overlap
             // (`EntryTable.prefetch`). A run of one-write deltas is not gathered: over
             // 10,000 keys that cost `make bench`'s replication row 5-7 % and gained nothing
-            // (docs/benchmarks.md, "The prefetch and allocator pass").
+            // (docs/design/0010-prefetch.md, "Alternatives tried and not kept").
             core.prefetch(count: delta.writes.count) { delta.writes[$0].key.stableHash }
             var changed = 0
             for write in delta.writes where merge(write.entry(at: delta.version), write.key) { changed += 1 }
@@ -114,7 +114,8 @@ extension Node {
     ///
     /// Each write's key hash was worked out as the delta arrived (`ReceivedDeltas.read`), so
     /// the next delta's first index line is asked for while this one is applied
-    /// (`NodeCore.prefetchHomeCell`; docs/benchmarks.md, "The index line asked for early").
+    /// (`NodeCore.prefetchHomeCell`; docs/design/0010-prefetch.md, "A single write hints its
+    /// lines early").
     package func apply(received: ReceivedDeltas, recent: inout RecentWireStrings, skip: (Int) -> Bool) -> DeltaBatchOutcome {
         applyBatch(count: received.count, skip: skip, timestamp: { received.timestamp(ofDelta: $0) }) { core, index, merge in
             var version: Version?
@@ -152,7 +153,7 @@ extension Node {
         var admission = StorageAdmission.underTheLock
         while true {
             // Ahead of this node's own deciding threads: every peer's view of this node waits on
-            // it (docs/benchmarks.md, "A node lock that hands over only to the starving").
+            // it (docs/design/0005-node-lock.md, "The technique").
             let outcome = core.withUrgentLock { core -> DeltaBatchOutcome in
                 var outcome = DeltaBatchOutcome()
                 guard let admitted = admitHoldingLock(&admission) else { return outcome }
@@ -538,8 +539,8 @@ extension Node {
     ///
     /// The table is swept in slices of `collectionSliceRecords` records, the state lock let go
     /// between them, so decisions and peers' batches wait for one slice, not for a scan of the
-    /// whole state (docs/benchmarks.md, "Table-wide chores under the state lock"). A record written during the sweep may
-    /// wait for the next one.
+    /// whole state (docs/design/0017-table-wide-chores.md, "The technique"). A record written
+    /// during the sweep may wait for the next one.
     @discardableResult
     package func collectTombstones(olderThan horizon: HLCTimestamp) -> Int {
         // Values that expired since the last sweep count too: they are reported first (only a

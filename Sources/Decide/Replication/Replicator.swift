@@ -576,8 +576,8 @@ public final class Replicator: @unchecked Sendable {
             switch holding(from: connection) {
             case .hold(let peerID):
                 // Lent, not retained: a class reference read from `receiving` was retained and
-                // released around each of these three calls, a frame (docs/benchmarks.md,
-                // "Atomics off the decision path").
+                // released around each of these three calls, a frame
+                // (docs/design/0009-atomics-off-the-hot-paths.md, "The technique").
                 let full: Bool
                 do throws(WireDecodeError) {
                     full = try Unmanaged.passUnretained(receiving.value.heldDeltas).lend { held throws(WireDecodeError) in

@@ -5,7 +5,7 @@ import Synchronization
 /// it and without a weak reference. A weak reference gives the engine a side table: then every
 /// retain and release of it takes the slow path, and a local commit's weak load was a contended
 /// atomic of its own (about 170 instructions and four atomics a replicated decision:
-/// docs/benchmarks.md, "The engine reached without a weak reference").
+/// docs/design/0009-atomics-off-the-hot-paths.md, "Strong references instead of weak ones").
 ///
 /// Guarantees:
 /// - `sendCommit` and `frame` are called only under the node's lock (`LocalCommitSender`), and

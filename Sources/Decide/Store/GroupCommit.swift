@@ -15,8 +15,8 @@ import DecideCore
 /// when the writer takes the group (`reread(from:)`, under the node's lock), since that table
 /// then holds the winner of every change the group coalesced for it. At most
 /// `maxRereadRows` rows are marked, so the writer's hold of the node's lock stays short;
-/// past them, writes are merged as they come (docs/benchmarks.md, "A hot key re-read, not
-/// handed over").
+/// past them, writes are merged as they come (docs/design/0016-group-commit.md, "The
+/// technique").
 ///
 /// It is built on the committing thread, under the write queue's lock, so the values a later
 /// commit supersedes are released where they were allocated, and the writer thread receives
@@ -26,7 +26,7 @@ import DecideCore
 /// that find a key's row by its stable hash. Not a `Dictionary<StateKey, StoreFileChange>`: that
 /// hashed every key again with a seeded `Hasher`, and merging into a value in place went through
 /// its index and `Optional`'s generic value witnesses, about 250 instructions for a key written
-/// again (docs/benchmarks.md, "Group commit without a dictionary").
+/// again (docs/design/0016-group-commit.md, "The technique").
 struct GroupCommit {
     /// One row per key changed, in the order the keys were first changed.
     private(set) var changes: [(key: StateKey, change: StoreFileChange)] = []

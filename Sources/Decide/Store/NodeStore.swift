@@ -4,7 +4,7 @@ import DecideCore
 ///
 /// The store is started with an *exclusion* (`start(exclusion:)`): the node's lock, which every
 /// commit holds while it admits and appends, so queueing a commit takes no lock of the store's
-/// (docs/benchmarks.md, "Commits queued under the node's lock"). The node calls, for each commit
+/// (docs/design/0016-group-commit.md, "The technique"). The node calls, for each commit
 /// (a local decision, an applied delta or catch-up batch that changed something, or a
 /// tombstone collection):
 /// 1. `admitHoldingExclusion()` under its lock — on `.full`, it releases the lock, waits in

@@ -7,8 +7,8 @@ package struct StoreFileChange: Sendable {
     /// The entry to write; meaningful only while `hasUpsert`. Held without an `Optional`: a
     /// group commit replaces it for every write of a hot key, and replacing an optional entry
     /// destroyed the old one through `Optional`'s generic value witness (about 106
-    /// instructions, against 54 for an entry's own: docs/benchmarks.md, "Group commit without
-    /// a dictionary").
+    /// instructions, against 54 for an entry's own: docs/design/0016-group-commit.md, "The
+    /// technique").
     private var upsertEntry: Entry
     private var hasUpsert: Bool
 

@@ -9,7 +9,7 @@ import Synchronization
 /// and wakes them. The commits themselves (the pending group, the tickets, the admitted count)
 /// are guarded by the *exclusion* the queue is started with: the node's own lock, which every
 /// commit already holds when it admits and appends. So a commit takes no lock of the queue's
-/// (docs/benchmarks.md, "Commits queued under the node's lock"); the writer takes the exclusion
+/// (docs/design/0016-group-commit.md, "The technique"); the writer takes the exclusion
 /// to take the pending group. Lock order: `condition`, then the exclusion, never the reverse:
 /// a committer wakes the writer (`wakeWriterIfAsked`) only after it released the exclusion.
 ///

@@ -59,8 +59,8 @@ public struct Entry: Hashable, Sendable {
     /// its place (the memory, not the `let`: `packedValue` is read-only to everyone else). A
     /// table storing the value of an entry it consumed takes it so, without the retain of a
     /// copy and the release of the dropped entry's (two atomics a write of a value too long to
-    /// hold in place: docs/benchmarks.md, "A merged value moved, not copied"). After it the
-    /// entry reads as a tombstone; nothing else of it changes.
+    /// hold in place: docs/design/0008-in-place-access.md, "Records compared and values moved
+    /// where they lie"). After it the entry reads as a tombstone; nothing else of it changes.
     package static func takeValue(from entry: inout Entry) -> PackedBytes? {
         withUnsafeMutablePointer(to: &entry) { pointer in
             let field = (UnsafeMutableRawPointer(pointer) + packedValueOffset).assumingMemoryBound(to: PackedBytes?.self)

@@ -9,8 +9,8 @@ public struct StateKey: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// The element id's bytes up to `PackedBytes.inlineCapacity` (an integer id, a short
     /// string id), in place as two little-endian words, zero past `elementCount`: making,
     /// copying and dropping such a key allocates nothing and counts no reference
-    /// (docs/benchmarks.md, "Keys hold short element ids in place"). Plain fields, not an
-    /// enum: a copy is a copy, with no outlined value-witness call.
+    /// (docs/design/0006-entry-table-layout.md, "Values and short ids held in place"). Plain
+    /// fields, not an enum: a copy is a copy, with no outlined value-witness call.
     private let elementLow: UInt64, elementHigh: UInt64
     /// A longer element id's bytes; nil when they are held in place.
     private let elementSpill: [UInt8]?

@@ -2,7 +2,7 @@ extension Unmanaged {
     /// Calls `body` with the instance, borrowed: no retain before the call and no release after.
     /// For a hot path whose owner keeps the instance alive for the call by other means, where
     /// Swift would otherwise retain a class reference read from memory around every call on it
-    /// (an atomic each way: docs/benchmarks.md, "Atomics off the decision path").
+    /// (an atomic each way: docs/design/0009-atomics-off-the-hot-paths.md, "The technique").
     /// `_withUnsafeGuaranteedRef` with `body`'s own error type.
     @inlinable @inline(__always)
     package func lend<Result, Failure: Error>(_ body: (Instance) throws(Failure) -> Result) throws(Failure) -> Result {

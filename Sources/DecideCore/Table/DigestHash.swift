@@ -6,7 +6,8 @@
 /// were a chain of about 75 cycles, and a 66-byte value nine more links. Here independent
 /// terms are each one full-width multiplication of two words, folded to 64 bits
 /// (`fold`), XORed, then spread once by the SplitMix finaliser; a value takes one
-/// multiplication per 16 bytes. docs/benchmarks.md, "A digest hash of independent terms".
+/// multiplication per 16 bytes. docs/design/0006-entry-table-layout.md, "The digest
+/// contribution: independent terms".
 ///
 /// The same on every node, process and run (protocol version 3 and later; version 2 used
 /// `StableHash` and compared different numbers). Not cryptographic: two different entries of

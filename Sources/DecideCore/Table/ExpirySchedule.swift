@@ -10,7 +10,7 @@
 /// This replaced a heap of (instant, `StateKey`) beside a `[StateKey: UInt64]` of each key's
 /// live instant: at millions of expiring keys that dictionary's rehash held the node's lock
 /// 0.4 s at 786,432 keys and 1.9 s at 3.1 M, and the heap's array copy 122 ms at 2.1 M
-/// (docs/benchmarks.md, "The expiry schedule grown in place").
+/// (docs/design/0007-growing-without-stalls.md, "The expiry schedule").
 ///
 /// Guarantees: the first item is one with the earliest instant; `insert`, `reschedule` and
 /// `remove` are O(log n) and call `placed(record, slot)` once for every item whose slot changed,

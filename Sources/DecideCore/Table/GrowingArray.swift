@@ -13,13 +13,14 @@ import Darwin
 /// buffer each growth touches every page of the new one (page faults, then the copy) and hands
 /// the old one back to the system, so a table grown to N records had faulted in about 2N
 /// records' pages and copied N: on a cold heap, a fifth of the deciding thread's time
-/// (docs/benchmarks.md, "Records grown in place"). Below `mappedMinimumBytes` it grows with
-/// `realloc`; from there on its memory is a mapping of its own, which grows with `mremap`:
+/// (docs/design/0007-growing-without-stalls.md, "Large arrays in mappings of their own"). Below
+/// `mappedMinimumBytes` it grows with `realloc`; from there on its memory is a mapping of its
+/// own, which grows with `mremap`:
 /// the pages move, nothing is copied, only the new tail faults. (`realloc` does that for glibc's
 /// own mappings, but glibc maps only blocks above a threshold that rises to 32 MiB as blocks
 /// are freed, and jemalloc, syncnode's allocator, copies: a 2 M-key table's growth copied
-/// 8 MiB lists in the merge that filled them; docs/benchmarks.md, "The index grown a few
-/// cells at a time".)
+/// 8 MiB lists in the merge that filled them; docs/design/0007-growing-without-stalls.md, "The
+/// index drains a few cells per insert".)
 ///
 /// A mapped array also faults its pages in ahead of use, `populateAheadBytes` at a time, with one
 /// `madvise(MADV_POPULATE_WRITE)` call: appending at its end (the records), or from its front
@@ -27,7 +28,7 @@ import Darwin
 /// write costs this machine about 1.8 µs, by that call 1.1 µs; a page *read* before it is ever
 /// written (an index probe) maps the shared zero page first and then faults again on the write,
 /// which also interrupts the other processors to flush their TLBs: 3.8 µs and more
-/// (docs/benchmarks.md, "Pages faulted in ahead").
+/// (docs/design/0007-growing-without-stalls.md, "Pages faulted in ahead").
 ///
 /// Guarantees: value semantics (a copy is made when a shared buffer is written); elements are
 /// moved bitwise, which every Swift type without weak references allows (the records hold
@@ -175,7 +176,8 @@ package struct GrowingArray<Element>: RandomAccessCollection, MutableCollection 
     /// Below it `realloc` copies at most this much (about a tenth of a millisecond; the pages
     /// it lands on when leaving `malloc` are faulted in one call first). 64 KiB was tried: the
     /// library's replicated row lost up to a third of its rate while a table grew through the
-    /// mapped sizes below 1 MiB (docs/benchmarks.md, "The last copy of the records").
+    /// mapped sizes below 1 MiB (docs/design/0007-growing-without-stalls.md, "Alternatives tried
+    /// and not kept").
     package static var mappedMinimumBytes: Int { 1 << 20 }
 
     /// `count` elements whose memory is all zero bits: a large array is a fresh mapping (and a

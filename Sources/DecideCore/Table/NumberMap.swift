@@ -2,7 +2,7 @@
 /// once per link on every delta sent: open addressing with linear probing over a multiplicative
 /// hash, so a lookup is a multiply, a shift and a compare or two. `Dictionary` runs every key
 /// through the seeded SipHash of `Hasher` first: about 100–200 instructions a lookup
-/// (docs/benchmarks.md, "Link tables without Dictionary").
+/// (docs/design/0015-the-replicated-update.md, "The technique").
 ///
 /// Guarantees: behaves as a `[UInt64: Value]` for every sequence of reads, writes and removals
 /// (removal shifts later cells back, so no deleted markers pile up); at most half its cells are

@@ -3,12 +3,14 @@
 /// travels from a decision's pending write through its entry, delta and frame into a peer's
 /// table. Most are short — an integer id, a short string id, a Redis-style key name, a flag, a
 /// counter — and then cost no allocation, no reference count and no memory load beyond the
-/// record that holds them (docs/benchmarks.md, "Values held in place").
+/// record that holds them (docs/design/0006-entry-table-layout.md, "Values and short ids held in
+/// place").
 ///
 /// An enum: `Optional<PackedBytes>` (a value or a tombstone) is then as small as the enum, 18
 /// bytes, and is tested without a call. A struct of plain fields (two words, an optional array,
 /// a count) measured worse on every path: 25 bytes, so 16 more per stored record, and its
-/// optional went through run-time value witnesses for every test and copy (docs/benchmarks.md).
+/// optional went through run-time value witnesses for every test and copy
+/// (docs/design/0006-entry-table-layout.md, "Alternatives tried and not kept").
 ///
 /// Guarantees: `equals` and `withUnsafeBytes` see exactly the bytes it was made from, whatever
 /// their length; equal byte strings make equal values.

@@ -89,8 +89,8 @@ package struct StateDigest: Hashable, Sendable {
 
     /// Hands `hint` the address of the leaf a key of stable hash `hash` falls in, for a caller
     /// about to toggle it (`EntryTable.hintHomeCell`): the leaf level of the default shape is
-    /// 512 KiB, and a write's leaf missed the cache (docs/benchmarks.md, "The digest leaf asked
-    /// for early").
+    /// 512 KiB, and a write's leaf missed the cache (docs/design/0010-prefetch.md, "A single
+    /// write hints its lines early").
     package func hintLeaf(ofHash hash: UInt64, hint: (UnsafeRawPointer) -> Void) {
         nodes.withUnsafeBufferPointer { nodes in
             guard let base = nodes.baseAddress else { return }

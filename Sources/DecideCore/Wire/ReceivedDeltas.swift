@@ -1,8 +1,8 @@
 /// Peers' deltas as they arrived, each checked whole against the codec's rules when it was
 /// added and kept as its bytes with the positions of its parts: a batch a node applies without
 /// first building a `Delta` for each (its array of writes, its keys' and version's strings, the
-/// message around it, and their release afterwards: docs/benchmarks.md, "Peers' deltas applied from
-/// their bytes").
+/// message around it, and their release afterwards: docs/design/0015-the-replicated-update.md,
+/// "The technique").
 ///
 /// Guarantees: holds only deltas that `WireCodec.decodeDelta` accepts, and reads back exactly
 /// what it would decode (`delta(at:)`); a delta that breaks any rule is not added, and `append`
@@ -186,8 +186,9 @@ package final class ReceivedDeltas {
 
 /// The held deltas' bytes in memory their `ReceivedDeltas` owns and frees: read in place and
 /// appended to without the retain and release an array's buffer takes around every use (two
-/// atomics a delta as it is held, two more as it is applied: docs/benchmarks.md, "The receiving
-/// side without copies or atomics"). A plain struct of the owner's; it never copies itself.
+/// atomics a delta as it is held, two more as it is applied:
+/// docs/design/0009-atomics-off-the-hot-paths.md, "The receiving side"). A plain struct of the
+/// owner's; it never copies itself.
 private struct HeldBytes {
     private var base: UnsafeMutableRawPointer?
     private(set) var count = 0

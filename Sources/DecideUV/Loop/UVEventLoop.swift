@@ -20,7 +20,7 @@ import Glibc
 /// busy around the sender's eventfd write, and the woken loop thread spins until the sender's
 /// system call returns (it can wake first, on the other core). Under `redis-benchmark` SETs
 /// into a linked syncnode, that spin was a tenth of the transport thread's samples
-/// (docs/benchmarks.md, "Where syncnode's CPU goes beside Redis's, at pipeline 1").
+/// (docs/design/0014-syncnode-loop-turn.md, "The rest of a request's cost").
 final class UVEventLoop: @unchecked Sendable {
     /// Bytes asked of the kernel per read by a reader on a loop, unless configured otherwise:
     /// one buffer per reader, shared by all its connections (the transport's reactor, and a

@@ -85,9 +85,10 @@ public final class UVStreamServer: @unchecked Sendable {
         // Every field is touched on the loop thread only, and the server's code calls nothing
         // back while it holds an access to one: no two accesses can overlap, so the dynamic
         // exclusivity checks of class properties (a runtime call each, several per request)
-        // are left out, `output` and `context` included (docs/benchmarks.md, "The stream
-        // server's delegate held strongly"). A delegate must not overlap them either: no
-        // access to `output` from inside a closure given to one of `output`'s own methods.
+        // are left out, `output` and `context` included (docs/design/0008-in-place-access.md,
+        // "Exclusivity left out where one thread owns the state"). A delegate must not overlap
+        // them either: no access to `output` from inside a closure given to one of `output`'s
+        // own methods.
         //
         // The public fields are inlinable accessors of `…Storage`: another module's access to a
         // stored property is checked whatever its declaration says (Swift 6.3 does not carry
@@ -193,7 +194,8 @@ public final class UVStreamServer: @unchecked Sendable {
     private var refusals = LogThrottle()
     /// Strong, not weak: a weak reference gives its object a side table, and then each load of
     /// it and each count of that object's references takes the runtime's slow path, for every
-    /// read of every client (docs/benchmarks.md, "The stream server's delegate held strongly").
+    /// read of every client (docs/design/0009-atomics-off-the-hot-paths.md, "Strong references
+    /// instead of weak ones").
     /// Set in `init`, read on the loop thread, cleared by `shutdown` after the thread ended.
     @exclusivity(unchecked) private var delegate: (any Delegate)?
     // Loop-thread state.

@@ -5,10 +5,11 @@
 ///
 /// A stream of small deltas otherwise costs a wakeup (an eventfd write), a `uv_write` and, on
 /// the peer, an `epoll_wait` and a read for every few frames: in the library comparison those
-/// calls were 37 % of the process's CPU time (docs/benchmarks.md, "Writes coalesced while a
-/// link streams"). A write of one frame followed by input is a request and its reply (or a
+/// calls were 37 % of the process's CPU time (docs/design/0015-the-replicated-update.md, "The
+/// technique"). A write of one frame followed by input is a request and its reply (or a
 /// reply and the next request): holding the next write would only add the coalescing time to
-/// every round trip (docs/benchmarks.md, "Round trips not held for a stream"). Frames that pile
+/// every round trip (docs/design/0015-the-replicated-update.md, "Alternatives tried and not
+/// kept"). Frames that pile
 /// up between writes, or writes with nothing read between them, are a stream. Guarantees: a
 /// write is delayed by at most `coalescingNanoseconds`, and never when the previous one started
 /// `coalescingNanoseconds` ago or more, nor when it carried at most one frame and the loop read

@@ -4,7 +4,7 @@ import DecideCore
 /// after another in one buffer the queue owns. A frame is copied in when queued, so the sender
 /// keeps (and frees, on its own thread) its array, and nothing is retained per frame; the loop
 /// thread takes the whole buffer and writes it as it is (or seals it, record by record), with
-/// no second copy (docs/benchmarks.md, "Outboxes of bytes").
+/// no second copy (docs/design/0015-the-replicated-update.md, "The technique").
 ///
 /// Guarantees: `take` hands over exactly the frames appended since the last `take`, in order,
 /// each behind its length; the buffer never grows past `maxCapacityBytes` unless a single
@@ -20,9 +20,9 @@ struct FrameBuffer: ~Copyable {
     private let maxCapacityBytes: Int
     /// The bytes of the batch taken last: the next buffer starts that large, so a link that
     /// streams allocates one buffer a flush instead of doubling one from
-    /// `initialCapacityBytes` and copying what it holds at each step (docs/benchmarks.md,
-    /// "Outboxes sized by the last batch"). A quiet link's next batch is small again, and so is
-    /// the buffer after it.
+    /// `initialCapacityBytes` and copying what it holds at each step
+    /// (docs/design/0015-the-replicated-update.md, "The technique"). A quiet link's next batch
+    /// is small again, and so is the buffer after it.
     private var lastTakenBytes = 0
 
     /// The first buffer of a link holds this much; it doubles as frames arrive.

@@ -390,10 +390,10 @@ final class UVReactor: @unchecked Sendable {
         var delivered = false
         // Who hears of the frames, loaded once a read, the transport as the delegate's
         // `any Transport`: it is held weakly, and a weak load for each frame cost ~90
-        // instructions (docs/benchmarks.md, "The delegate loaded once a read"). Each frame's call
-        // borrows both (`!` on the captured constants); binding them with `if let` for each frame
-        // retained and released both, the transport through its side table ("Atomics off the
-        // decision path").
+        // instructions (docs/design/0009-atomics-off-the-hot-paths.md, "Strong references instead
+        // of weak ones"). Each frame's call borrows both (`!` on the captured constants); binding
+        // them with `if let` for each frame retained and released both, the transport through its
+        // side table (the same record, "The technique").
         let transport: (any Transport)? = self.transport
         let delegate = self.delegate
         let hearing = transport != nil && delegate != nil

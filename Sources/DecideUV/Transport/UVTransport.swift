@@ -112,7 +112,8 @@ public final class UVTransport: Transport, @unchecked Sendable {
         precondition(!frame.isEmpty && frame.count <= configuration.maxFrameBytes, "frame must be 1...maxFrameBytes bytes")
         precondition(frame[0] < WireProtocol.firstTransportType, "message types 0xF0...0xFF are the transport's")
         // The queues lent (`lend`), not retained and released around the call (atomics a frame,
-        // docs/benchmarks.md, "Atomics off the decision path"): the reactor holds them for its life.
+        // docs/design/0009-atomics-off-the-hot-paths.md, "The technique"): the reactor holds
+        // them for its life.
         switch Unmanaged.passUnretained(reactor.queues).lend({ $0.enqueue(frame, to: connection.rawValue) }) {
         case .queued(let wakeLoop):
             if wakeLoop { reactor.eventLoop.wake() }

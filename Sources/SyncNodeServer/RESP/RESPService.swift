@@ -118,8 +118,8 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     var totalConnections: UInt64 = 0
     /// Counted on every command. It and the turn's state below are used on the loop thread
     /// only, by code that calls nothing back while it holds an access: they skip Swift's
-    /// dynamic exclusivity check (docs/benchmarks.md, "Exclusivity checks where one thread owns
-    /// the state").
+    /// dynamic exclusivity check (docs/design/0008-in-place-access.md, "Exclusivity left out
+    /// where one thread owns the state").
     @exclusivity(unchecked) var totalCommands: UInt64 = 0
     var rejectedConnections: UInt64 = 0
     var openSessions = 0
@@ -332,7 +332,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
     /// Has the node prefetch the table lines of the GET of plain name `key` about to run and
     /// of the plain GETs among the next `prefetchLookaheadCommands` commands already received,
     /// so the cache misses of a pipelined run of GETs over a large table overlap instead of
-    /// coming one per GET (docs/benchmarks.md, "The prefetch and allocator pass"). It only
+    /// coming one per GET (docs/design/0010-prefetch.md, "Pipelined GETs"). It only
     /// looks (`RESPRequestParser.peekCommands`): nothing is consumed, and a fault ahead is met
     /// in its turn. Returns how many commands it looked at, which need no look of their own.
     private func prefetchGets(after key: ArraySlice<UInt8>, session: RESPSession) -> Int {
