@@ -194,13 +194,14 @@ package struct EntryTable: Sendable {
     /// elements (so a collection is listed without a scan); records name them by position. A
     /// name no record uses any more is forgotten and its number reused, so names that come and
     /// go (deleted, collected) do not accumulate.
-    ///
-    /// Each name also holds what it stores of the kinds laid out on a collection (`kinds`:
-    /// none for most), so the plain elements of a name (a hash's fields), its set members,
-    /// sorted set members and counter slots are counted without a scan, from the lookup that
-    /// found the name. A dictionary by name number beside it cost a second hash and probe on
-    /// every command of a counter, set or hash (about 4 % of a run of pipelined INCRs).
-    private var names: [(name: String, members: GrowingArray<UInt32>, kinds: StoredKinds)] = []
+    private var names: [(name: String, members: GrowingArray<UInt32>)] = []
+    /// By name number: what the name stores of the kinds laid out on a collection (none for
+    /// most), so the plain elements of a name (a hash's fields), its set members, sorted set
+    /// members and counter slots are counted without a scan, from the lookup that found the
+    /// name. A dictionary by name number cost a second hash and probe on every command of a
+    /// counter, set or hash (about 4 % of a run of pipelined INCRs); a field of `names`' tuples
+    /// a copy of the tuple, name and members retained, at every read.
+    private var nameKinds: [StoredKinds] = []
     /// By record number: where a collection record sits in its name's `members` (0 for an
     /// atomic record), so removing one is O(1) however large its collection.
     private var memberSlots = GrowingArray<UInt32>()
@@ -946,11 +947,13 @@ package struct EntryTable: Sendable {
         let number: UInt32
         if let free = freeNames.popLast() {
             number = free
-            names[Int(free)] = (name, GrowingArray(), StoredKinds())
+            names[Int(free)] = (name, GrowingArray())
+            nameKinds[Int(free)] = StoredKinds()
             nameNumbers[name] = free
         } else {
             number = UInt32(names.count)
-            names.append((name, GrowingArray(), StoredKinds()))
+            names.append((name, GrowingArray()))
+            nameKinds.append(StoredKinds())
             nameNumbers[name] = number
         }
         latestName = number
@@ -1003,10 +1006,22 @@ package struct EntryTable: Sendable {
                                         _ body: (StateKey, Entry) -> Void) -> Bool {
         guard let number = lookedUpNumber(ofName: name) else { return false }
         return element.withUnsafeBytes { probe -> Bool in
-            guard let length = ElementGroup.prefixLength(probe), let slot = groups.index(forKey: GroupID(name: number, bytes: probe, length: length)) else {
-                return false
-            }
+            guard let length = ElementGroup.prefixLength(probe) else { return false }
             let prefix = UnsafeRawBufferPointer(rebasing: probe[..<length])
+            // A small collection (a counter's few slots) is walked whole: comparing a few
+            // records' first bytes costs less than hashing the group and probing `groups`
+            // (GroupID's hash and probe were 8 % of a run of pipelined INCRs).
+            if names[Int(number)].members.count <= Self.wholeWalkRecords {
+                var stored = false
+                for member in names[Int(number)].members {
+                    let record = self.records[Int(member)]
+                    guard record.keyBytes.withUnsafeBytes({ $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }) else { continue }
+                    stored = true
+                    if record.value != nil { body(key(of: record), entry(of: record)) }
+                }
+                return stored
+            }
+            guard let slot = groups.index(forKey: GroupID(name: number, bytes: probe, length: length)) else { return false }
             let group = groups.values[slot]
             // Counted tombstones are known by group hash, not compared: a group sharing a hash
             // with another (one in 2^64 a pair) answers for that one's tombstones too.
@@ -1031,6 +1046,10 @@ package struct EntryTable: Sendable {
             return stored
         }
     }
+
+    /// A collection of at most this many records is walked whole for one group's records
+    /// (`forEachElement(ofCollectionNamed:inGroupOf:_:)`) instead of looked up in `groups`.
+    private static let wholeWalkRecords = 8
 
     /// The number of state name `name`, if a stored collection key uses it: `latestName` when it
     /// is that name (one string comparison), else from `nameNumbers`, and then the latest.
@@ -1100,20 +1119,20 @@ package struct EntryTable: Sendable {
     /// slots, tombstones included. A front end tells the kinds a key may hold from it. O(1).
     public mutating func storedKinds(ofCollectionNamed name: String) -> StoredKinds {
         guard let number = lookedUpNumber(ofName: name) else { return StoredKinds() }
-        return names[Int(number)].kinds.withPlain(ofRecords: names[Int(number)].members.count)
+        return nameKinds[Int(number)].withPlain(ofRecords: names[Int(number)].members.count)
     }
 
     /// Calls `body` with every collection name whose compound records `predicate` accepts
     /// (`StoredKinds`, plain counts left out), in no particular order. O(collection names): a
     /// node's restart, and a member's removal, find the counters with a lifetime this way.
     package func forEachName(storing predicate: (StoredKinds) -> Bool, _ body: (String) -> Void) {
-        for entry in names where !entry.kinds.isEmpty && predicate(entry.kinds) { body(entry.name) }
+        for (number, kinds) in nameKinds.enumerated() where !kinds.isEmpty && predicate(kinds) { body(names[number].name) }
     }
 
-    /// Changes name number `number`'s `kinds`.
+    /// Changes name number `number`'s `nameKinds`.
     @inline(__always)
     private mutating func countKinds(of number: UInt32, _ change: (inout StoredKinds) -> Void) {
-        change(&names[Int(number)].kinds)
+        change(&nameKinds[Int(number)])
     }
 
     /// How many sorted set members (live or tombstones) the collection named `name` stores. O(1).
