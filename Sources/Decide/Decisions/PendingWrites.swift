@@ -449,7 +449,8 @@ extension PendingWrites {
         /// The name of the latest `elementPositions` lookup and where it was (nil: absent): a
         /// command asks about its key's name several times (its kinds, a counter's slots, the
         /// lifetime, the write), and each asking hashed the name again, 11 % of a run of
-        /// pipelined SADDs. Reset by every insertion (which may move the entries).
+        /// pipelined SADDs (docs/design/0018-the-decision-path.md, "A command's name, looked up
+        /// once"). Reset by every insertion (which may move the entries).
         @exclusivity(unchecked) private var latestName: String?
         @exclusivity(unchecked) private var latestIndex: Dictionary<String, ElementWrites>.Index?
 

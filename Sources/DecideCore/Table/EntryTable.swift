@@ -200,7 +200,8 @@ package struct EntryTable: Sendable {
     /// members and counter slots are counted without a scan, from the lookup that found the
     /// name. A dictionary by name number cost a second hash and probe on every command of a
     /// counter, set or hash (about 4 % of a run of pipelined INCRs); a field of `names`' tuples
-    /// a copy of the tuple, name and members retained, at every read.
+    /// a copy of the tuple, name and members retained, at every read
+    /// (docs/design/0018-the-decision-path.md, "A command's name, looked up once").
     private var nameKinds: [StoredKinds] = []
     /// By record number: where a collection record sits in its name's `members` (0 for an
     /// atomic record), so removing one is O(1) however large its collection.
