@@ -186,6 +186,49 @@ import Testing
         #expect(c.read(Quota.self) == 4, "c's count started after the instant")
     }
 
+    /// Many counters to follow at once (a removal asks for every counter with a lifetime):
+    /// each call follows at most `Node.lifetimeFollowSliceNames` of them, the rest on the next
+    /// calls, and every one is followed once.
+    @Test func followsAreSlicedAndEachCounterIsFollowedOnce() throws {
+        struct ChangeMany: Decision {
+            let names: [String]
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                for name in names { write.change(.increment(by: 1), counterNamed: name) }
+                return .none
+            }
+        }
+        struct GiveMany: Decision {
+            let names: [String], instant: UInt64
+            func execute(read: StorageReader, write: StorageWriter) -> Effect {
+                for name in names { write.giveLifetime(.at(milliseconds: instant), toCounterNamed: name) }
+                return .none
+            }
+        }
+        let pair = Pair()
+        let (clock, a, b) = (pair.clock, pair.a, pair.b)
+        let slice = Node.lifetimeFollowSliceNames
+        let names = (0..<(2 * slice + slice / 2)).map { "quota-\($0)" }
+        for part in stride(from: 0, to: names.count, by: 500) {
+            #expect(b.decide(ChangeMany(names: Array(names[part..<min(part + 500, names.count)]))).version != nil)
+        }
+        try pair.toA()
+        let instant = clock.nowMilliseconds() + 5_000
+        for part in stride(from: 0, to: names.count, by: 500) {
+            #expect(a.decide(GiveMany(names: Array(names[part..<min(part + 500, names.count)]), instant: instant)).version != nil)
+        }
+        try pair.toB()
+        #expect(b.followLifetimes() == slice, "one slice: one own slot a counter")
+        #expect(b.followLifetimes() == slice)
+        #expect(b.followLifetimes() == slice / 2)
+        #expect(b.followLifetimes() == 0, "each counter once")
+        try pair.toA()
+        clock.advance(by: .milliseconds(5_000))
+        for (id, node) in [("a", a), ("b", b)] {
+            let left = names.filter { name in node.read { $0.counterTotal(named: name) } != 0 }
+            #expect(left.isEmpty, "every counter expired on \(id): \(left.prefix(3))")
+        }
+    }
+
     @Test func aNodeThatStoppedBeforeItFollowedFollowsWhenItStartsAgain() throws {
         let scratch = StorageTests.Scratch()
         defer { scratch.remove() }

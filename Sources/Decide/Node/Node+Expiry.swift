@@ -30,27 +30,40 @@ extension Node {
         }
     }
 
-    /// Gives this node's own counter slots the lifetime a peer gave their counter (its marker's
-    /// instant), for every counter noted since the last call (`NodeCore.lifetimesToFollow`):
-    /// one decision a counter, made like any other, so it replicates. Only this node writes its
-    /// slots, so no change is lost (docs/design/0004-collection-lifetimes.md, "Counters"). The
+    /// Gives this node's slots of a counter the lifetime a peer gave that counter (its marker's
+    /// instant), for the counters noted since the last call (`NodeCore.lifetimesToFollow`), at
+    /// most `lifetimeFollowSliceNames` a call (the rest wait for the next: a removal that asks
+    /// for every counter with a lifetime does not hold a tick for all of them): one decision a
+    /// counter, made like any other, so it replicates. A live member's slots are written by it
+    /// alone, so no change is lost (docs/design/0004-collection-lifetimes.md, "Counters"). The
     /// replication engine calls it on every tick, after `expireDue`. Returns how many slots it
     /// wrote.
     @discardableResult
     package func followLifetimes() -> Int {
-        let names = core.withLock { $0.takeLifetimesToFollow() }
+        let names = core.withLock { $0.takeLifetimesToFollow(limit: Self.lifetimeFollowSliceNames) }
         guard !names.isEmpty else { return 0 }
         var total = 0
+        // One warning a call, however many counters failed.
+        var aborted = 0
+        var firstAborted: (name: String, reason: String)?
         for name in names {
             let follow = FollowCounterLifetime(name: name)
             if case .aborted(let reason) = decide(follow) {
-                logger.warning("counter slots not given their counter's lifetime", metadata: ["counter": "\(name)", "reason": "\(reason)"])
+                aborted += 1
+                if firstAborted == nil { firstAborted = (name, "\(reason)") }
             }
             total += follow.written.value
+        }
+        if let firstAborted {
+            logger.warning("counter slots not given their counter's lifetime", metadata: [
+                "counters": "\(aborted)", "first": "\(firstAborted.name)", "reason": "\(firstAborted.reason)"])
         }
         if total > 0 { logger.debug("counter slots given their counter's lifetime", metadata: ["slots": "\(total)", "counters": "\(names.count)"]) }
         return total
     }
+
+    /// The most counters one `followLifetimes` call follows.
+    package static let lifetimeFollowSliceNames = 1_024
 
     /// Call with the lock held: observers hear `expired` keys as absent, and listeners get one
     /// `.expired` delta per key (version: the expired entry's).

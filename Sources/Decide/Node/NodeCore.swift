@@ -173,15 +173,21 @@ final class NodeCore: @unchecked Sendable {
         kinds.counterSlots > 0 || kinds.fieldCounterRecords > 0
     }
 
-    /// Hands over the counters to follow (`lifetimesToFollow`, and every counter with a lifetime
-    /// marker when `followsEveryLifetime`), and forgets them.
-    func takeLifetimesToFollow() -> Set<String> {
+    /// Hands over at most `limit` of the counters to follow (`lifetimesToFollow`, and every
+    /// counter with a lifetime marker when `followsEveryLifetime`), and forgets those.
+    func takeLifetimesToFollow(limit: Int) -> [String] {
         if followsEveryLifetime {
             followsEveryLifetime = false
             withTable { $0.pointee.forEachName(storing: { $0.lifetimeMarkers > 0 && Self.holdsCounterSlots($0) }) { lifetimesToFollow.insert($0) } }
         }
-        defer { lifetimesToFollow.removeAll() }
-        return lifetimesToFollow
+        guard lifetimesToFollow.count > limit else {
+            defer { lifetimesToFollow.removeAll() }
+            return Array(lifetimesToFollow)
+        }
+        var taken: [String] = []
+        taken.reserveCapacity(limit)
+        while taken.count < limit, let name = lifetimesToFollow.popFirst() { taken.append(name) }
+        return taken
     }
 
     /// `Node.Configuration.maxCounterSlots`.
