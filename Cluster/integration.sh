@@ -40,7 +40,8 @@
 #   (r) rotating the cluster secret on running a, b, c: the new one accepted, then proved, then
 #       the old retired (reload-secrets and SIGHUP); every link ends sealed under the new one,
 #       writes keep flowing; a secrets file that cannot be used changes nothing
-#   (s) metrics: curl scrapes a's and b's Prometheus endpoints; the counters move with 50 writes
+#   (s) metrics: curl scrapes a's and b's Prometheus endpoints; the counters move with 50 writes;
+#       a's /health and /ready answer 200
 #   (t) a wrong wall clock (one peer's moved by a preload): w 300 s ahead of m1 and m2 refuses every
 #       decision and says why, while it still receives theirs; restarted with the right clock on
 #       its data (its stored clock still ahead) it refuses too; 300 s behind, it refuses, and
@@ -59,6 +60,11 @@
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
+#
+# `CASES="j w"` (make integration CASES="j w") runs only the cases named: g, h, i, j, w, n, t, u,
+# flood, k and v each start peers of their own; the cases on the shared a, b, c cluster ((a)-(f),
+# (l), (m), (o)-(s), (q)) build on each other's state and run together, as "abc" or by any of
+# their letters.
 #
 # Every wait polls with a deadline; ports are picked by the kernel (127.0.0.1:0) and reused
 # only for restarts ((b), (h), (i), (j)). Every process started here is stopped on exit (trap), by pid,
@@ -89,6 +95,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# CASES="g w" (make integration CASES="g w") runs only the cases named. The cases on the shared
+# a, b, c cluster build on each other's state and run together: "abc", or any of their letters,
+# runs the cluster and all of them.
+ALL_CASES="abc g h i j w n t u flood k v"
+ABC_CASES="a b c d e f l m o p q r s"
+CASES="${CASES:-}"
+for wanted in ${CASES//,/ }; do
+    [[ " $ALL_CASES $ABC_CASES " == *" $wanted "* ]] || { echo "integration: no case '$wanted' (cases: $ALL_CASES, or a letter of $ABC_CASES)" >&2; exit 2; }
+done
+want() {   # want CASE: whether CASES names CASE (every case when CASES is empty)
+    [ -z "${CASES:-}" ] && return 0
+    local wanted
+    for wanted in ${CASES//,/ }; do
+        [ "$wanted" = "$1" ] && return 0
+        if [ "$1" = abc ] && [[ " $ABC_CASES " == *" $wanted "* ]]; then return 0; fi
+    done
+    return 1
+}
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() {
     failed=$((failed + 1)); echo "FAIL $1"
@@ -165,7 +189,20 @@ collected_total() {
     grep 'collected tombstones' "$RUN_DIR/$1/log" | sed -n 's/.* count=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}'
 }
 seconds_since() { local ns=$(( $(date +%s%N) - $1 )); echo "$((ns / 1000000000)).$(( ns / 100000000 % 10 ))"; }
+kill9() {   # kill9 NAME: SIGKILL, reaped, pid file removed
+    local pid
+    pid=$(peer_pid "$1") || return 0
+    { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
+    rm -f "$RUN_DIR/$1/pid"
+}
+entry_count() { dump_of "$1" && wc -l < "$RUN_DIR/$1.dump"; }
+count_is() { [ "$(entry_count "$1")" = "$2" ]; }
+# Replication settings that make the tombstone and forget cases quick: a walk every 500 ms, and
+# collect MS, tombstone collection every MS.
+fast=(--anti-entropy-interval-ms 500)
+collect() { echo "--tombstone-collection-interval-ms"; echo "$1"; }
 
+if want abc; then  # the a, b, c cluster the cases (a)-(f), (l), (m), (o)-(s) and (q) share
 echo "== starting a, b, c (secret-protected cluster; b and c have a as their only seed)"
 peer_start a 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --metrics 127.0.0.1:0 || { echo "0 passed, 1 failed"; exit 1; }
 peer_start b 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --metrics 127.0.0.1:0 --peer "$(peer_listen a)" || { echo "0 passed, 1 failed"; exit 1; }
@@ -176,16 +213,20 @@ if wait_until 20 "a full mesh of a, b, c" mesh_abc; then
 else
     fail "mesh: a, b and c link to each other" "$(status_json a)"
 fi
+fi  # the a, b, c cluster
 
 # --- (a) -----------------------------------------------------------------------------------
+if want abc; then
 "$BIN" put --admin "$(peer_admin b)" 'itest[visible]' '{"from":"b","n":1}' >/dev/null
 ok=1
 for name in a b c; do
     wait_until 10 "the put on $name" value_is "$name" 'itest[visible]' '{"from":"b","n":1}' || ok=0
 done
 if [ $ok = 1 ]; then pass "(a) a put on b is visible on a, b and c"; else fail "(a) a put on b is visible on a, b and c"; fi
+fi  # (a)
 
 # --- (b) -----------------------------------------------------------------------------------
+if want abc; then
 c_listen=$(peer_listen c)
 c_admin=$(peer_admin c)
 c_pid=$(peer_pid c)
@@ -234,8 +275,10 @@ if peer_start c "$c_listen" "$c_admin" "${COMMON[@]}" --peer "$(peer_listen a)";
 else
     fail "(b) c restarts on its old ports"
 fi
+fi  # (b)
 
 # --- (c) -----------------------------------------------------------------------------------
+if want abc; then
 peer_start d 127.0.0.1:0 127.0.0.1:0 "${COMMON[@]}" --peer "$(peer_listen b)"
 mesh_with_d() { connected_all d a b c && connected_all a d && connected_all b d && connected_all c d; }
 if wait_until 20 "d to link to a, b and c, and each of them to d" mesh_with_d; then
@@ -248,8 +291,10 @@ if wait_until 30 "d to catch up" dumps_equal a d; then
 else
     fail "(c) d catches up: its dump equals a's"
 fi
+fi  # (c)
 
 # --- (d) -----------------------------------------------------------------------------------
+if want abc; then
 d_pid=$(peer_pid d)
 kill -TERM "$d_pid"
 wait_until 15 "d to exit after SIGTERM" pid_gone "$d_pid"
@@ -270,8 +315,10 @@ if wait_until 10 "a, b and c to report d left" left_everywhere; then
 else
     fail "(d) a, b and c report d as left" "a sees d as '$(link_of a d)'"
 fi
+fi  # (d)
 
 # --- (e) -----------------------------------------------------------------------------------
+if want abc; then
 peer_start e 127.0.0.1:0 127.0.0.1:0 --cluster integration --cluster-secret-file "$RUN_DIR/wrong-secret" \
     --peer "$(peer_listen a)"
 if wait_until 15 "a to log a refusal of e's link" grep -q 'link refused.*wrong cluster secret' "$RUN_DIR/a/log" \
@@ -287,8 +334,10 @@ else
 fi
 e_admin=$(peer_admin e)
 peer_stop e TERM
+fi  # (e)
 
 # --- (f) -----------------------------------------------------------------------------------
+if want abc; then
 # One connection (redis-cli reads one command per line from stdin): five bad commands, then a
 # good one on the same connection.
 printf '%s\n' 'FROBNICATE x' 'SET x' 'GET' 'SET q[ 1' 'APPEND q x' 'DECIDE.STATUS' > "$RUN_DIR/bad.req"
@@ -322,16 +371,10 @@ if [ $absent -eq 1 ] && [[ "$absent_out" == *"has no value"* ]] && [ $deleted -e
 else
     fail "(f) exit codes" "absent $absent ($absent_out); deleted $deleted ($deleted_out); invalid $invalid ($invalid_out); gone $gone ($gone_out)"
 fi
+fi  # (f)
 
 # --- (g) -----------------------------------------------------------------------------------
-kill9() {   # kill9 NAME: SIGKILL, reaped, pid file removed
-    local pid
-    pid=$(peer_pid "$1") || return 0
-    { kill -9 "$pid"; wait "$pid"; } 2>/dev/null
-    rm -f "$RUN_DIR/$1/pid"
-}
-entry_count() { dump_of "$1" && wc -l < "$RUN_DIR/$1.dump"; }
-count_is() { [ "$(entry_count "$1")" = "$2" ]; }
+if want g; then
 if peer_start s 127.0.0.1:0 127.0.0.1:0 --cluster durable-s --durability strict; then
     : > "$RUN_DIR/strict.req"
     for i in $(seq 1 1000); do echo "SET strict[$i] $i" >> "$RUN_DIR/strict.req"; done
@@ -349,8 +392,10 @@ if peer_start s 127.0.0.1:0 127.0.0.1:0 --cluster durable-s --durability strict;
 else
     fail "(g) a strict peer starts"
 fi
+fi  # (g)
 
 # --- (h) -----------------------------------------------------------------------------------
+if want h; then
 durable=(--cluster durable-xyz --durability strict)
 if peer_start x 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" \
     && peer_start y 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" --peer "$(peer_listen x)" \
@@ -384,13 +429,13 @@ if peer_start x 127.0.0.1:0 127.0.0.1:0 "${durable[@]}" \
 else
     fail "(h) x, y and z start"
 fi
+fi  # (h)
 
 # --- (i) -----------------------------------------------------------------------------------
+if want i; then
 # Short intervals so that coverage is proven and tombstones collected within seconds. Each peer
 # collects on a period of its own (as peers started at different times do): collection must
 # not depend on the peers' timers happening to run in step.
-fast=(--anti-entropy-interval-ms 500)
-collect() { echo "--tombstone-collection-interval-ms"; echo "$1"; }
 tomb=(--cluster tombstones --durability strict "${fast[@]}")
 # only_live PEER: PEER's dump holds tomb[11]..tomb[20], live, and nothing else.
 only_live() {
@@ -449,8 +494,10 @@ if peer_start t1 127.0.0.1:0 127.0.0.1:0 "${tomb[@]}" $(collect 500) \
 else
     fail "(i) t1, t2 and t3 start"
 fi
+fi  # (i)
 
 # --- (j) -----------------------------------------------------------------------------------
+if want j; then
 forgetting=(--cluster forgetting --durability strict "${fast[@]}")
 gone_here() {   # gone_here PEER: gone[k] is absent on PEER (no value, no tombstone)
     local out
@@ -524,8 +571,10 @@ if peer_start f1 127.0.0.1:0 127.0.0.1:0 "${forgetting[@]}" $(collect 500) \
 else
     fail "(j) f1, f2 and f3 start"
 fi
+fi  # (j)
 
 # --- (w) -----------------------------------------------------------------------------------
+if want w; then
 # A counter's lifetime and a member that never returns: w3's share stays past the instant while
 # it is only down, and goes once it is forgotten (docs/operations.md, "Lifetimes of counters").
 lifetimes=(--cluster lifetimes "${fast[@]}")
@@ -558,8 +607,10 @@ if peer_start w1 127.0.0.1:0 127.0.0.1:0 "${lifetimes[@]}" \
 else
     fail "(w) w1, w2 and w3 start"
 fi
+fi  # (w)
 
 # --- (l) -----------------------------------------------------------------------------------
+if want abc; then
 # The first twelve replies below are exactly what redis-cli printed for the same session against
 # redis-server 7.0.15 (--databases 1) on 2026-11-24; the last two are Decide's refusals.
 cat > "$RUN_DIR/session.req" <<'SESSION'
@@ -620,15 +671,19 @@ if wait_until 10 "b's SCAN to list the session keys" session_keys b \
 else
     fail "(l) SCAN and INFO" "scan: $(rcli b --scan --pattern 'session:*' | tr '\n' ' '); info: $(rcli a INFO replication | tr '\r\n' '  ')"
 fi
+fi  # (l)
 
 # --- (m) -----------------------------------------------------------------------------------
+if want abc; then
 if "$PYTHON" Cluster/resp_clients.py "$(peer_admin a)" "$(peer_admin b)" > "$RUN_DIR/python.out" 2>&1; then
     pass "(m) redis-py: a Python service writing on a and reading and subscribing on b, counters, sets, hashes and sorted sets on both at once ($(grep -c '^PASS' "$RUN_DIR/python.out") checks)"
 else
     fail "(m) redis-py: a Python service writing on a and reading and subscribing on b" "$(grep -A1 '^FAIL\|Error' "$RUN_DIR/python.out" | head -20)"
 fi
+fi  # (m)
 
 # --- (n) -----------------------------------------------------------------------------------
+if want n; then
 head -c 24 /dev/urandom | base64 > "$RUN_DIR/admin-password"
 chmod 600 "$RUN_DIR/admin-password"
 refused_out=$("$BIN" run --id nopass --listen 127.0.0.1:0 --admin 0.0.0.0:0 2>&1); refused=$?
@@ -664,8 +719,10 @@ if peer_start p 127.0.0.1:0 127.0.0.1:0 --cluster access --admin-password-file "
 else
     fail "(n) a peer with a password and a Unix socket starts"
 fi
+fi  # (n)
 
 # --- (o) -----------------------------------------------------------------------------------
+if want abc; then
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 present_everywhere() { for p in a b c; do [ "$(rcli "$p" GET "$1")" = "$2" ] || return 1; done; }
 gone_everywhere() { for p in a b c; do [ -z "$(rcli "$p" GET "$1")" ] && [ "$(rcli "$p" TTL "$1")" = -2 ] || return 1; done; }
@@ -692,8 +749,10 @@ expiry_case() {  # label key value writer-command...
 expiry_case "redis-cli SET PX 2000 on a" presence:worker-1 up rcli a SET presence:worker-1 up PX 2000
 expiry_case "syncnode put --expire-after 2 on b" 'presence[worker-2]' up \
     "$BIN" put --admin "$(peer_admin b)" --expire-after 2 'presence[worker-2]' '"up"'
+fi  # (o)
 
 # --- (p) -----------------------------------------------------------------------------------
+if want abc; then
 owned_everywhere() { for p in a b c; do [ "$(rcli "$p" GET 'presence[api@c]')" = up ] || return 1; done; }
 shared_on() { [ "$(rcli "$1" GET 'config[c]')" = settings ]; }
 presence_gone_on_ab() {
@@ -726,8 +785,10 @@ if [ "$(rcli c SET 'presence[api@c]' up OWNED)" = OK ] && [ "$(rcli c SET 'confi
 else
     fail "(p) c's owned key reaches a, b and c" "a: $(rcli a GET 'presence[api@c]'); b: $(rcli b GET 'presence[api@c]')"
 fi
+fi  # (p)
 
 # --- (r) -----------------------------------------------------------------------------------
+if want abc; then
 # Rotating the cluster secret on the running a, b, c: accept the new one, prove it, retire the
 # old. Fingerprints are the first 8 bytes of SHA-256 of the secret, as INFO shows them.
 fingerprint() { printf '%s' "$(cat "$1")" | sha256sum | cut -c1-16; }
@@ -779,8 +840,10 @@ if sealed_everywhere_under "$old_fp"; then
 else
     fail "(r) links of a, b, c sealed under the cluster secret before the rotation" "$(rcli a INFO replication)"
 fi
+fi  # (r)
 
 # --- (s) -----------------------------------------------------------------------------------
+if want abc; then
 # Prometheus metrics scraped with curl while a, b, c run: the counters move with the work. The 50
 # SETs arrive pipelined, so runs of them commit as one decision each (docs/operations.md,
 # "Pipelined SETs"): every decision on a is one delta to b and one to c, and b receives each.
@@ -839,8 +902,18 @@ else
     # and on which link.
     fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b before: $b_counters_before; b now: $(b_counters); c: $(rcli c INFO decide | tr -d '\r' | grep -E '^(committed_decisions|applied_remote_deltas):' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); b's links: $(rcli b INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); metered keys on b: $(rcli b KEYS 'metered*' | wc -l); a's log since: $(tail -n +"$((log_lines_before_a + 1))" "$RUN_DIR/a/log" | tail -n 20); b's log since: $(tail -n +"$((log_lines_before_b + 1))" "$RUN_DIR/b/log" | tail -n 20)"
 fi
+# The orchestrator's probes on the same listener: a, linked to b and c, is live and ready.
+probe_status() { curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://$(peer_metrics "$1")$2"; }
+ready_text=$(curl -s --max-time 5 "http://$(peer_metrics a)/ready")
+if [ "$(probe_status a /health)" = 200 ] && [ "$(probe_status a /ready)" = 200 ] && [[ "$ready_text" == "ready: store open, linked to "*" members" ]]; then
+    pass "(s) curl: a's /health answers 200, its /ready 200 '$ready_text'"
+else
+    fail "(s) a's /health and /ready answer 200" "/health $(probe_status a /health), /ready $(probe_status a /ready): $ready_text"
+fi
+fi  # (s)
 
 # --- (t) -----------------------------------------------------------------------------------
+if want t; then
 # A wrong wall clock in one process (PEER_WALLCLOCK_SHIFT_MS, Cluster/lib.sh). Each peer's
 # clock offset is measured from pings; a node more than maxClockSkewMilliseconds (60 s) off a
 # majority of the nodes it sees takes no decision and says why, while it still receives the
@@ -921,8 +994,10 @@ else
     fail "(t) m1, m2 and w (its wall clock 300 s ahead) start" "see $RUN_DIR/{m1,m2,w}/log"
 fi
 for name in m1 m2 w; do peer_stop "$name" >/dev/null 2>&1 || true; done
+fi  # (t)
 
 # --- (q) -----------------------------------------------------------------------------------
+if want abc; then
 short_out=$("$BIN" put --admin "$(peer_admin a)" --wait 5 --wait-timeout-ms 300 'acked[short]' 1 2>&1); short_status=$?
 if [ $short_status -eq 3 ] && [[ "$short_out" == *"only 2 of 5 peers acknowledged"* ]]; then
     pass "(q) put --wait 5 with two peers: exit 3 after the timeout, saying 2 of 5 acknowledged"
@@ -951,8 +1026,10 @@ if [ $wait_status -eq 0 ] && [[ "$wait_out" == *"acknowledged by 2 of 2 peers"* 
 else
     fail "(q) an acknowledged write survives its writer's kill -9" "put: exit $wait_status $wait_out; b: $on_b; c: $on_c"
 fi
+fi  # (q)
 
 # --- (u) -----------------------------------------------------------------------------------
+if want u; then
 # Issue 58's first two scenarios on real processes: WAIT counts only a peer that holds every
 # write made before it, at its durability level (docs/consistency.md, "Writes acknowledged by
 # replicas"). A cluster of its own.
@@ -999,12 +1076,16 @@ else
     fail "(u) u1 starts and takes a write" "see $RUN_DIR/u1/log"
 fi
 peer_stop u1 >/dev/null 2>&1
+fi  # (u)
 
 # --- (flood) -------------------------------------------------------------------------------
+if want flood; then
 source Cluster/handshake_flood.sh
 check_handshake_flood
+fi  # (flood)
 
 # --- (k) -----------------------------------------------------------------------------------
+if want k; then
 # The other peers stop first: both cores go to the two measured here.
 for name in a b c s x y z t1 t2 t3 f1 f2 f3; do peer_stop "$name" TERM >/dev/null 2>&1 || true; done
 LARGE_KEYS=100000
@@ -1047,8 +1128,10 @@ peer_stop join TERM >/dev/null 2>&1
 peer_stop load TERM >/dev/null 2>&1
 # The two stores and the request file are ~1 GB; the logs stay.
 rm -rf "$RUN_DIR/large.req" "$RUN_DIR/large.rep" "$RUN_DIR/load/data" "$RUN_DIR/join/data"
+fi  # (k)
 
 # --- (v) hostile clients ----------------------------------------------------------------------
+if want v; then
 # Issue 58's promises that hold against any client, on a real process with a password: 16
 # strangers declaring 64 MiB AUTH arguments are refused from the header (the node's RSS stays
 # within 64 MiB), and 2,000 costly patterns do not hold another client's PING 1 s.
@@ -1074,6 +1157,7 @@ hostile_clients_section() {
     peer_stop hostile TERM >/dev/null 2>&1
 }
 hostile_clients_section
+fi  # (v)
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

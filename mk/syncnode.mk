@@ -4,7 +4,8 @@
 #   make cluster N=5         N local peers from Cluster/local.conf that stay up (ports 7401+, 7501+)
 #   make cluster-status      `syncnode status` of each of them
 #   make cluster-down        stop them (only processes Cluster/ started; see Cluster/lib.sh)
-#   make integration         multi-process tests with real peers (Cluster/integration.sh)
+#   make integration         multi-process tests with real peers (Cluster/integration.sh);
+#                            CASES="j w" runs only those cases ("abc": the shared a, b, c cluster's)
 #   make chaos               five peers in network namespaces, a seeded nemesis (partitions, loss,
 #                            kill -9), then a check that they converged and lost no acknowledged
 #                            write (Cluster/chaos.sh; root; CHAOS_SECONDS, CHAOS_SEED)

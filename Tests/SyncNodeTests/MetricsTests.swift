@@ -53,6 +53,55 @@ extension SyncNodeTests {
             return nil
         }
 
+        /// `GET /health` and `GET /ready` (docs/operations.md, "Health and readiness"): a peer
+        /// whose only seed never answers is not ready until `--ready-seed-wait-ms` passed, then
+        /// ready and serving alone; a peer without seeds is ready at once; one linked to a member
+        /// says so; HEAD answers the status without a body.
+        @Test func healthAndReadinessAnswerProbes() async throws {
+            let registry = Self.registry
+            let lone = try TestPeer("ready-lone", metricsRegistry: registry) { $0.metrics = "127.0.0.1:0" }
+            func get(_ path: String, _ peer: TestPeer, method: String = "GET") throws -> String {
+                try Self.http("\(method) \(path) HTTP/1.1\r\nHost: test\r\n\r\n", to: try #require(peer.process.metricsAddress))
+            }
+            // Before any member links to it.
+            let alone = try get("/ready", lone)
+            #expect(alone.hasPrefix("HTTP/1.1 200 OK\r\n") && alone.hasSuffix("\r\n\r\nready: store open, no seeds: serving alone\n"), "\(alone)")
+            // Port 1 on loopback: nothing listens, every dial is refused.
+            let waiting = try TestPeer("ready-waiting", peers: ["127.0.0.1:1"], metricsRegistry: registry) {
+                $0.metrics = "127.0.0.1:0"
+                $0.readySeedWaitMilliseconds = "1500"
+            }
+            let linked = try TestPeer("ready-linked", peers: [lone.listenAddress], metricsRegistry: registry) {
+                $0.metrics = "127.0.0.1:0"
+                $0.readySeedWaitMilliseconds = "600000"
+            }
+            defer { Task { await lone.stop(); await waiting.stop(); await linked.stop() } }
+            let health = try get("/health", waiting)
+            #expect(health.hasPrefix("HTTP/1.1 200 OK\r\n") && health.hasSuffix("\r\n\r\nok\n"), "\(health)")
+            let early = try get("/ready", waiting)
+            #expect(early.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n") && early.contains("not ready: store open, waiting for a seed to answer"), "\(early)")
+            #expect(await eventually(10) { (try? get("/ready", waiting))?.hasPrefix("HTTP/1.1 200 OK") ?? false })
+            #expect(try get("/ready", waiting).hasSuffix("ready: store open, no member linked (waited 1500 ms for a seed): serving alone\n"))
+            #expect(await eventually(10) { (try? get("/ready", linked))?.hasSuffix("ready: store open, linked to 1 of 1 members\n") ?? false })
+            let head = try get("/ready", linked, method: "HEAD")
+            #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.hasSuffix("\r\n\r\n"), "\(head)")
+            #expect(try get("/nothing", lone).hasPrefix("HTTP/1.1 404 Not Found"))
+        }
+
+        /// Every answer `Readiness` gives, from its inputs alone.
+        @Test func readinessFollowsItsRule() {
+            func answer(seeds: Int = 1, linked: Int = 0, members: Int = 1, elapsed: UInt64 = 0, leaving: Bool = false) -> Readiness {
+                Readiness.of(seeds: seeds, linked: linked, members: members, elapsedMilliseconds: elapsed,
+                             seedWaitMilliseconds: 30_000, leaving: leaving)
+            }
+            #expect(answer(seeds: 0, members: 0) == Readiness(ready: true, reason: "store open, no seeds: serving alone"))
+            #expect(answer(elapsed: 29_999) == Readiness(ready: false, reason: "store open, waiting for a seed to answer (29999 of 30000 ms)"))
+            #expect(answer(elapsed: 30_000) == Readiness(ready: true, reason: "store open, no member linked (waited 30000 ms for a seed): serving alone"))
+            #expect(answer(linked: 2, members: 3) == Readiness(ready: true, reason: "store open, linked to 2 of 3 members"))
+            #expect(answer(linked: 2, members: 3, leaving: true) == Readiness(ready: false, reason: "leaving the cluster"))
+            #expect(answer(seeds: 0, members: 0, leaving: true).ready == false)
+        }
+
         @Test func aRunningPairIsScrapedAndItsNumbersMove() async throws {
             let registry = Self.registry
             let a = try TestPeer("metrics-a", metricsRegistry: registry) { $0.metrics = "127.0.0.1:0" }

@@ -39,6 +39,7 @@ extension SyncNodeTests {
             case .failureTimeoutMilliseconds: "4000"
             case .writeCoalescingMicroseconds: "120"
             case .changeLogEntries: "1048576"
+            case .readySeedWaitMilliseconds: "12000"
             case .adminAuthTimeoutMilliseconds: "2500"
             case .adminMaxUnauthenticatedClients: "9"
             case .adminIdleTimeoutMilliseconds: "60000"
@@ -73,6 +74,7 @@ extension SyncNodeTests {
             case .failureTimeoutMilliseconds: flags.failureTimeoutMilliseconds = text
             case .writeCoalescingMicroseconds: flags.writeCoalescingMicroseconds = text
             case .changeLogEntries: flags.changeLogEntries = text
+            case .readySeedWaitMilliseconds: flags.readySeedWaitMilliseconds = text
             case .adminAuthTimeoutMilliseconds: flags.adminAuthTimeoutMilliseconds = text
             case .adminMaxUnauthenticatedClients: flags.adminMaxUnauthenticatedClients = text
             case .adminIdleTimeoutMilliseconds: flags.adminIdleTimeoutMilliseconds = text
@@ -107,6 +109,7 @@ extension SyncNodeTests {
             case .failureTimeoutMilliseconds: String(settings.failureTimeoutMilliseconds)
             case .writeCoalescingMicroseconds: String(settings.writeCoalescingMicroseconds)
             case .changeLogEntries: String(settings.changeLogEntries)
+            case .readySeedWaitMilliseconds: String(settings.readySeedWaitMilliseconds)
             case .adminAuthTimeoutMilliseconds: String(settings.adminAuthTimeoutMilliseconds)
             case .adminMaxUnauthenticatedClients: String(settings.adminMaxUnauthenticatedClients)
             case .adminIdleTimeoutMilliseconds: String(settings.adminIdleTimeoutMilliseconds)

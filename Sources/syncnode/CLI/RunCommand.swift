@@ -85,6 +85,10 @@ extension SyncNode {
             "A peer silent this long is declared failed, and its owned keys read as absent here (default \(RunSettings.defaultFailureTimeoutMilliseconds); a crashed process shows at once).",
             valueName: "ms"))
         var failureTimeoutMilliseconds: String?
+        @Option(name: .customLong("ready-seed-wait-ms"), help: ArgumentHelp(
+            "How long GET /ready on the --metrics listener answers 503 while no seed has answered (default \(RunSettings.defaultReadySeedWaitMilliseconds)); after it the peer reports ready and serves alone.",
+            valueName: "ms"))
+        var readySeedWaitMilliseconds: String?
         @Option(name: .customLong("write-coalescing-us"), help: ArgumentHelp(
             "While a link to a peer streams, each write waits this long for more frames (0-1000, default \(RunSettings.defaultWriteCoalescingMicroseconds); 0 writes at once).",
             valueName: "us"))
@@ -134,6 +138,7 @@ extension SyncNode {
                                  failureTimeoutMilliseconds: failureTimeoutMilliseconds,
                                  writeCoalescingMicroseconds: writeCoalescingMicroseconds,
                                  changeLogEntries: changeLogEntries,
+                                 readySeedWaitMilliseconds: readySeedWaitMilliseconds,
                                  adminAuthTimeoutMilliseconds: adminAuthTimeoutMilliseconds,
                                  adminMaxUnauthenticatedClients: adminMaxUnauthenticatedClients,
                                  adminIdleTimeoutMilliseconds: adminIdleTimeoutMilliseconds,

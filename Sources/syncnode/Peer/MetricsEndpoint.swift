@@ -3,6 +3,9 @@ import Prometheus
 
 /// `GET /metrics` over HTTP/1.1 for Prometheus (docs/operations.md, "Metrics"): the registry's
 /// text exposition (format 0.0.4), one response per connection, then the connection closes.
+/// Beside it, for orchestrators (docs/operations.md, "Health and readiness"): `GET /health`,
+/// `200 ok` whenever the peer's loop answers, and `GET /ready`, `200` or `503` with the reason
+/// (`Readiness`).
 ///
 /// Guarantees: a request head larger than `maxRequestBytes` (8 KiB), or one that is not a
 /// request line, gets `400` and a close; another path gets `404`, another method `405`; nothing
@@ -10,9 +13,11 @@ import Prometheus
 final class MetricsEndpoint: UVStreamServer.Delegate, @unchecked Sendable {  // request state lives on the connection, loop thread only
     static let maxRequestBytes = 8 * 1024
     private let registry: PrometheusCollectorRegistry
+    private let readiness: @Sendable () -> Readiness
 
-    init(registry: PrometheusCollectorRegistry) {
+    init(registry: PrometheusCollectorRegistry, readiness: @escaping @Sendable () -> Readiness) {
         self.registry = registry
+        self.readiness = readiness
     }
 
     private final class Request {
@@ -42,12 +47,24 @@ final class MetricsEndpoint: UVStreamServer.Delegate, @unchecked Sendable {  // 
             answer(server, connection, request, status: "405 Method Not Allowed", body: "GET /metrics\n", extra: "Allow: GET, HEAD\r\n")
             return
         }
-        guard path == "/metrics" || path.hasPrefix("/metrics?") else {
-            answer(server, connection, request, status: "404 Not Found", body: "the metrics are at /metrics\n")
+        let headOnly = parts[0].elementsEqual("HEAD".utf8)
+        switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
+        case "/health":
+            answer(server, connection, request, status: "200 OK", body: "ok\n", headOnly: headOnly)
+            return
+        case "/ready":
+            let answer = readiness()
+            self.answer(server, connection, request, status: answer.ready ? "200 OK" : "503 Service Unavailable",
+                        body: (answer.ready ? "ready: " : "not ready: ") + answer.reason + "\n", headOnly: headOnly)
+            return
+        case "/metrics":
+            break
+        default:
+            answer(server, connection, request, status: "404 Not Found", body: "the metrics are at /metrics; /health and /ready answer probes\n")
             return
         }
         answer(server, connection, request, status: "200 OK", body: registry.emitToString(),
-               contentType: "text/plain; version=0.0.4; charset=utf-8", headOnly: parts[0].elementsEqual("HEAD".utf8))
+               contentType: "text/plain; version=0.0.4; charset=utf-8", headOnly: headOnly)
     }
 
     private func answer(_ server: UVStreamServer, _ connection: UVStreamServer.Connection, _ request: Request, status: String,

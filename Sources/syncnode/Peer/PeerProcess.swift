@@ -34,6 +34,12 @@ final class PeerProcess: Sendable {
     let adminAddresses: [String]
     /// Where the secrets come from, for `reloadSecrets`.
     private let settings: RunSettings
+    /// Set once `stop` begins: `GET /ready` answers 503 from then on.
+    private let leaving: LeavingFlag
+
+    final class LeavingFlag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
     /// The secrets in use, the sealing one first (empty without a cluster secret).
     private let keyring: Keyring
 
@@ -54,6 +60,9 @@ final class PeerProcess: Sendable {
          metricsRegistry: PrometheusCollectorRegistry? = nil,
          storeFileWrapper: (@Sendable (any StoreFile) -> any StoreFile)? = nil, makeLogger: (String) -> Logger) throws {
         self.settings = settings
+        let started = DispatchTime.now().uptimeNanoseconds
+        let leaving = LeavingFlag()
+        self.leaving = leaving
         keyring = Keyring(secrets)
         var logger = makeLogger("syncnode")
         logger[metadataKey: "node"] = "\(id)"
@@ -83,7 +92,8 @@ final class PeerProcess: Sendable {
         replication.failureTimeoutMilliseconds = settings.failureTimeoutMilliseconds
         replication.incarnation = UInt64(Date().timeIntervalSince1970 * 1000)
         replication.logger = makeLogger("decide.replication")
-        replicator = Replicator(node: node, transport: transport, configuration: replication)
+        let replicator = Replicator(node: node, transport: transport, configuration: replication)
+        self.replicator = replicator
         var adminLogger = makeLogger("syncnode.admin")
         adminLogger[metadataKey: "node"] = "\(id)"
         var serverConfiguration = UVStreamServer.Configuration()
@@ -166,7 +176,13 @@ final class PeerProcess: Sendable {
             metricsConfiguration.maxConnections = 16
             // Counts and node ids only, no keys or values: scraped from other hosts, like an exporter.
             metricsConfiguration.allowsNonLoopback = true
-            let endpoint = MetricsEndpoint(registry: metricsRegistry)
+            let (seeds, seedWait) = (settings.peers.count, settings.readySeedWaitMilliseconds)
+            let endpoint = MetricsEndpoint(registry: metricsRegistry) {
+                let members = replicator.status.members.filter { $0.link != .removed && $0.link != .left }
+                return Readiness.of(seeds: seeds, linked: members.filter { $0.link == .connected }.count, members: members.count,
+                                    elapsedMilliseconds: (DispatchTime.now().uptimeNanoseconds - started) / 1_000_000,
+                                    seedWaitMilliseconds: seedWait, leaving: leaving.value.load(ordering: .relaxed))
+            }
             metricsEndpoint = endpoint
             do {
                 let server = try UVStreamServer(configuration: metricsConfiguration, delegate: endpoint)
@@ -227,6 +243,7 @@ final class PeerProcess: Sendable {
     /// admin endpoint, the transport and the node.
     func stop() async {
         logger.info("stopping: leaving the cluster")
+        leaving.value.store(true, ordering: .relaxed)
         replicator.leave()
         let deadline = DispatchTime.now().uptimeNanoseconds + Self.flushTimeoutMilliseconds * 1_000_000
         while DispatchTime.now().uptimeNanoseconds < deadline {

@@ -59,6 +59,9 @@ struct RunSettings: Sendable, Equatable {
     /// While a link streams, each write to peers waits this long for more frames
     /// (`UVTransport.Configuration.flushCoalescingMicroseconds`); 0 writes at once.
     var writeCoalescingMicroseconds: UInt32
+    /// How long `GET /ready` waits for a first link to a seed before it answers ready anyway
+    /// (the peer then serves alone; `Readiness`).
+    var readySeedWaitMilliseconds: UInt64
     /// How many of its newest changes the node remembers, 8 bytes each
     /// (`Node.Configuration.recentChangeCapacity`): a catch-up walk sends only what changed
     /// during it, and starts over when more changed than this.
@@ -69,6 +72,9 @@ struct RunSettings: Sendable, Equatable {
 
     static let defaultTombstoneCollectionIntervalMilliseconds: UInt64 = 60_000
     static let defaultFailureTimeoutMilliseconds: UInt64 = 3_000
+    /// Ten failure timeouts: long enough for a seed that starts a little later, short enough
+    /// that a peer whose seeds are all gone is sent clients within a minute.
+    static let defaultReadySeedWaitMilliseconds: UInt64 = 30_000
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
     static let defaultWriteCoalescingMicroseconds: UInt32 = 50
     static let defaultChangeLogEntries = 65_536
@@ -107,6 +113,7 @@ struct RunSettings: Sendable, Equatable {
         var failureTimeoutMilliseconds: String?
         var writeCoalescingMicroseconds: String?
         var changeLogEntries: String?
+        var readySeedWaitMilliseconds: String?
         var adminAuthTimeoutMilliseconds: String?
         var adminMaxUnauthenticatedClients: String?
         var adminIdleTimeoutMilliseconds: String?
@@ -128,6 +135,7 @@ struct RunSettings: Sendable, Equatable {
                 (.failureTimeoutMilliseconds, failureTimeoutMilliseconds),
                 (.writeCoalescingMicroseconds, writeCoalescingMicroseconds),
                 (.changeLogEntries, changeLogEntries),
+                (.readySeedWaitMilliseconds, readySeedWaitMilliseconds),
                 (.adminAuthTimeoutMilliseconds, adminAuthTimeoutMilliseconds),
                 (.adminMaxUnauthenticatedClients, adminMaxUnauthenticatedClients),
                 (.adminIdleTimeoutMilliseconds, adminIdleTimeoutMilliseconds),
@@ -215,6 +223,10 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 try milliseconds(text, name: "failure-timeout-ms", range: 2_000 ... 600_000, example: "3000")
             } ?? defaultFailureTimeoutMilliseconds
+        let readySeedWait = try pick(.readySeedWaitMilliseconds)
+            .map { text throws(Invalid) in
+                try milliseconds(text, name: "ready-seed-wait-ms", range: 0 ... 3_600_000, example: "30000")
+            } ?? defaultReadySeedWaitMilliseconds
         let writeCoalescing = try pick(.writeCoalescingMicroseconds)
             .map { text throws(Invalid) in
                 UInt32(try whole(text, unit: "microseconds", name: "write-coalescing-us", range: 0 ... 1_000, example: "50"))
@@ -281,6 +293,7 @@ struct RunSettings: Sendable, Equatable {
             antiEntropyIntervalMilliseconds: antiEntropyInterval,
             failureTimeoutMilliseconds: failureTimeout,
             writeCoalescingMicroseconds: writeCoalescing,
+            readySeedWaitMilliseconds: readySeedWait,
             changeLogEntries: changeLog,
             sources: sources.bySetting.mapValues { labels[$0] ?? $0 })
     }

@@ -34,6 +34,7 @@ enum SettingKey: String, CaseIterable, Sendable {
     case failureTimeoutMilliseconds = "failure-timeout-ms"
     case writeCoalescingMicroseconds = "write-coalescing-us"
     case changeLogEntries = "change-log-entries"
+    case readySeedWaitMilliseconds = "ready-seed-wait-ms"
     /// The config file's own path: a flag or the environment, never the file itself.
     case config
 
