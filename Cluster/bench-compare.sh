@@ -12,6 +12,8 @@
 #       equals peer 1's), which gives the replicated rate: writes ÷ time until then.
 #   (b) A pipelined stream of COMPARE_KEYS SETs on the Redis master, the replica polled for the
 #       last, beside the library (one thread and 50) with the second node polled the same way.
+#   (c) Memory: COMPARE_MEMORY_KEYS (1,000,000) SETs through one pipelined connection into a
+#       fresh lone Redis and a fresh lone syncnode: resident bytes a key.
 #
 # Prints one table and writes it between the markers in docs/performance.md. Every server it
 # starts is recorded by pid and stopped on exit (success, failure or Ctrl-C), and only after
@@ -268,6 +270,38 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
+# ---------------------------------------------------------------- memory per key
+# One fresh lone server of each kind takes MEMORY_KEYS SETs of a 12-byte key (k:0000000001) and a
+# 64-byte value through one pipelined connection (redis-cli --pipe); the row is the growth of its
+# resident memory (/proc/PID/status VmRSS, the same measure for both) over the keys, once every key
+# is held. Bytes a key are the cost a user pays for a large keyspace: structures, allocator
+# slack and, for Decide, a version and a digest contribution a key.
+MEMORY_KEYS="${COMPARE_MEMORY_KEYS:-1000000}"
+awk -v n="$MEMORY_KEYS" 'BEGIN {
+    value = ""; for (i = 0; i < 64; i++) value = value "v"
+    for (i = 1; i <= n; i++) printf "*3\r\n$3\r\nSET\r\n$12\r\nk:%010d\r\n$64\r\n%s\r\n", i, value
+}' > "$WORK/memory.req"
+rss_bytes() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
+holds_all() { [ "$(redis-cli -h "${1%:*}" -p "${1##*:}" dbsize | tr -d '\r')" = "$MEMORY_KEYS" ]; }
+memory_per_key() { # memory_per_key NAME ADDRESS PID: loads the keys, records NAME_memory_bytes_per_key
+    local before after
+    before=$(rss_bytes "$3")
+    redis-cli -h "${2%:*}" -p "${2##*:}" --pipe < "$WORK/memory.req" > "$WORK/$1-memory.out" 2>&1 \
+        || { echo "bench-compare: redis-cli --pipe into $1 failed: $(tail -2 "$WORK/$1-memory.out")" >&2; exit 1; }
+    wait_for 120 "$1 to hold the $MEMORY_KEYS keys" holds_all "$2"
+    sleep 1   # the last replies' buffers handed back
+    after=$(rss_bytes "$3")
+    record "$1_memory_bytes_per_key" "$(awk -v b="$before" -v a="$after" -v n="$MEMORY_KEYS" 'BEGIN { printf "%.1f", (a - b) / n }')"
+    echo "   $1: $MEMORY_KEYS SETs of a 12-byte key and a 64-byte value: resident memory $((before / 1048576)) MiB -> $((after / 1048576)) MiB"
+}
+echo "== memory: $MEMORY_KEYS keys into a fresh lone Redis and a fresh lone syncnode"
+MEMORY_PORT=$(free_port)
+start_redis memredis "$MEMORY_PORT"
+memory_per_key redis "127.0.0.1:$MEMORY_PORT" "$(cat "$WORK/memredis/pid")"
+start_syncnode memsync
+memory_per_key syncnode "$ADMIN_ADDR" "$SYNCNODE_PID"
+rm -f "$WORK/memory.req"
+
 # ---------------------------------------------------------------- the table
 # sort_median(V, N): sorts V[1..N] in place and answers its median (of an even count, the mean of
 # the middle two). Prepended to the awk programs below.
@@ -317,6 +351,7 @@ row() { # row WORKLOAD KIND REDIS_NAME DECIDE_NAME [GOAL_RATIO]
     case "$2" in
         rate) shown_redis=$(rate "$redis"); shown_decide=$(rate "$decide") ;;
         us) shown_redis=$(micros "$redis"); shown_decide=$(micros "$decide") ;;
+        bytes) shown_redis="$redis B"; shown_decide="$decide B" ;;
         *) shown_redis=$(millis "$redis"); shown_decide=$(millis "$decide") ;;
     esac
     pairs=$(paired "$2" "$4" "$3")
@@ -346,6 +381,7 @@ row "replicated: writes / time until the second server holds all: Redis stream v
 row "replicated: Redis stream vs library, 50 threads" rate redis_stream_replicated_per_s library_w50_replicated_per_s 1.5
 row "time from the first write until the second server holds the last: Redis stream vs library, 1 thread" ms redis_stream_total_ms library_w1_total_ms
 row "second server behind the last acknowledged write: Redis stream vs library, 1 thread" ms redis_stream_lag_ms library_w1_lag_ms
+row "resident memory a key after $MEMORY_KEYS SETs of a 12-byte key and a 64-byte value (one pipelined connection, a fresh lone server each)" bytes redis_memory_bytes_per_key syncnode_memory_bytes_per_key 1.0
 
 CORES=$(nproc)
 MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
