@@ -848,6 +848,8 @@ if want abc; then
 # SETs arrive pipelined, so runs of them commit as one decision each (docs/operations.md,
 # "Pipelined SETs"): every decision on a is one delta to b and one to c, and b receives each.
 scrape() { curl -sf --max-time 5 "http://$(peer_metrics "$1")/metrics"; }
+# probe_status PEER PATH: the HTTP status PEER's metrics listener answers for PATH.
+probe_status() { curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://$(peer_metrics "$1")$2"; }
 # (r) just rotated the secret, and a link may still be redialling (operations.md §3): a decision
 # goes out as a delta only on the links up at that moment. Wait until a is linked to b and c and
 # neither link is catching up, so the counts below are about the 50 SETs alone.
@@ -895,7 +897,7 @@ moved() {
 }
 if [ -n "$sent_before" ] && batch_ok "$RUN_DIR/metered.rep" 50 && wait_until 15 "the metrics of a and b to move" moved \
     && awk -v peers="$(metric a "decide_peers_connected{node=\"a\"}")" 'BEGIN { exit !(peers == 2) }' \
-    && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(peer_metrics a)/nothing")" = 404 ]; then
+    && [ "$(probe_status a /nothing)" = 404 ]; then
     pass "(s) curl scrapes a and b: 50 pipelined SETs on a move decide_decisions_total, decide_deltas_sent_total (one per decision to b and to c), b's decide_deltas_received_total and its propagation-lag histogram"
 else
     # The counts before the SETs and a's links now, so a failure says which inequality broke
@@ -903,7 +905,6 @@ else
     fail "(s) Prometheus metrics move with the work" "before: decided $decided_before, sent $sent_before, b received $received_before; now a: $(scrape a | grep -E '^decide_(decisions|deltas_sent|peers_connected)' | tr '\n' ' '); b before: $b_counters_before; b now: $(b_counters); c: $(rcli c INFO decide | tr -d '\r' | grep -E '^(committed_decisions|applied_remote_deltas):' | tr '\n' ' '); a's links: $(rcli a INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); b's links: $(rcli b INFO replication | tr -d '\r' | grep -E '^peer[0-9]+:' | tr '\n' ' '); metered keys on b: $(rcli b KEYS 'metered*' | wc -l); a's log since: $(tail -n +"$((log_lines_before_a + 1))" "$RUN_DIR/a/log" | tail -n 20); b's log since: $(tail -n +"$((log_lines_before_b + 1))" "$RUN_DIR/b/log" | tail -n 20)"
 fi
 # The orchestrator's probes on the same listener: a, linked to b and c, is live and ready.
-probe_status() { curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://$(peer_metrics "$1")$2"; }
 ready_text=$(curl -s --max-time 5 "http://$(peer_metrics a)/ready")
 if [ "$(probe_status a /health)" = 200 ] && [ "$(probe_status a /ready)" = 200 ] && [[ "$ready_text" == "ready: store open, linked to "*" members" ]]; then
     pass "(s) curl: a's /health answers 200, its /ready 200 '$ready_text'"

@@ -339,12 +339,10 @@ extension PendingWrites {
     func writtenKinds(ofCollectionNamed name: String) -> WrittenKinds? {
         if storage.count > Self.linearSearchLimit { return storage.elementWrites(ofCollectionNamed: name)?.kinds }
         var kinds: WrittenKinds?
-        let base = storage.base
-        for index in 0..<storage.count {
-            let key = PendingWrite.key(in: base + index)
-            guard key.pointee.elementCount != 0, key.pointee.name == name else { continue }
+        let writes = writes
+        forEachElementWrite(ofCollectionNamed: name) { position in
             if kinds == nil { kinds = WrittenKinds() }
-            kinds!.note(key.pointee)
+            kinds!.note(writes[position].key)
         }
         return kinds
     }

@@ -172,7 +172,7 @@ extension Transaction {
         func follow(_ key: StateKey, _ entry: Entry) {
             guard let bytes = entry.packedValue, core.isVisible(entry, now: now), entry.expiresAtMilliseconds != target,
                   target.map({ entry.version.timestamp.physicalMilliseconds < $0 }) ?? true,
-                  CounterSlot.isSlot(key, ofNode: core.nodeIDBytes) || mayTakeLifetime(key) else { return }
+                  mayTakeLifetime(key) else { return }
             rewrites.append((key, bytes))
         }
         let stored = core.storedKinds(ofCollectionNamed: name)

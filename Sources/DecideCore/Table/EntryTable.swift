@@ -1009,17 +1009,23 @@ package struct EntryTable: Sendable {
         return element.withUnsafeBytes { probe -> Bool in
             guard let length = ElementGroup.prefixLength(probe) else { return false }
             let prefix = UnsafeRawBufferPointer(rebasing: probe[..<length])
+            // Whether record `member` is in the group, and a tombstone; one that holds a value
+            // goes to `body`.
+            func visit(_ member: UInt32) -> (inGroup: Bool, tombstone: Bool) {
+                let record = self.records[Int(member)]
+                guard record.keyBytes.withUnsafeBytes({ $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }) else {
+                    return (false, false)
+                }
+                guard record.value != nil else { return (true, true) }
+                body(key(of: record), entry(of: record))
+                return (true, false)
+            }
             // A small collection (a counter's few slots) is walked whole: comparing a few
             // records' first bytes costs less than hashing the group and probing `groups`
             // (GroupID's hash and probe were 8 % of a run of pipelined INCRs).
             if names[Int(number)].members.count <= Self.wholeWalkRecords {
                 var stored = false
-                for member in names[Int(number)].members {
-                    let record = self.records[Int(member)]
-                    guard record.keyBytes.withUnsafeBytes({ $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }) else { continue }
-                    stored = true
-                    if record.value != nil { body(key(of: record), entry(of: record)) }
-                }
+                for member in names[Int(number)].members where visit(member).inGroup { stored = true }
                 return stored
             }
             guard let slot = groups.index(forKey: GroupID(name: number, bytes: probe, length: length)) else { return false }
@@ -1029,15 +1035,9 @@ package struct EntryTable: Sendable {
             var stored = group.tombstones > 0
             var listedTombstones = false
             group.forEach { member in
-                let record = self.records[Int(member)]
-                let same = record.keyBytes.withUnsafeBytes { $0.count >= length && UnsafeRawBufferPointer(rebasing: $0[..<length]).elementsEqual(prefix) }
-                guard same else { return }
-                stored = true
-                guard record.value != nil else {
-                    listedTombstones = true
-                    return
-                }
-                body(key(of: record), entry(of: record))
+                let seen = visit(member)
+                if seen.inGroup { stored = true }
+                if seen.tombstone { listedTombstones = true }
             }
             // The tombstones this read met are counted from now on: each is walked once.
             if listedTombstones {

@@ -53,9 +53,9 @@ final class MetricsEndpoint: UVStreamServer.Delegate, @unchecked Sendable {  // 
             answer(server, connection, request, status: "200 OK", body: "ok\n", headOnly: headOnly)
             return
         case "/ready":
-            let answer = readiness()
-            self.answer(server, connection, request, status: answer.ready ? "200 OK" : "503 Service Unavailable",
-                        body: (answer.ready ? "ready: " : "not ready: ") + answer.reason + "\n", headOnly: headOnly)
+            let state = readiness()
+            answer(server, connection, request, status: state.ready ? "200 OK" : "503 Service Unavailable",
+                   body: (state.ready ? "ready: " : "not ready: ") + state.reason + "\n", headOnly: headOnly)
             return
         case "/metrics":
             break
