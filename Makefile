@@ -11,6 +11,7 @@
 #   make bench-layouts  the ratio goals that move with code placement, over LAYOUTS (8) link orders
 #   make sim     the seeded multi-node simulation over SEEDS seeds (default 10,000; make test runs 500),
 #                with ten times the weeks-long tombstone scenarios of make test
+#   make sim-fleet  SWIM membership at FLEET_MEMBERS (default 5,000) simulated members (make test runs 1,000)
 #   make demo    three syncnode peers on loopback replicate a value, then stop (mk/syncnode.mk)
 
 SWIFT ?= swift
@@ -21,7 +22,7 @@ PYTHON_REQUIREMENTS := Cluster/python-requirements.txt
 BENCH_BUILD := .build-bench
 BENCH_BIN := $(BENCH_BUILD)/release/DecideBench
 
-.PHONY: deps deps-python build check test unit-test check-readme check-citations check-api api docs bench bench-core bench-layouts sim clean test-lock-tsan
+.PHONY: deps deps-python build check test unit-test check-readme check-citations check-api api docs bench bench-core bench-layouts sim sim-fleet clean test-lock-tsan
 SEEDS ?= 10000
 
 deps:
@@ -131,6 +132,14 @@ bench-layouts: deps
 sim: deps
 	$(SWIFT) build --build-tests
 	SIM_SEEDS=$(SEEDS) $(SWIFT) test --skip-build --filter 'ReplicationTests.(SimulationTests|TombstoneTests|HostilePeerTests|ExpiryTests|OwnedKeyTests|AcknowledgementTests|AcknowledgementAdversaryTests|LeaseTests|IndexTests|CounterTests|CounterLifetimeTests|HashCounterTests|SetTests|SortedSetTests)'
+
+# SWIM failure detection and membership gossip at fleet size (docs/design/0019-swim-membership.md):
+# detection of crashes, false suspicions and messages a member a second, printed as swim-fleet lines.
+FLEET_MEMBERS ?= 5000
+sim-fleet: deps
+	$(SWIFT) build --build-tests
+	@bash -o pipefail -c "SWIM_FLEET_MEMBERS=$(FLEET_MEMBERS) $(SWIFT) test --skip-build --filter 'DecideSimulationTests.SWIM' 2>&1 \
+		| tee .build/sim-fleet.log | grep -a -E 'swim-fleet|✘|passed after|failed after'"
 
 clean:
 	rm -rf .build .build-*
