@@ -27,7 +27,7 @@ import Testing
         for envelope in Self.samples {
             let bytes = Self.codec.encode(envelope)
             #expect(try Self.codec.decode(bytes) == envelope)
-            let expected = SWIMCodec.encodedBytes(ofEmpty: envelope) - 1 + SWIMCodec.varintBytes(UInt64(envelope.updates.count))
+            let expected = SWIMCodec.encodedBytes(ofEmpty: envelope) - 1 + WireCursor.varintBytes(UInt64(envelope.updates.count))
                 + envelope.updates.reduce(0) { $0 + SWIMCodec.encodedBytes(of: $1) }
             #expect(bytes.count == expected)
         }

@@ -46,20 +46,14 @@ package struct SWIMCodec: Sendable {
         case .ack, .nack: body = 8
         case let .syncRequest(after): body = stringBytes(after)
         case let .syncReply(after, members, _):
-            body = stringBytes(after) + 1 + varintBytes(UInt64(members.count)) + members.reduce(0) { $0 + encodedBytes(of: $1) }
+            body = stringBytes(after) + 1 + WireCursor.varintBytes(UInt64(members.count)) + members.reduce(0) { $0 + encodedBytes(of: $1) }
         }
         return 2 + stringBytes(envelope.from) + stringBytes(envelope.fromAddress) + 8 + body + 1
     }
 
     static func stringBytes(_ string: String) -> Int {
         let count = string.utf8.count
-        return varintBytes(UInt64(count)) + count
-    }
-
-    static func varintBytes(_ value: UInt64) -> Int {
-        var value = value, bytes = 1
-        while value >= 0x80 { value >>= 7; bytes += 1 }
-        return bytes
+        return WireCursor.varintBytes(UInt64(count)) + count
     }
 
     package func encode(_ envelope: SWIMEnvelope) -> [UInt8] {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Every interval and bound of SWIM failure detection and membership gossip, units in the
 /// names. The defaults are memberlist's LAN profile, which fleets of thousands run
 /// (docs/design/0019-swim-membership.md has the reasons and the simulator's figures).
@@ -66,9 +72,3 @@ package struct SWIMConfiguration: Hashable, Sendable {
         return max(minimum, UInt64(max(0, timeout)))
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

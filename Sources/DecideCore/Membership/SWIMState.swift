@@ -29,7 +29,6 @@ package struct SWIMState: Sendable {
     struct Probe: Sendable {
         var sequence: UInt64
         var target: String
-        var startedAt: UInt64
         var timeoutAt: UInt64
         var endsAt: UInt64
         var indirectSent = false
@@ -69,7 +68,6 @@ package struct SWIMState: Sendable {
     /// Counts of what this member did and refused, for metrics and the simulator's figures.
     package struct Counters: Hashable, Sendable {
         package var messagesSent: UInt64 = 0
-        package var bytesSent: UInt64 = 0
         package var probes: UInt64 = 0
         package var failedProbes: UInt64 = 0
         package var suspicionsRaised: UInt64 = 0
@@ -133,7 +131,7 @@ package struct SWIMState: Sendable {
         nextProbeAt = now + configuration.probeIntervalMilliseconds
         nextJoinAt = now
         nextReconnectAt = now + configuration.reconnectIntervalMilliseconds
-        nextSyncAt = now
+        nextSyncAt = now   // every stored property set before `jittered` may use `random`
         nextSyncAt = now + jittered(configuration.syncIntervalMilliseconds)
     }
 
@@ -185,7 +183,7 @@ package struct SWIMState: Sendable {
         for (member, suspicion) in suspicions where now >= suspicion.deadline {
             guard let known = members[member], known.status == .suspect else { suspicions[member] = nil; continue }
             counters.deathsDeclared += 1
-            _ = apply(SWIMUpdate(member: member, address: known.address, incarnation: known.incarnation, status: .dead),
+            apply(SWIMUpdate(member: member, address: known.address, incarnation: known.incarnation, status: .dead),
                       now: now, gossiped: true, into: &out)
         }
         if var running = probe {
@@ -240,7 +238,7 @@ package struct SWIMState: Sendable {
         nextProbeAt = now + configuration.probeIntervalMilliseconds * healthScale
         guard let target = nextProbeTarget() else { return }
         let sequence = takeSequence()
-        probe = Probe(sequence: sequence, target: target, startedAt: now,
+        probe = Probe(sequence: sequence, target: target,
                       timeoutAt: now + configuration.probeTimeoutMilliseconds * healthScale,
                       endsAt: now + configuration.probeIntervalMilliseconds * healthScale)
         counters.probes += 1
@@ -255,7 +253,7 @@ package struct SWIMState: Sendable {
         adjustHealth(failed.expectedNacks > 0 ? max(0, failed.expectedNacks - failed.nacks) : 1)
         guard let target = members[failed.target], !target.status.isGone else { return }
         counters.suspicionsRaised += 1
-        _ = apply(SWIMUpdate(member: failed.target, address: target.address, incarnation: target.incarnation, status: .suspect, origin: id),
+        apply(SWIMUpdate(member: failed.target, address: target.address, incarnation: target.incarnation, status: .suspect, origin: id),
                   now: now, gossiped: true, into: &out)
     }
 
@@ -285,9 +283,9 @@ package struct SWIMState: Sendable {
             counters.messagesIgnored += 1
             return out
         }
-        _ = apply(SWIMUpdate(member: envelope.from, address: envelope.fromAddress, incarnation: envelope.fromIncarnation, status: .alive),
+        apply(SWIMUpdate(member: envelope.from, address: envelope.fromAddress, incarnation: envelope.fromIncarnation, status: .alive),
                   now: now, gossiped: true, into: &out)
-        for update in envelope.updates { _ = apply(update, now: now, gossiped: true, into: &out) }
+        for update in envelope.updates { apply(update, now: now, gossiped: true, into: &out) }
         switch envelope.message {
         case let .ping(sequence, target):
             if target.isEmpty || target == id {
@@ -313,9 +311,9 @@ package struct SWIMState: Sendable {
         case let .nack(sequence):
             if probe?.sequence == sequence { probe?.nacks += 1 }
         case let .syncRequest(after):
-            sendSyncPage(after: after, to: envelope.fromAddress, member: envelope.from, into: &out)
+            sendSyncPage(after: after, to: envelope.fromAddress, into: &out)
         case let .syncReply(after, page, complete):
-            for update in page { _ = apply(update, now: now, gossiped: false, into: &out) }
+            for update in page { apply(update, now: now, gossiped: false, into: &out) }
             if !complete, let last = page.last?.member, last > after {
                 send(.syncRequest(after: last), to: envelope.fromAddress, member: envelope.from, into: &out)
             }
@@ -323,7 +321,7 @@ package struct SWIMState: Sendable {
         return out
     }
 
-    private mutating func sendSyncPage(after: String, to address: String, member: String, into out: inout [SWIMDirective]) {
+    private mutating func sendSyncPage(after: String, to address: String, into out: inout [SWIMDirective]) {
         if sortedIDs == nil { sortedIDs = (Array(members.keys) + [id]).sorted() }
         let ids = sortedIDs!
         // The first id after `after`: a binary search of the sorted ids.
@@ -360,20 +358,20 @@ package struct SWIMState: Sendable {
 
     // MARK: news
 
-    /// Merges `update` by SWIM's rule; answers whether it changed this member's view.
+    /// Merges `update` by SWIM's rule, telling the shell of every change to this member's view.
     /// `gossiped`: news passed on by piggyback (and so passed on again); a sync page's news
     /// is not, since the peer that sent it is the one that had it.
-    private mutating func apply(_ update: SWIMUpdate, now: UInt64, gossiped: Bool, into out: inout [SWIMDirective]) -> Bool {
-        guard !update.member.isEmpty else { return false }
+    private mutating func apply(_ update: SWIMUpdate, now: UInt64, gossiped: Bool, into out: inout [SWIMDirective]) {
+        guard !update.member.isEmpty else { return }
         if update.member == id {
             refuteIfNeeded(update)
-            return false
+            return
         }
         guard let known = members[update.member] else {
-            guard update.status == .alive || update.status == .suspect else { return false }
+            guard update.status == .alive || update.status == .suspect else { return }
             guard members.count < configuration.maxMembers else {
                 counters.membersRefusedOverLimit += 1
-                return false
+                return
             }
             members[update.member] = Member(address: update.address, incarnation: update.incarnation, status: update.status, changedAt: now)
             sortedIDs = nil
@@ -381,7 +379,7 @@ package struct SWIMState: Sendable {
             if update.status == .suspect { startSuspicion(of: update.member, by: update.origin, now: now) }
             queue(update)
             out.append(.changed(update, previous: nil))
-            return true
+            return
         }
         guard supersedes(update, known) else {
             if update.status == .suspect, known.status == .suspect, update.incarnation == known.incarnation,
@@ -393,7 +391,7 @@ package struct SWIMState: Sendable {
                 suspicions[update.member] = suspicion
                 queue(update)
             }
-            return false
+            return
         }
         var member = known
         member.incarnation = update.incarnation
@@ -411,7 +409,7 @@ package struct SWIMState: Sendable {
         if gossiped || update.status != .alive { queue(update) }
         out.append(.changed(SWIMUpdate(member: update.member, address: member.address, incarnation: member.incarnation,
                                        status: member.status, origin: update.origin), previous: known.status))
-        return true
+        return
     }
 
     /// SWIM's order of news about one member.
@@ -546,7 +544,6 @@ package struct SWIMState: Sendable {
 
     private mutating func record(_ envelope: SWIMEnvelope, to address: String, into out: inout [SWIMDirective]) {
         counters.messagesSent += 1
-        counters.bytesSent += UInt64(SWIMCodec.encodedBytes(ofEmpty: envelope) + envelope.updates.reduce(0) { $0 + SWIMCodec.encodedBytes(of: $1) })
         out.append(.send(address: address, envelope))
     }
 
@@ -562,6 +559,8 @@ package struct SWIMState: Sendable {
         return interval / 2 + random.next() % interval
     }
 
+    /// Fisher–Yates over `random`, written here rather than `shuffle(using:)`: the standard
+    /// library's algorithm may change between Swift versions, and a seed must replay the same.
     private mutating func shuffle(_ list: inout [String]) {
         guard list.count > 1 else { return }
         for index in stride(from: list.count - 1, to: 0, by: -1) {
