@@ -60,9 +60,11 @@
 #   (k) a large join: a peer holding 100,000 values of 1 KiB (100 MB), loaded through one
 #       pipelined connection (redis-cli --pipe); a new peer seeded with it reaches the same digest (prints
 #       the seconds, the joiner's peak RSS and what it copied)
+#   (feed) a redis-py reader tails one peer's change feed while that peer is killed with -9 and
+#       restarted: it resumes from its position and gets every acknowledged write exactly once
 #
 # `CASES="j w"` (make integration CASES="j w") runs only the cases named: g, h, i, j, w, n, t, u,
-# flood, k and v each start peers of their own; the cases on the shared a, b, c cluster ((a)-(f),
+# flood, k, v and feed each start peers of their own; the cases on the shared a, b, c cluster ((a)-(f),
 # (l), (m), (o)-(s), (q)) build on each other's state and run together, as "abc" or by any of
 # their letters.
 #
@@ -79,7 +81,7 @@ BIN=$(syncnode_binary)
 [ -x "$BIN" ] || { echo "no syncnode binary at $BIN: run make syncnode" >&2; exit 2; }
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR"
-PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 w1 w2 w3 p m1 m2 w u1 u2 u3 load join)
+PEERS=(a b c d e s x y z t1 t2 t3 f1 f2 f3 w1 w2 w3 p m1 m2 w u1 u2 u3 load join fd1 fd2)
 PYTHON="${PYTHON:-$ROOT/.build-venv/bin/python}"
 passed=0
 failed=0
@@ -98,7 +100,7 @@ trap 'exit 130' INT TERM
 # CASES="g w" (make integration CASES="g w") runs only the cases named. The cases on the shared
 # a, b, c cluster build on each other's state and run together: "abc", or any of their letters,
 # runs the cluster and all of them.
-ALL_CASES="abc g h i j w n t u flood k v"
+ALL_CASES="abc g h i j w n t u flood k v feed"
 ABC_CASES="a b c d e f l m o p q r s"
 CASES="${CASES:-}"
 for wanted in ${CASES//,/ }; do
@@ -608,6 +610,50 @@ else
     fail "(w) w1, w2 and w3 start"
 fi
 fi  # (w)
+
+# --- (feed) --------------------------------------------------------------------------------
+if want feed; then
+# A redis-py reader tails fd1's change feed while fd1 is killed with -9 and restarted on its
+# ports; writes go through fd2 meanwhile. The reader resumes from its position on the same feed
+# and ends with every acknowledged write exactly once, no position twice or skipped, and
+# exactly fd1's state (docs/operations.md, "The change feed").
+if peer_start fd1 127.0.0.1:0 127.0.0.1:0 --cluster feed "${fast[@]}" \
+    && peer_start fd2 127.0.0.1:0 127.0.0.1:0 --cluster feed "${fast[@]}" --peer "$(peer_listen fd1)"; then
+    mesh_fd() { connected_all fd1 fd2 && connected_all fd2 fd1; }
+    wait_until 20 "fd1 and fd2 linked" mesh_fd || true
+    stop_file="$RUN_DIR/feed-stop"
+    rm -f "$stop_file"
+    "$PYTHON" Cluster/feed_tail.py "$(peer_admin fd1)" "$(peer_admin fd2)" "$stop_file" > "$RUN_DIR/feed.out" 2>&1 &
+    tail_pid=$!
+    sleep 1.5
+    fd1_listen=$(peer_listen fd1) fd1_admin=$(peer_admin fd1)
+    kill9 fd1
+    sleep 0.5
+    restarted=yes
+    peer_start fd1 "$fd1_listen" "$fd1_admin" --cluster feed "${fast[@]}" --peer "$(peer_listen fd2)" || restarted=no
+    sleep 1.5
+    touch "$stop_file"
+    if wait "$tail_pid" && [ "$restarted" = yes ]; then
+        pass "(feed) redis-py tails fd1 across kill -9 and a restart: $(grep '^summary' "$RUN_DIR/feed.out" | cut -d' ' -f2-)"
+    else
+        fail "(feed) a reader of fd1's feed across kill -9 gets every change once" "restarted: $restarted; $(grep -A1 '^FAIL\|Error' "$RUN_DIR/feed.out" | head -12)"
+    fi
+    # The CLI: every line carries its position; --from replays; a feed that is not fd1's is
+    # refused (exit 1), or with --resync answered by a snapshot and then the feed.
+    timeout 3 "$BIN" watch --admin "$(peer_admin fd1)" --from 0 'feed:7' > "$RUN_DIR/watch-from.out" 2> "$RUN_DIR/watch-from.err"
+    "$BIN" watch --admin "$(peer_admin fd1)" --from 3 --feed 0123456789abcdef > /dev/null 2> "$RUN_DIR/watch-other.err"; other_status=$?
+    timeout 3 "$BIN" watch --admin "$(peer_admin fd1)" --from 3 --feed 0123456789abcdef --resync 'feed:7' > "$RUN_DIR/watch-resync.out" 2>/dev/null
+    if [ "$(grep -c '"key":"feed:7"' "$RUN_DIR/watch-from.out")" = 1 ] && grep -q '"position":[0-9]' "$RUN_DIR/watch-from.out" \
+        && grep -q 'feed [0-9a-f]\{16\}' "$RUN_DIR/watch-from.err" && [ "$other_status" = 1 ] && grep -q OTHERFEED "$RUN_DIR/watch-other.err" \
+        && grep -q '"key":"feed:7".*"origin":"snapshot"' "$RUN_DIR/watch-resync.out"; then
+        pass "(feed) syncnode watch --from 0 replays with positions; another feed exits 1, or with --resync prints a snapshot"
+    else
+        fail "(feed) syncnode watch --from and --resync" "from: $(head -c 300 "$RUN_DIR/watch-from.out") $(cat "$RUN_DIR/watch-from.err"); other: $other_status $(cat "$RUN_DIR/watch-other.err"); resync: $(head -c 300 "$RUN_DIR/watch-resync.out")"
+    fi
+else
+    fail "(feed) fd1 and fd2 start"
+fi
+fi  # (feed)
 
 # --- (l) -----------------------------------------------------------------------------------
 if want abc; then

@@ -57,6 +57,56 @@ enum CoreBench {
             rows.append([label, format(decide), format(baseline), ratio(baseline, decide), BenchTable.verdict(baseline / decide <= 4)])
         }
         BenchTable.print(rows: rows, header: ["decision", "Decide /s", "Mutex<Dictionary> /s", "baseline ÷ Decide", "goal ≤ 4×"])
+        if onlyDecisions == nil { runChangeFeed(seconds: seconds) }
+    }
+
+    /// What the change feed costs a one-write decision (the same decisions on a node that keeps
+    /// no feed, in turns), and how fast one reader takes retained changes from it beside how
+    /// fast one thread makes them (docs/operations.md, "The change feed").
+    static func runChangeFeed(seconds: Double) {
+        print("== core: the change feed (best of \(turns) runs of \(seconds) s each, in turns)")
+        let (without, with) = bestAlternating({
+            decideRate(seconds: seconds) { WriteOne(value: $0) }
+        }, { decideRate(seconds: seconds, configure: { $0.changeFeed = ChangeFeedConfiguration() }) { WriteOne(value: $0) } })
+        var rows = [["one-write decision", format(with), format(without), String(format: "%.3f×", without / with),
+                     BenchTable.verdict(without / with <= 1.05)]]
+        let (decisions, reads) = bestAlternating({
+            decideRate(seconds: seconds, configure: { $0.changeFeed = ChangeFeedConfiguration() }) { WriteOne(value: $0) }
+        }, { readRate(changes: 1_000_000) })
+        rows.append(["one reader, retained changes", format(reads), format(decisions), String(format: "%.2f×", reads / decisions),
+                     BenchTable.verdict(reads >= decisions)])
+        BenchTable.print(rows: rows, header: ["measured", "with the feed /s", "baseline /s", "ratio", "goal"])
+        print("   baselines: the same decisions on a node with no feed (goal: the feed costs at most 5 %); one thread's one-write decisions (goal: a reader keeps up, ≥ 1×)")
+    }
+
+    /// Changes per second one reader of `Node.changes(from: .oldestRetained)` takes, over the
+    /// retained part (what the default 64 MiB holds) of `changes` one-write changes.
+    static func readRate(changes: Int) -> Double {
+        var configuration = Node.Configuration(id: "bench")
+        configuration.changeFeed = ChangeFeedConfiguration()
+        let node = try! Node(configuration: configuration)
+        for iteration in 0..<changes { node.decide(WriteOne(value: iteration)) }
+        let newest = node.changeFeedBounds!.newest
+        let done = Mutex(0.0)
+        let finished = DispatchSemaphore(value: 0)
+        // Detached: the caller's task (the main actor, for top-level code) waits below.
+        Task.detached {
+            let start = DispatchTime.now().uptimeNanoseconds
+            var read = 0
+            do {
+                for try await change in node.changes(from: .oldestRetained) {
+                    read += 1
+                    if change.position == newest { break }
+                }
+            } catch {
+                print("   the reader failed: \(error)")
+            }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            done.withLock { $0 = Double(read) / elapsed }
+            finished.signal()
+        }
+        finished.wait()
+        return done.withLock { $0 }
     }
 
     /// `BENCH_TURNS=N`: how many turns `bestAlternating` runs of each measurement (3 by default).
@@ -81,8 +131,10 @@ enum CoreBench {
         return best
     }
 
-    static func decideRate<D: Decision>(seconds: Double, make: (Int) -> D) -> Double {
-        let node = try! Node(configuration: .init(id: "bench"))
+    static func decideRate<D: Decision>(seconds: Double, configure: (inout Node.Configuration) -> Void = { _ in }, make: (Int) -> D) -> Double {
+        var configuration = Node.Configuration(id: "bench")
+        configure(&configuration)
+        let node = try! Node(configuration: configuration)
         return rate(seconds: seconds) { iteration in node.decide(make(iteration)) }
     }
 

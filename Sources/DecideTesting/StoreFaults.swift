@@ -83,7 +83,27 @@ package final class StoreFaults: @unchecked Sendable {
         return try file.load(body)
     }
 
-    fileprivate func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
+    fileprivate func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError) {
+        condition.lock()
+        let file = self.file!
+        condition.unlock()
+        try file.loadFeed(body)
+    }
+
+    fileprivate func startNewFeed() throws(StorageError) {
+        condition.lock()
+        let file = self.file!
+        condition.unlock()
+        try file.startNewFeed()
+    }
+
+    fileprivate var feedID: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return file!.feedID
+    }
+
+    fileprivate func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp, feed: FeedRows) throws(StorageError) {
         condition.lock()
         while stalled && !crashed {
             held += 1
@@ -103,7 +123,7 @@ package final class StoreFaults: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        try file.write(changes, clock: clock)
+        try file.write(changes, clock: clock, feed: feed)
     }
 
     fileprivate func close() {
@@ -121,9 +141,15 @@ private final class FaultyFile: StoreFile {
 
     func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp { try faults.load(body) }
 
-    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
-        try faults.write(changes, clock: clock)
+    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp, feed: FeedRows) throws(StorageError) {
+        try faults.write(changes, clock: clock, feed: feed)
     }
+
+    var feedID: UInt64 { faults.feedID }
+
+    func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError) { try faults.loadFeed(body) }
+
+    func startNewFeed() throws(StorageError) { try faults.startNewFeed() }
 
     func close() { faults.close() }
 }

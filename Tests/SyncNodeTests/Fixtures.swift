@@ -137,6 +137,16 @@ func startPair() async throws -> (a: TestPeer, b: TestPeer) {
 }
 
 /// Polls `condition` every 5 ms until it holds or `seconds` passed; its last value.
+extension TestClient {
+    /// `connected_clients` from INFO clients: how many clients the peer holds, this one included.
+    func connectedClients() throws -> Int? {
+        guard case .bulk(let bytes) = try call("INFO", "clients") else { return nil }
+        let line = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .first { $0.hasPrefix("connected_clients:") }
+        return line.flatMap { Int($0.dropFirst("connected_clients:".count)) }
+    }
+}
+
 func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {

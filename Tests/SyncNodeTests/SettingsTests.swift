@@ -40,6 +40,8 @@ extension SyncNodeTests {
             case .writeCoalescingMicroseconds: "120"
             case .changeLogEntries: "1048576"
             case .readySeedWaitMilliseconds: "12000"
+            case .feedMaxChanges: "5000"
+            case .feedMaxBytes: "1048576"
             case .adminAuthTimeoutMilliseconds: "2500"
             case .adminMaxUnauthenticatedClients: "9"
             case .adminIdleTimeoutMilliseconds: "60000"
@@ -75,6 +77,8 @@ extension SyncNodeTests {
             case .writeCoalescingMicroseconds: flags.writeCoalescingMicroseconds = text
             case .changeLogEntries: flags.changeLogEntries = text
             case .readySeedWaitMilliseconds: flags.readySeedWaitMilliseconds = text
+            case .feedMaxChanges: flags.feedMaxChanges = text
+            case .feedMaxBytes: flags.feedMaxBytes = text
             case .adminAuthTimeoutMilliseconds: flags.adminAuthTimeoutMilliseconds = text
             case .adminMaxUnauthenticatedClients: flags.adminMaxUnauthenticatedClients = text
             case .adminIdleTimeoutMilliseconds: flags.adminIdleTimeoutMilliseconds = text
@@ -110,6 +114,8 @@ extension SyncNodeTests {
             case .writeCoalescingMicroseconds: String(settings.writeCoalescingMicroseconds)
             case .changeLogEntries: String(settings.changeLogEntries)
             case .readySeedWaitMilliseconds: String(settings.readySeedWaitMilliseconds)
+            case .feedMaxChanges: String(settings.feedMaxChanges)
+            case .feedMaxBytes: String(settings.feedMaxBytes)
             case .adminAuthTimeoutMilliseconds: String(settings.adminAuthTimeoutMilliseconds)
             case .adminMaxUnauthenticatedClients: String(settings.adminMaxUnauthenticatedClients)
             case .adminIdleTimeoutMilliseconds: String(settings.adminIdleTimeoutMilliseconds)

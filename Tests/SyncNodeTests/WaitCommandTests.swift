@@ -40,12 +40,7 @@ extension SyncNodeTests {
             try await withPeer("wait-leave") { peer in
                 let observer = try peer.client()
                 #expect(try observer.call("SET", "k", "v") == ok)
-                func connected() throws -> Int? {
-                    guard case .bulk(let bytes) = try observer.call("INFO", "clients") else { return nil }
-                    let line = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
-                        .first { $0.hasPrefix("connected_clients:") }
-                    return line.flatMap { Int($0.dropFirst("connected_clients:".count)) }
-                }
+                func connected() throws -> Int? { try observer.connectedClients() }
                 let baseline = try #require(try connected())
                 var leaving: [TestClient] = []
                 for _ in 0..<3 {

@@ -231,6 +231,14 @@ struct PendingWrites {
                                write: { index, visit in self.visit(index, version: version, visit) }, body)
     }
 
+    /// The delta of these writes committed at `version` as `WireCodec` encodes a `Delta` (no
+    /// type byte), lent to `body` from scratch memory: what the change feed keeps.
+    func withDeltaEncoding(version: Version, codec: WireCodec, _ body: (UnsafeRawBufferPointer) -> Void) {
+        codec.withEncodedDelta(version: version, count: count, afterTypeByte: nil,
+                               maxBytes: WireCodec.maxDeltaBytes(decisionBytes: decisionBytes),
+                               write: { index, visit in self.visit(index, version: version, visit) }, body)
+    }
+
     /// Records a write of `key`; `at` is its `position(of:)`, found by the caller.
     /// The key is consumed: it moves into the record, not copied (a copy retains its name).
     private mutating func set(_ key: consuming StateKey, value: consuming PackedBytes?, decoded typed: consuming (any Sendable)?,

@@ -25,7 +25,11 @@ extension Node {
                 return (expired.count, (core.table.nextExpiryMilliseconds ?? .max) <= now)
             }
             total += count
-            if count > 0 { delivery.drain() }
+            if count > 0 {
+                // A durable node's feed records of the expiry go to disk without an entry.
+                if persists { store.wakeWriterIfAsked() }
+                delivery.drain()
+            }
             if !more { return total }
         }
     }
@@ -76,10 +80,9 @@ extension Node {
     /// its absence; listeners get one delta of `origin` with the entry's version.
     func announce(_ core: NodeCore, _ key: StateKey, entry: Entry, present: Bool, origin: CommittedDelta.Origin, now: UInt64) {
         notifyObservers(core, key: key, entry: present ? entry : nil, decoded: nil, now: now)
-        guard core.hasCommitListeners else { return }
+        guard core.publishing else { return }
         let write = present ? Delta.Write(key: key, entry: entry) : Delta.Write(key: key, value: nil)
-        let committed = CommittedDelta(delta: Delta(version: entry.version, writes: [write]), origin: origin)
-        for listener in core.commitCalls { listener(committed) }
+        core.publish(CommittedDelta(delta: Delta(version: entry.version, writes: [write]), origin: origin))
     }
 
     /// The replication engine's view of the cluster: `present` are the members linked to this
@@ -103,7 +106,10 @@ extension Node {
             }
             return true
         }
-        if changed { delivery.drain() }
+        if changed {
+            if persists { store.wakeWriterIfAsked() }
+            delivery.drain()
+        }
     }
 
     /// Makes this node run `expireDue` on its own timer (a node without a replication engine);

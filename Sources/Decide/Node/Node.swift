@@ -43,6 +43,9 @@ public final class Node: Sendable {
     let refusingWrites = Atomic<Bool>(false)
     /// DecideTesting's view of every decision (`tapDecisions`), and whether one is set.
     let decisionTap = Mutex<(@Sendable (TappedDecision) -> Void)?>(nil)
+    /// The id of the node's change feed (`NodeCore.feed`), nil when it keeps none
+    /// (`ChangeFeedConfiguration.maxRetainedChanges` 0).
+    let changeFeedID: ChangeFeedID?
     let tappingDecisions = Atomic<Bool>(false)
 
     /// Creates a node. Without a data directory its state starts empty. With one, it loads the
@@ -103,11 +106,39 @@ public final class Node: Sendable {
         }
         core.maxCounterSlots = configuration.maxCounterSlots
         core.maxSetMembers = configuration.maxSetMembers
+        // A durable node's feed goes on from its store, under the store's feed id; a node in
+        // memory starts a new one (docs/design/0020-the-change-feed.md, "Durable retention").
+        do throws(StorageError) {
+            if let retention = configuration.changeFeed {
+                let feed = store.feedID.map { ChangeFeedID(rawValue: $0) } ?? .random()
+                var log = ChangeFeedLog(id: feed, maxChanges: retention.maxRetainedChanges,
+                                        maxBytes: retention.maxRetainedBytes, limits: configuration.limits,
+                                        store: store.persists ? store : nil)
+                var followed = true
+                try store.loadFeed { position, record in
+                    if followed { followed = log.restore(record, position: position) }
+                }
+                guard followed else { throw StorageError.corrupt(path: configuration.dataDirectory ?? "", reason: "the change feed's records are not in sequence") }
+                changeFeedID = feed
+                core.feed = log
+            } else {
+                // A feed kept while this node kept none would miss what changed meanwhile:
+                // whatever feed comes later is a new one.
+                if store.persists { try store.startNewFeed() }
+                changeFeedID = nil
+            }
+        } catch {
+            logger.error("cannot start: \(error)")
+            throw .storage(error)
+        }
         let lock = NodeLock(core, handoffMicroseconds: configuration.lockHandoffMicroseconds)
         self.core = lock
         // Commits queue under the node's lock; the store's writer takes it, politely, to take them.
         // Its writer reads a hot key's entry from the table then (`GroupCommit.reread(from:)`).
         store.start(exclusion: { body in lock.withPoliteLock { core in body { key in core.entry(for: key) } } })
+        if store.persists && changeFeedID != nil {
+            store.onFeedDurable { position in lock.withLock { $0.feed?.markDurable(upTo: position) } }
+        }
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)
         // Expiring values loaded from the store expire on this node's own timer until a
@@ -241,6 +272,7 @@ public final class Node: Sendable {
                         origin: .local)
                     for listener in core.commitCalls { listener(delta) }
                 }
+                if core.feeding { core.feedLocal(version: version, writes: writes) }
                 // The replication engine's frame, encoded from the pending writes: no `Delta`.
                 if !waitsForDisk {
                     core.lendLocalCommitSender { $0?.sendCommit(version: version, writes: writes) }
@@ -413,7 +445,8 @@ public final class Node: Sendable {
 
     // MARK: lifecycle
 
-    /// Ends every `observe` sequence and `deltas` stream, stops every callback, and waits for
+    /// Ends every `observe` sequence and `deltas` stream (and `changes` readers, once they read
+    /// what is retained: the feed takes no change after this), stops every callback, and waits for
     /// running and queued effects to finish, then flushes the store (with a data directory).
     /// The state stays readable; decisions made after this still commit, but nothing observes
     /// them. `close()` releases the store.
@@ -432,6 +465,7 @@ public final class Node: Sendable {
             observer.onFinish?()
         }
         for channel in channels { channel.finish() }
+        core.withLock { $0.feed?.finish() }
         await pool.waitUntilIdle()
         do {
             try store.flush()

@@ -65,6 +65,11 @@ extension Node {
         /// a power of two. A new value takes the place of one read less lately; 0 decodes on
         /// every read. The entries themselves are always kept.
         public var maxCachedDecodedValues = 65_536
+        /// The node's change feed (`Node.changes(from:filter:)`): nil (the default) keeps none,
+        /// and commits pay nothing for it; `ChangeFeedConfiguration()` retains the newest
+        /// million changes or 64 MiB of them. Retaining costs a one-write decision an encoding
+        /// and a copy (docs/design/0020-the-change-feed.md, "Measured").
+        public var changeFeed: ChangeFeedConfiguration?
         /// How often the node's lock gives the longest-waiting thread a turn (docs/architecture.md,
         /// "The node's lock"). Between turns, running threads take the lock ahead of sleeping
         /// ones, which keeps many deciding threads fast: with fifty threads on two processors,
@@ -122,6 +127,7 @@ extension Node.Configuration {
             throw .invalidBound("expiryCheckIntervalMilliseconds must be 1 to 60,000")
         }
         guard maxDecisionBytes >= 1024 else { throw .invalidBound("maxDecisionBytes must be at least 1,024") }
+        if let problem = changeFeed?.problem { throw .invalidBound(problem) }
         guard maxQueuedStorageCommits >= 1 else { throw .invalidBound("maxQueuedStorageCommits must be at least 1") }
         switch (durability, dataDirectory) {
         case (.memory, nil), (.strict, .some):

@@ -21,6 +21,8 @@ final class NodeCore: @unchecked Sendable {
         var listening = false
         /// Whether a `LocalCommitSender` was set (its load is skipped when not).
         var sending = false
+        /// Whether the node keeps a change feed (`feed` is set).
+        var feeding = false
     }
     /// `commitListeners` as the array a commit calls (`commitCalls`), and the replication
     /// engine's `LocalCommitSender`.
@@ -34,6 +36,8 @@ final class NodeCore: @unchecked Sendable {
         var sender: (any LocalCommitSender)?
     }
     private let calls = InPlace(Calls())
+    /// The node's change feed, kept `InPlace`: every commit appends to it.
+    private let feedStorage = InPlace<ChangeFeedLog?>(nil)
     private let hot: InPlace<Hot>
     /// The node's one transaction, reused by every decision and snapshot read, and an
     /// unretained reference to it (`withTransaction`).
@@ -99,6 +103,36 @@ final class NodeCore: @unchecked Sendable {
             withUnsafeMutablePointer(to: &calls.pointee.sender) { $0.lendPointee(body) }
         }
     }
+
+    /// The change feed (`Node.changes(from:filter:)`), nil when the node keeps none.
+    var feed: ChangeFeedLog? {
+        _read { yield feedStorage.value }
+        _modify {
+            yield &feedStorage.value
+            hot.value.feeding = feedStorage.value != nil
+        }
+    }
+    /// Whether the node keeps a change feed: one test on a commit's path.
+    var feeding: Bool { hot.value.feeding }
+
+    /// Hands a change that did not come from a local decision (a peer's writes that changed
+    /// this node, a catch-up's, an expiry, an owner's coming or going) to the change feed and
+    /// every commit listener, in that order. Call with the lock held, in commit order.
+    func publish(_ committed: CommittedDelta) {
+        if feeding { feedStorage.value!.append(committed.delta, origin: committed.origin) }
+        for listener in commitCalls { listener(committed) }
+    }
+
+    /// Hands a local decision's writes, committed at `version`, to the change feed: encoded
+    /// from the pending writes into the feed's memory, no `Delta` built. Call with the lock held.
+    func feedLocal(version: Version, writes: borrowing PendingWrites) {
+        feedStorage.withAddress { feed in
+            writes.withDeltaEncoding(version: version, codec: feed.pointee!.codec) { feed.pointee!.append(encodedDelta: $0, origin: .local) }
+        }
+    }
+
+    /// Whether `publish` has anyone to tell: a change is built only then.
+    var publishing: Bool { feeding || hasCommitListeners }
 
     private func listenersChanged() {
         hot.value.listening = !commitListeners.isEmpty
@@ -291,6 +325,8 @@ final class NodeCore: @unchecked Sendable {
     deinit {
         atomicKeys.release()
         calls.release()
+        feedStorage.value?.release()
+        feedStorage.release()
         collectionNames.release()
         hot.release()
     }

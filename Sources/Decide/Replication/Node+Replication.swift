@@ -4,9 +4,11 @@ import Synchronization
 /// The node's side of the replication seam: the commits it hands on, and the deltas, catch-up
 /// entries, digests and walks the engine (`Replicator`) applies and reads through it.
 extension Node {
-    /// Every delta this node commits from now on, every remote delta applied through `apply(_:)`
-    /// that changed at least one key, and the entries a catch-up changed (origin `.catchUp`,
-    /// one delta per version), in commit order, with a bounded buffer (see `DeltaStream`).
+    /// Every delta this node commits from now on, the writes of every remote delta applied
+    /// through `apply(_:)` that changed a key here (a write that lost to a newer entry is left
+    /// out), and the entries a catch-up changed (origin `.catchUp`, one delta per version), in
+    /// commit order, with a bounded buffer (see `DeltaStream`). A reader that must miss nothing
+    /// across disconnects reads `changes(from:filter:)` instead.
     public func deltas(maxBuffered: Int = 4096) -> DeltaStream {
         let channel = DeltaStream.Channel(maxBuffered: maxBuffered)
         let token = core.withLock { core in
@@ -104,7 +106,7 @@ extension Node {
             var changed = 0
             for write in delta.writes where merge(write.entry(at: delta.version), write.key) { changed += 1 }
             return changed
-        } delta: { deltas[$0] }
+        }
     }
 
     /// `apply(deltas:)` for peers' deltas held as they arrived (`ReceivedDeltas`), read where
@@ -138,18 +140,17 @@ extension Node {
                 if merge(entry, key) { changed += 1 }
             }
             return changed
-        } delta: { received.delta(at: $0, recent: &recent) }
+        }
     }
 
     /// What both forms of applying peers' deltas share: under one hold of the lock, for each
     /// delta `skip` does not name, the clock merges its `timestamp` (or refuses it, and then
     /// nothing of it is applied), `mergeWrites` merges its writes through the closure it is
     /// given (which answers whether the key changed) and says how many changed, and commit
-    /// listeners get the `delta` when any did; one store append for all.
+    /// listeners get the writes that changed, when any did; one store append for all.
     @inline(__always)
     private func applyBatch(count: Int, skip: (Int) -> Bool, timestamp: (Int) -> HLCTimestamp,
-                            mergeWrites: (NodeCore, Int, (consuming Entry, StateKey) -> Bool) -> Int,
-                            delta: (Int) -> Delta) -> DeltaBatchOutcome {
+                            mergeWrites: (NodeCore, Int, (consuming Entry, StateKey) -> Bool) -> Int) -> DeltaBatchOutcome {
         var admission = StorageAdmission.underTheLock
         while true {
             // Ahead of this node's own deciding threads: every peer's view of this node waits on
@@ -172,15 +173,27 @@ extension Node {
                     // The node's state lent, not retained and released around each delta and
                     // each write's merge (two atomics each): the lock's holder keeps it alive.
                     let lent = Unmanaged.passUnretained(core)
+                    // Listeners (the change feed among them) hear only the writes that changed
+                    // this node: one that lost to a newer entry here is no change, and a reader
+                    // mirroring the node would go back to an older value with it.
+                    let listening = core.publishing
+                    var won: [Delta.Write] = []
+                    var version: Version?
                     let changed = lent.lend { core in
                         mergeWrites(core, index) { entry, key in
-                            lent.lend { core in mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored) }
+                            guard listening else {
+                                return lent.lend { core in mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored) }
+                            }
+                            let write = Delta.Write(key: key, entry: entry)
+                            version = entry.version
+                            let merged = lent.lend { core in mergeReceived(core, entry, for: key, now: now, admitted: admitted, into: &stored) }
+                            if merged { won.append(write) }
+                            return merged
                         }
                     }
                     core.appliedRemoteDeltas += 1
-                    if changed > 0 && core.hasCommitListeners {
-                        let committed = CommittedDelta(delta: delta(index), origin: .remote)
-                        for listener in core.commitCalls { listener(committed) }
+                    if changed > 0 && listening, let version {
+                        core.publish(CommittedDelta(delta: Delta(version: version, writes: won), origin: .remote))
                     }
                     outcome.changed += changed
                 }
@@ -352,7 +365,7 @@ extension Node {
                 for item in entries where refused.isEmpty || !refused.contains(item.entry.version) {
                     guard mergeReceived(core, item.entry, for: item.key, now: now, admitted: admitted, into: &stored) else { continue }
                     outcome.changed += 1
-                    if core.hasCommitListeners { applied.append(item) }
+                    if core.publishing { applied.append(item) }
                 }
                 // Listeners (e.g. `deltas()` behind `syncnode watch`) hear of catch-up changes too,
                 // one delta per version, oldest first.
@@ -360,8 +373,7 @@ extension Node {
                     let byVersion = Dictionary(grouping: applied, by: \.entry.version)
                     for version in byVersion.keys.sorted() {
                         let writes = byVersion[version]!.map { Delta.Write(key: $0.key, entry: $0.entry) }
-                        let committed = CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp)
-                        for listener in core.commitCalls { listener(committed) }
+                        core.publish(CommittedDelta(delta: Delta(version: version, writes: writes), origin: .catchUp))
                     }
                 }
                 outcome.ticket = appendToStorage(admitted, stored, clock: core.clock.last)

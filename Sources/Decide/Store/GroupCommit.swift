@@ -32,6 +32,8 @@ struct GroupCommit {
     private(set) var changes: [(key: StateKey, change: StoreFileChange)] = []
     private(set) var clock = HLCTimestamp.zero
     private(set) var commits = 0
+    /// The change feed's records of these commits, and its trim (`FeedRows`).
+    var feed = FeedRows()
     /// The row of the key changed last (-1: none): a key written again and again (a counter,
     /// a flag) is found with one comparison.
     private var lastRow = -1
@@ -48,7 +50,7 @@ struct GroupCommit {
     /// in the node's table while the writer holds the node's lock.
     static let maxRereadRows = 64
 
-    var isEmpty: Bool { commits == 0 }
+    var isEmpty: Bool { commits == 0 && feed.isEmpty }
 
     /// Adds one commit: `count` changes, the i-th being `change(i)`, then the node's clock.
     mutating func add(changeCount count: Int, clock: HLCTimestamp, change: (Int) -> StoreChange) {

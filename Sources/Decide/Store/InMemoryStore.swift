@@ -20,4 +20,10 @@ package final class InMemoryStore: NodeStore {
     package var failure: StorageError? { nil }
     package func flush() throws(StorageError) {}
     package func close() throws(StorageError) {}
+    package var feedID: UInt64? { nil }
+    package func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError) {}
+    package func appendFeedRecordHoldingExclusion(_ record: UnsafeRawBufferPointer, position: UInt64) {}
+    package func trimFeedHoldingExclusion(below position: UInt64) {}
+    package func startNewFeed() throws(StorageError) {}
+    package func onFeedDurable(_ handler: @escaping @Sendable (UInt64) -> Void) {}
 }

@@ -65,6 +65,26 @@ package protocol NodeStore: AnyObject, Sendable {
     func flush() throws(StorageError)
     /// Flushes, then closes the store; later `admit` calls return `.closed`. Idempotent.
     func close() throws(StorageError)
+
+    // The change feed (docs/design/0020-the-change-feed.md, "Durable retention").
+
+    /// The id of the change feed kept in this store, made with it; nil for a store that keeps
+    /// nothing (the node then starts a fresh feed each time).
+    var feedID: UInt64? { get }
+    /// Calls `body` with every stored feed record (a `ChangeFeedLog` record) and its position,
+    /// in position order. Called once, before `start`.
+    func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError)
+    /// Under the exclusion: queues the record of the change at `position` with the pending
+    /// group, written in the same transaction as the entries committed around it.
+    func appendFeedRecordHoldingExclusion(_ record: UnsafeRawBufferPointer, position: UInt64)
+    /// Drops every stored feed record and gives the store a new feed id (a node that keeps no
+    /// feed this time: a feed later would miss what changed meanwhile). Before `start`.
+    func startNewFeed() throws(StorageError)
+    /// Under the exclusion: the stored feed records below `position` go with the next group.
+    func trimFeedHoldingExclusion(below position: UInt64)
+    /// `handler` is told, on the store's writer thread, the position of the newest feed record
+    /// each group commit made durable.
+    func onFeedDurable(_ handler: @escaping @Sendable (UInt64) -> Void)
 }
 
 /// Runs its argument while holding the lock the node holds for every commit (`NodeStore.start`),
@@ -93,4 +113,5 @@ package enum StoreChange: Sendable {
     /// other removal of an entry the node no longer holds. Every entry the store holds for a key
     /// is one the node merged, so one at most the removed version is superseded by the removal.
     case remove(StateKey, upTo: Version)
+
 }

@@ -30,7 +30,13 @@ final class SQLiteDatabase: StoreFile {
     private var commitStatement: OpaquePointer?
     private var rollbackStatement: OpaquePointer?
 
-    static let format: Int64 = 2
+    /// 1: entries; 2: with their expiry and owner; 3: with the change feed's records.
+    static let format: Int64 = 3
+    /// The id of the change feed this file keeps (meta `feed_id`), made with the file (or when
+    /// a format 2 file gained the feed).
+    private(set) var feedID: UInt64 = 0
+    private var feedInsertStatement: OpaquePointer?
+    private var feedTrimStatement: OpaquePointer?
 
     /// Opens (creating when absent) the store at `path` for node `nodeID`: checks that it is
     /// a healthy Decide store of that node, and takes its lock.
@@ -80,6 +86,8 @@ final class SQLiteDatabase: StoreFile {
                 """)
             clockStatement = try prepare(
                 "UPDATE meta SET value = ?1 WHERE key = 'clock' AND value < ?1")
+            feedInsertStatement = try prepare("INSERT OR REPLACE INTO feed(position, record) VALUES(?1, ?2)")
+            feedTrimStatement = try prepare("DELETE FROM feed WHERE position < ?1")
             beginStatement = try prepare("BEGIN")
             commitStatement = try prepare("COMMIT")
             rollbackStatement = try prepare("ROLLBACK")
@@ -93,10 +101,12 @@ final class SQLiteDatabase: StoreFile {
 
     /// Finalizes every statement and closes the connection (checkpointing the log). Idempotent.
     func close() {
-        for statement in [upsertStatement, deleteStatement, clockStatement, beginStatement, commitStatement, rollbackStatement] {
+        for statement in [upsertStatement, deleteStatement, clockStatement, beginStatement, commitStatement, rollbackStatement,
+                          feedInsertStatement, feedTrimStatement] {
             sqlite3_finalize(statement)
         }
         upsertStatement = nil; deleteStatement = nil; clockStatement = nil
+        feedInsertStatement = nil; feedTrimStatement = nil
         beginStatement = nil; commitStatement = nil; rollbackStatement = nil
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
@@ -132,6 +142,7 @@ final class SQLiteDatabase: StoreFile {
                                          node BLOB NOT NULL, value BLOB, expires INTEGER, owned INTEGER,
                                          PRIMARY KEY(name, element)) WITHOUT ROWID
                     """)
+                try createFeed()
                 let insert = try prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)")
                 defer { sqlite3_finalize(insert) }
                 for (key, value) in [("format", Self.format), ("clock", Self.encode(HLCTimestamp.zero))] {
@@ -147,6 +158,7 @@ final class SQLiteDatabase: StoreFile {
                 try? execute("ROLLBACK")
                 throw error
             }
+            try readFeedID()
             return
         }
         guard tables.contains("entries"), tables.contains("meta") else {
@@ -165,6 +177,19 @@ final class SQLiteDatabase: StoreFile {
                 try? execute("ROLLBACK")
                 throw error
             }
+            format = 2
+        }
+        if format == 2 {
+            // Before the change feed: its table, and a feed id of its own from now on.
+            try execute("BEGIN")
+            do throws(StorageError) {
+                try createFeed()
+                try execute("UPDATE meta SET value = \(Self.format) WHERE key = 'format'")
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
             format = Self.format
         }
         guard format == Self.format else {
@@ -175,6 +200,60 @@ final class SQLiteDatabase: StoreFile {
         }
         guard stored == nodeID else {
             throw .nodeIDMismatch(path: path, stored: stored, configured: nodeID)
+        }
+        try readFeedID()
+    }
+
+    /// Inside a transaction: the feed's table and a fresh feed id in meta.
+    private func createFeed() throws(StorageError) {
+        try execute("CREATE TABLE feed(position INTEGER PRIMARY KEY NOT NULL, record BLOB NOT NULL)")
+        var generator = SystemRandomNumberGenerator()
+        let id = UInt64.random(in: 1...UInt64.max, using: &generator)
+        try execute("INSERT INTO meta(key, value) VALUES('feed_id', \(Int64(bitPattern: id)))")
+    }
+
+    func startNewFeed() throws(StorageError) {
+        try execute("BEGIN")
+        do throws(StorageError) {
+            try execute("DELETE FROM feed")
+            try execute("DELETE FROM meta WHERE key = 'feed_id'")
+            var generator = SystemRandomNumberGenerator()
+            let id = UInt64.random(in: 1...UInt64.max, using: &generator)
+            try execute("INSERT INTO meta(key, value) VALUES('feed_id', \(Int64(bitPattern: id)))")
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try readFeedID()
+    }
+
+    private func readFeedID() throws(StorageError) {
+        guard let stored = try queryInteger("SELECT value FROM meta WHERE key = 'feed_id'"), stored != 0 else {
+            throw .corrupt(path: path, reason: "no feed id in meta")
+        }
+        feedID = UInt64(bitPattern: stored)
+    }
+
+    /// Calls `body` with every stored feed record and its position, in position order. Refuses
+    /// (as corrupt) a record too short to be one or whose length disagrees with its row.
+    func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError) {
+        let statement = try prepare("SELECT position, record FROM feed ORDER BY position")
+        defer { sqlite3_finalize(statement) }
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(rc, "reading the change feed") }
+            let position = sqlite3_column_int64(statement, 0)
+            let count = Int(sqlite3_column_bytes(statement, 1))
+            guard position >= 1, count >= 5, let bytes = sqlite3_column_blob(statement, 1) else {
+                throw .corrupt(path: path, reason: "feed row \(position) is not a change feed record")
+            }
+            let record = UnsafeRawBufferPointer(start: bytes, count: count)
+            guard Int(UInt32(littleEndian: record.loadUnaligned(as: UInt32.self))) == count else {
+                throw .corrupt(path: path, reason: "feed row \(position)'s length disagrees with its record")
+            }
+            body(UInt64(position), record)
         }
     }
 
@@ -229,7 +308,7 @@ final class SQLiteDatabase: StoreFile {
 
     /// Applies `changes` and raises the stored clock to `clock`, in one transaction synced to
     /// disk. On failure the transaction is rolled back and nothing of it is stored.
-    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError) {
+    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp, feed: FeedRows) throws(StorageError) {
         try run(beginStatement, "beginning a transaction")
         do throws(StorageError) {
             for (key, change) in changes {
@@ -256,6 +335,15 @@ final class SQLiteDatabase: StoreFile {
                     if entry.ownedByWriter { sqlite3_bind_int64(statement, 7, 1) } else { sqlite3_bind_null(statement, 7) }
                     try run(statement, "writing an entry")
                 }
+            }
+            try feed.forEach { position, record throws(StorageError) in
+                sqlite3_bind_int64(feedInsertStatement, 1, Int64(position))
+                bindBlob(feedInsertStatement, 2, record)
+                try run(feedInsertStatement, "writing a change feed record")
+            }
+            if feed.trimBelow > 0 {
+                sqlite3_bind_int64(feedTrimStatement, 1, Int64(feed.trimBelow))
+                try run(feedTrimStatement, "trimming the change feed")
             }
             sqlite3_bind_int64(clockStatement, 1, Self.encode(clock))
             try run(clockStatement, "writing the clock")

@@ -29,6 +29,10 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
     private let logger: Logger
     /// `decide_store_sync_seconds{node}`: each group commit's write and sync (docs/operations.md, "Metrics").
     private let syncTimer: CoreMetrics.Timer
+    /// Told the position of the newest feed record each group commit made durable
+    /// (`onFeedDurable`), on the writer thread.
+    private let feedDurable = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
+    package var feedID: UInt64? { database.feedID }
     private let loaded = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
@@ -115,6 +119,28 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
         if let flushError, flushError != .closed(path: path) { throw flushError }
     }
 
+    // MARK: the change feed
+
+    package func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError) {
+        try database.loadFeed(body)
+    }
+
+    package func appendFeedRecordHoldingExclusion(_ record: UnsafeRawBufferPointer, position: UInt64) {
+        queue.appendFeedHoldingExclusion(record, position: position)
+    }
+
+    package func startNewFeed() throws(StorageError) {
+        try database.startNewFeed()
+    }
+
+    package func trimFeedHoldingExclusion(below position: UInt64) {
+        queue.trimFeedHoldingExclusion(below: position)
+    }
+
+    package func onFeedDurable(_ handler: @escaping @Sendable (UInt64) -> Void) {
+        feedDurable.withLock { $0 = handler }
+    }
+
     // MARK: the writer thread
 
     private func runWriter() {
@@ -125,10 +151,12 @@ package final class SQLiteStore: NodeStore, @unchecked Sendable {
             if interval > 0 { due = Date(timeIntervalSinceNow: interval) }
             do {
                 let started = ContinuousClock.now
-                try database.write(group.changes, clock: group.clock)
+                try database.write(group.changes, clock: group.clock, feed: group.feed)
                 // The write and its sync (synchronous=FULL): what a strict decision waits for.
                 let (seconds, attoseconds) = (ContinuousClock.now - started).components
                 syncTimer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+                // Readers are given the records before a flush returns: what it waited for is readable.
+                if group.feed.count > 0, let handler = feedDurable.withLock({ $0 }) { handler(group.feed.last) }
                 queue.markDurable(lastTicket)
             } catch {
                 let failure = StorageError.writeFailed(path: path, reason: "\(error)")

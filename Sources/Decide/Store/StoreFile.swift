@@ -53,8 +53,15 @@ package struct StoreFileChange: Sendable {
 package protocol StoreFile: AnyObject {
     /// Calls `body` with every stored entry and returns the stored clock.
     func load(_ body: (StateKey, Entry) -> Void) throws(StorageError) -> HLCTimestamp
-    /// Writes one group commit (one change per key) and the node's clock, in one transaction.
-    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp) throws(StorageError)
+    /// Writes one group commit (one change per key), the node's clock and the group's change
+    /// feed records and trim, in one transaction.
+    func write(_ changes: [(key: StateKey, change: StoreFileChange)], clock: HLCTimestamp, feed: FeedRows) throws(StorageError)
+    /// The id of the change feed the file keeps, made with it.
+    var feedID: UInt64 { get }
+    /// Calls `body` with every stored feed record and its position, in position order.
+    func loadFeed(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws(StorageError)
+    /// Drops every feed record and takes a new feed id, in one transaction (before any `write`).
+    func startNewFeed() throws(StorageError)
     /// Releases the file (and its lock) for another node.
     func close()
 }

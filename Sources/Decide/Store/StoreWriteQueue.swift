@@ -162,6 +162,24 @@ final class StoreWriteQueue: @unchecked Sendable {
         append { $0.addTableUpserts(clock: clock, rereading: rereads, offering: upserts) }
     }
 
+    /// Holding the exclusion: adds the change feed's record of the change at `position` to the
+    /// pending group, so that it is written in the same transaction as the entries committed
+    /// around it. It takes a ticket of its own, so `flush` covers a change that wrote no entry
+    /// (an expiry, an owner gone); it needs no admission (a record is at most one change's).
+    func appendFeedHoldingExclusion(_ record: UnsafeRawBufferPointer, position: UInt64) {
+        guard !stopped.load(ordering: .acquiring) else { return }
+        let wasEmpty = commits.value.pending.isEmpty
+        commits.value.pending.feed.append(record, position: position)
+        commits.value.appended += 1
+        if eager || wasEmpty { wakeAsked.store(true, ordering: .relaxed) }
+    }
+
+    /// Holding the exclusion: the stored feed rows below `position` go with the next group.
+    func trimFeedHoldingExclusion(below position: UInt64) {
+        guard !stopped.load(ordering: .acquiring) else { return }
+        commits.value.pending.feed.trim(below: position)
+    }
+
     /// Queues one commit, which `add` adds to the pending group; returns its ticket.
     @inline(__always)
     private func append(_ add: (inout GroupCommit) -> Void) -> UInt64 {

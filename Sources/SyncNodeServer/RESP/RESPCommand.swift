@@ -12,6 +12,7 @@ enum RESPCommand: Int, CaseIterable {
     case multi, exec, discard, unwatch
     case subscribe, unsubscribe, psubscribe, punsubscribe
     case decidePut, decideGet, decideDelete, decideStatus, decideDump, decideForget, decideLease, decideRelease, decideRekey
+    case decideChanges, decideSnapshot
 
     struct Info {
         let name: String
@@ -136,6 +137,8 @@ enum RESPCommand: Int, CaseIterable {
         case .decideLease: return Info(name: "decide.lease", arity: -3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
         case .decideRelease: return Info(name: "decide.release", arity: 3, flags: ["write"], firstKey: 0, lastKey: 0, step: 0)
         case .decideRekey: return Info(name: "decide.rekey", arity: 1, flags: ["admin"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideChanges: return Info(name: "decide.changes", arity: -2, flags: ["readonly", "blocking"], firstKey: 0, lastKey: 0, step: 0)
+        case .decideSnapshot: return Info(name: "decide.snapshot", arity: -1, flags: ["readonly"], firstKey: 0, lastKey: 0, step: 0)
         }
     }
 

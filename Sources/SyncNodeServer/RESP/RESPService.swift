@@ -217,7 +217,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
 
     package func streamServer(_ server: UVStreamServer, inputEndedOn connection: UVStreamServer.Connection) {
         guard let session = connection.context as? RESPSession, !session.finished else { return }
-        if session.busy && session.waitsForAcknowledgements {
+        if session.busy && (session.waitsForAcknowledgements || session.blocksOnFeed) {
             // A client that leaves during a WAIT is closed now, unanswered, as Redis frees a
             // blocked client that disconnects: otherwise `WAIT 1 0` would hold its connection
             // for a day after it went.
@@ -539,6 +539,8 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         case .decideGet: decideGet(arguments, into: &session.writer)
         case .decideStatus: decideStatus(into: &session.writer)
         case .decideDump: startDump(session)
+        case .decideChanges: decideChanges(arguments, session: session, server: server)
+        case .decideSnapshot: startSnapshot(arguments, session: session)
         case .decideForget: decideForget(arguments, into: &session.writer)
         }
         return .done
@@ -570,6 +572,7 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
                 guard !session.finished else { return }
                 session.busy = false
                 session.waitsForAcknowledgements = false
+                session.blocksOnFeed = false
                 session.connection.output += reply
                 session.connection.resumeReading()
                 server.flush(session.connection)

@@ -34,6 +34,9 @@ final class RESPSession {
     var dump: DumpCursor?
     /// A WAIT is pending: ending the input closes the session then, unanswered.
     var waitsForAcknowledgements = false
+    /// A DECIDE.CHANGES BLOCK is pending (`FeedBlock`): ending the input closes the session
+    /// then, unanswered, as for WAIT.
+    var blocksOnFeed = false
     /// QUIT or a protocol error: nothing more is read or answered.
     @exclusivity(unchecked) var finished = false
     /// Its connection's `didClose` came: nothing of it is charged any more.

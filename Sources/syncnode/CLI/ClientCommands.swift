@@ -1,5 +1,6 @@
 import SyncNodeServer
 import ArgumentParser
+import Decide
 import DecideRESP
 import Foundation
 #if canImport(Glibc)
@@ -234,38 +235,101 @@ extension SyncNode {
         static let configuration = CommandConfiguration(
             abstract: "Print one JSON line per change (local or replicated) of keys starting with a prefix, until interrupted.",
             discussion: """
-                Changes this node commits, applies from a peer, or takes in an anti-entropy \
-                catch-up are all shown, with their origin (local, remote, catch-up). It is a \
-                PSUBSCRIBE to __decide@0__:PREFIX* on the node's Redis-protocol endpoint; see \
-                docs/operations.md.
+                Each line is a write the node took, with its origin (local, remote, catch-up, \
+                expired, owner-gone, owner-back) and its position on the node's change feed; \
+                the writes of one decision share a position. The first line on standard error \
+                names the feed: resume with --from POSITION --feed FEED and nothing is missed \
+                or shown twice, as long as the node still retains the changes after POSITION. \
+                See docs/operations.md, "The change feed".
 
                 Examples:
-                  syncnode watch                 # every key
-                  syncnode watch quota           # quota and quota[...] keys
+                  syncnode watch                             # every key, from now on
+                  syncnode watch quota                       # quota and quota[...] keys
+                  syncnode watch --from 0                    # every retained change, then live
+                  syncnode watch --from 1234 --feed 9c0f2b6e51a4d3f7 --resync
                 """)
         @OptionGroup var options: AdminOptions
+        @Option(help: "Print the changes after this position first (0: every retained change), then follow.")
+        var from: UInt64?
+        @Option(help: "The feed --from belongs to (16 hex digits, as the first line names it): refused if the node's is another.")
+        var feed: String?
+        @Flag(help: "When the node no longer retains the changes after --from (or its feed is another), print its present values as lines of origin \"snapshot\" and go on from there, instead of exiting 1.")
+        var resync = false
         @Argument(help: "Only keys whose text starts with this (default: all).")
         var prefix: String = ""
 
         mutating func run() async throws {
             let client = try options.connect(replyTimeoutSeconds: 0)
-            do throws(any Error) {
-                // The node publishes every change on __decide@0__:KEY with the entry as JSON.
-                let pattern = Array("__decide@0__:".utf8) + RESPGlob.escape(Array(prefix.utf8)) + [UInt8(ascii: "*")]
-                let header = try client.call([Array("PSUBSCRIBE".utf8), pattern])
-                guard case .array(let parts) = header, parts.first?.text == "psubscribe" else {
-                    _ = try json(of: header, from: client.address)
-                    throw ClientExit.refused("watch refused: \(header)")
+            var after = from.map { $0 == 0 ? "-" : String($0) } ?? "$"
+            var feedID = feed
+            if let feed, ChangeFeedID(feed) == nil { throw ClientExit.refused("--feed \(feed) is not 16 hex digits") }
+            var announced = false
+            while true {
+                // The first request answers at once, so the line naming the feed comes at once.
+                var request = ["DECIDE.CHANGES", after, "COUNT", "1000"] + (announced ? ["BLOCK", "1000"] : [])
+                if let feedID { request += ["FEED", feedID] }
+                if !prefix.isEmpty { request += ["PREFIX", prefix] }
+                let reply = try Self.call(client, request)
+                if case .error(let text) = reply, resync, text.hasPrefix("OUTOFRETENTION") || text.hasPrefix("OTHERFEED") || text.hasPrefix("AHEAD") {
+                    ClientExit.printError("resynchronising from a snapshot: \(text)")
+                    (feedID, after) = try printSnapshot(client)
+                    continue
                 }
-                ClientExit.printError("watching \(prefix.isEmpty ? "every key" : "keys starting with '\(prefix)'") on \(client.address) (Ctrl-C to stop)")
-                while let message = try client.receive() {
-                    guard case .array(let parts) = message, let payload = parts.last, case .bulk(let bytes) = payload else { continue }
-                    FileHandle.standardOutput.write(Data(bytes + [UInt8(ascii: "\n")]))  // unbuffered: a pipe sees each change at once
+                guard case .array(let parts) = reply, let first = parts.first, let headerText = first.text,
+                      let header = try? JSONValue.parse(headerText), let feedText = header["feed"]?.stringValue,
+                      let end = header["end"].flatMap({ if case .number(let text) = $0 { text } else { nil } }) else {
+                    _ = try json(of: reply, from: client.address)
+                    throw ClientExit.unreachable("syncnode at \(client.address) sent an unexpected reply to DECIDE.CHANGES")
                 }
-                throw ClientExit.unreachable("syncnode at \(client.address) closed the watch (it stopped, or this watcher fell too far behind)")
-            } catch let failure as RESPClient.Failure {
-                throw ClientExit.unreachable(failure.description)
+                if !announced {
+                    let retained = [header["oldest"], header["newest"]].map { $0.flatMap { if case .number(let text) = $0 { text } else { nil } } ?? "?" }
+                    ClientExit.printError("watching \(prefix.isEmpty ? "every key" : "keys starting with '\(prefix)'") on \(client.address): feed \(feedText), retaining positions \(retained[0]) to \(retained[1]) (Ctrl-C to stop)")
+                    announced = true
+                }
+                feedID = feedText
+                after = end
+                for part in parts.dropFirst() {
+                    guard let text = part.text, let change = try? JSONValue.parse(text), case .array(let writes)? = change["writes"] else { continue }
+                    var lines: [UInt8] = []
+                    for write in writes {
+                        guard case .object(var fields) = write else { continue }
+                        if let origin = change["origin"] { fields.append(("origin", origin)) }
+                        if let position = change["position"] { fields.append(("position", position)) }
+                        lines += Array(JSONValue.object(fields).compact().utf8) + [UInt8(ascii: "\n")]
+                    }
+                    FileHandle.standardOutput.write(Data(lines))  // unbuffered: a pipe sees each change at once
+                }
             }
+        }
+
+        /// `request`'s reply; a connection that fails ends the watch (exit 2).
+        private static func call(_ client: RESPClient, _ request: [String]) throws -> RESPValue {
+            do {
+                return try client.call(request.map { Array($0.utf8) })
+            } catch {
+                throw ClientExit.unreachable("syncnode at \(client.address) closed the watch: \(error)")
+            }
+        }
+
+        /// Prints the node's present values (DECIDE.SNAPSHOT) as lines of origin "snapshot";
+        /// returns the feed and position to go on from.
+        private func printSnapshot(_ client: RESPClient) throws -> (String, String) {
+            var request = ["DECIDE.SNAPSHOT"]
+            if !prefix.isEmpty { request += ["PREFIX", prefix] }
+            let reply = try Self.call(client, request)
+            guard case .array(let parts) = reply, let headerText = parts.first?.text, let header = try? JSONValue.parse(headerText),
+                  let feed = header["feed"]?.stringValue, case .number(let position)? = header["position"] else {
+                _ = try json(of: reply, from: client.address)
+                throw ClientExit.unreachable("syncnode at \(client.address) sent an unexpected reply to DECIDE.SNAPSHOT")
+            }
+            var lines: [UInt8] = []
+            for part in parts.dropFirst() {
+                guard let text = part.text, case .object(var fields)? = try? JSONValue.parse(text) else { continue }
+                fields += [("origin", .string("snapshot")), ("position", .number(position))]
+                lines += Array(JSONValue.object(fields).compact().utf8) + [UInt8(ascii: "\n")]
+            }
+            FileHandle.standardOutput.write(Data(lines))
+            return (feed, position)
         }
     }
 

@@ -89,6 +89,14 @@ extension SyncNode {
             "How long GET /ready on the --metrics listener answers 503 while no seed has answered (default \(RunSettings.defaultReadySeedWaitMilliseconds)); after it the peer reports ready and serves alone.",
             valueName: "ms"))
         var readySeedWaitMilliseconds: String?
+        @Option(name: .customLong("feed-max-changes"), help: ArgumentHelp(
+            "How many of its newest changes the change feed retains for readers that resume (DECIDE.CHANGES, syncnode watch --from; default \(RunSettings.defaultFeedMaxChanges); 0: no feed).",
+            valueName: "n"))
+        var feedMaxChanges: String?
+        @Option(name: .customLong("feed-max-bytes"), help: ArgumentHelp(
+            "How many bytes of changes the change feed retains at most (default \(RunSettings.defaultFeedMaxBytes)).",
+            valueName: "bytes"))
+        var feedMaxBytes: String?
         @Option(name: .customLong("write-coalescing-us"), help: ArgumentHelp(
             "While a link to a peer streams, each write waits this long for more frames (0-1000, default \(RunSettings.defaultWriteCoalescingMicroseconds); 0 writes at once).",
             valueName: "us"))
@@ -139,6 +147,7 @@ extension SyncNode {
                                  writeCoalescingMicroseconds: writeCoalescingMicroseconds,
                                  changeLogEntries: changeLogEntries,
                                  readySeedWaitMilliseconds: readySeedWaitMilliseconds,
+                                 feedMaxChanges: feedMaxChanges, feedMaxBytes: feedMaxBytes,
                                  adminAuthTimeoutMilliseconds: adminAuthTimeoutMilliseconds,
                                  adminMaxUnauthenticatedClients: adminMaxUnauthenticatedClients,
                                  adminIdleTimeoutMilliseconds: adminIdleTimeoutMilliseconds,

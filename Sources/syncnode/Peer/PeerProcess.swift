@@ -73,6 +73,9 @@ final class PeerProcess: Sendable {
         nodeConfiguration.durability = settings.durability
         nodeConfiguration.storeFileWrapper = storeFileWrapper
         nodeConfiguration.recentChangeCapacity = settings.changeLogEntries
+        // syncnode keeps a feed unless told not to: DECIDE.CHANGES and `syncnode watch` read it.
+        nodeConfiguration.changeFeed = settings.feedMaxChanges == 0 ? nil
+            : ChangeFeedConfiguration(maxRetainedChanges: settings.feedMaxChanges, maxRetainedBytes: settings.feedMaxBytes)
         node = try Node(configuration: nodeConfiguration)
         var transportConfiguration = UVTransport.Configuration(
             nodeID: id, clusterName: settings.cluster, clusterSecret: secrets.first, insecure: settings.insecure,

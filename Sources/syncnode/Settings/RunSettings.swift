@@ -66,6 +66,10 @@ struct RunSettings: Sendable, Equatable {
     /// (`Node.Configuration.recentChangeCapacity`): a catch-up walk sends only what changed
     /// during it, and starts over when more changed than this.
     var changeLogEntries: Int
+    /// What the change feed retains (`Node.Configuration.changeFeed`): at most this many
+    /// changes (0: no feed) and about this many bytes of them.
+    var feedMaxChanges: Int
+    var feedMaxBytes: Int
     /// Where each setting that did not take its default came from: `flags`, `environment` or
     /// the config file's path. `syncnode ready` logs it.
     var sources: [SettingKey: String] = [:]
@@ -78,6 +82,8 @@ struct RunSettings: Sendable, Equatable {
     static let defaultAntiEntropyIntervalMilliseconds: UInt64 = 10_000
     static let defaultWriteCoalescingMicroseconds: UInt32 = 50
     static let defaultChangeLogEntries = 65_536
+    static let defaultFeedMaxChanges = ChangeFeedConfiguration().maxRetainedChanges
+    static let defaultFeedMaxBytes = ChangeFeedConfiguration().maxRetainedBytes
     static let defaultAdminAuthTimeoutMilliseconds: UInt64 = 10_000
     static let defaultAdminMaxUnauthenticatedClients = 64
     static let defaultAdminMaxClientMemoryBytes = 256 << 20
@@ -114,6 +120,8 @@ struct RunSettings: Sendable, Equatable {
         var writeCoalescingMicroseconds: String?
         var changeLogEntries: String?
         var readySeedWaitMilliseconds: String?
+        var feedMaxChanges: String?
+        var feedMaxBytes: String?
         var adminAuthTimeoutMilliseconds: String?
         var adminMaxUnauthenticatedClients: String?
         var adminIdleTimeoutMilliseconds: String?
@@ -136,6 +144,7 @@ struct RunSettings: Sendable, Equatable {
                 (.writeCoalescingMicroseconds, writeCoalescingMicroseconds),
                 (.changeLogEntries, changeLogEntries),
                 (.readySeedWaitMilliseconds, readySeedWaitMilliseconds),
+                (.feedMaxChanges, feedMaxChanges), (.feedMaxBytes, feedMaxBytes),
                 (.adminAuthTimeoutMilliseconds, adminAuthTimeoutMilliseconds),
                 (.adminMaxUnauthenticatedClients, adminMaxUnauthenticatedClients),
                 (.adminIdleTimeoutMilliseconds, adminIdleTimeoutMilliseconds),
@@ -235,6 +244,14 @@ struct RunSettings: Sendable, Equatable {
             .map { text throws(Invalid) in
                 Int(try whole(text, unit: "entries", name: "change-log-entries", range: 1_024 ... 67_108_864, example: "1048576"))
             } ?? defaultChangeLogEntries
+        let feedMaxChanges = try pick(.feedMaxChanges)
+            .map { text throws(Invalid) in
+                Int(try whole(text, unit: "changes", name: "feed-max-changes", range: 0 ... 100_000_000, example: "1000000"))
+            } ?? defaultFeedMaxChanges
+        let feedMaxBytes = try pick(.feedMaxBytes)
+            .map { text throws(Invalid) in
+                Int(try whole(text, unit: "bytes", name: "feed-max-bytes", range: 65_536 ... 68_719_476_736, example: "67108864"))
+            } ?? defaultFeedMaxBytes
         let adminText = pick(.admin) ?? defaultAdmin
         let admin = ["off", "none"].contains(adminText.lowercased()) ? nil : adminText
         let adminSocket = pick(.adminSocket)
@@ -295,6 +312,8 @@ struct RunSettings: Sendable, Equatable {
             writeCoalescingMicroseconds: writeCoalescing,
             readySeedWaitMilliseconds: readySeedWait,
             changeLogEntries: changeLog,
+            feedMaxChanges: feedMaxChanges,
+            feedMaxBytes: feedMaxBytes,
             sources: sources.bySetting.mapValues { labels[$0] ?? $0 })
     }
 

@@ -35,6 +35,8 @@ enum SettingKey: String, CaseIterable, Sendable {
     case writeCoalescingMicroseconds = "write-coalescing-us"
     case changeLogEntries = "change-log-entries"
     case readySeedWaitMilliseconds = "ready-seed-wait-ms"
+    case feedMaxChanges = "feed-max-changes"
+    case feedMaxBytes = "feed-max-bytes"
     /// The config file's own path: a flag or the environment, never the file itself.
     case config
 
