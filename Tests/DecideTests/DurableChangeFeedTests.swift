@@ -188,4 +188,20 @@ extension DurableChangeFeedTests {
         #expect(again.changeFeedBounds?.feed == feed && again.changeFeedBounds?.newest == FeedPosition(rawValue: 1))
         try again.close()
     }
+
+    /// The store tells the node's state what is durable; the state's feed holds the store: the
+    /// node's state must still go with the node (it once stayed, with every entry).
+    @Test func aDurableNodesStateGoesWithTheNode() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        weak var state: NodeLock<NodeCore>?
+        do {
+            let node = try Self.open(scratch, durability: .batched(intervalMilliseconds: 5))
+            node.decide(ChangeFeedTests.Put(keys: ["k"], value: 1))
+            try node.flush()
+            state = node.core
+            try node.close()
+        }
+        #expect(state == nil, "the node's state outlived it")
+    }
 }

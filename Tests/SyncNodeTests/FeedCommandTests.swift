@@ -143,6 +143,19 @@ extension SyncNodeTests {
                 #expect(try await eventually(5) { try connected() == baseline + 1 })
                 halfClosed.shutdownWrite()
                 #expect(try await eventually(5) { try connected() == baseline }, "a blocked reader that left is still held")
+                // Readers that block forever and leave, with nothing written meanwhile: none of
+                // their waits stays behind (each once held its wait, its timer and its session
+                // until the next change, or for a day).
+                var leaving: [TestClient] = []
+                for _ in 0..<50 {
+                    let client = try peer.client()
+                    try client.send("DECIDE.CHANGES", "$", "BLOCK", "0")
+                    leaving.append(client)
+                }
+                #expect(try await eventually(5) { peer.node.changeFeedWaiters == 50 })
+                leaving.removeAll()  // closes them
+                #expect(try await eventually(5) { try connected() == baseline }, "the clients that left are still held")
+                #expect(try await eventually(5) { peer.node.changeFeedWaiters == 0 }, "waits of clients that left stay registered")
             }
         }
     }

@@ -279,6 +279,9 @@ struct ChangeFeedLog {
         return nextWaiter
     }
 
+    /// How many waiters are registered.
+    var waiterCount: Int { waiters.count }
+
     /// Drops the waiter `token` without calling it.
     mutating func cancelWait(_ token: UInt64) {
         waiters[token] = nil

@@ -129,6 +129,10 @@ extension Node {
         core.withLock { $0.feed?.wait(after: after.rawValue, wake) }
     }
 
+    /// How many `waitForChange` waits are registered (for tests and status: each is a reader
+    /// parked until the next change).
+    package var changeFeedWaiters: Int { core.withLock { $0.feed?.waiterCount ?? 0 } }
+
     /// Drops a `waitForChange` wait before it was called.
     package func cancelChangeWait(_ token: UInt64) {
         core.withLock { $0.feed?.cancelWait(token) }

@@ -135,9 +135,13 @@ public final class Node: Sendable {
         self.core = lock
         // Commits queue under the node's lock; the store's writer takes it, politely, to take them.
         // Its writer reads a hot key's entry from the table then (`GroupCommit.reread(from:)`).
-        store.start(exclusion: { body in lock.withPoliteLock { core in body { key in core.entry(for: key) } } })
+        // Unowned: the change feed holds the store, so a strong lock here would keep the store
+        // and the node's whole state alive after the node goes; the writer stops when the node
+        // closes its store (at the latest in `deinit`), before the lock goes.
+        store.start(exclusion: { [unowned lock] body in lock.withPoliteLock { core in body { key in core.entry(for: key) } } })
         if store.persists && changeFeedID != nil {
-            store.onFeedDurable { position in lock.withLock { $0.feed?.markDurable(upTo: position) } }
+            // Weakly, as the exclusion above.
+            store.onFeedDurable { [weak lock] position in lock?.withLock { $0.feed?.markDurable(upTo: position) } }
         }
         self.pool = TaskPool(maxConcurrent: configuration.effectConcurrency, maxQueued: configuration.maxQueuedEffects)
         self.environmentBox = Mutex(configuration.environment)

@@ -225,6 +225,7 @@ final class FeedBlock: @unchecked Sendable {
     func start() {
         answer = service.answerLater(session, server: server)
         session.blocksOnFeed = true
+        session.feedBlock = self
         let bound = LoopBound(value: self)
         let server = self.server
         let timer = DispatchSource.makeTimerSource(queue: .global())
@@ -269,9 +270,16 @@ final class FeedBlock: @unchecked Sendable {
         answer?({ $0.bytes += bytes })
     }
 
+    /// The client's connection closed: no answer, and nothing of it waits any longer.
+    func abandon() {
+        guard !done else { return }
+        finish()
+    }
+
     private func finish() {
         done = true
         session.blocksOnFeed = false
+        session.feedBlock = nil
         timer?.cancel()
         timer = nil
         if let token { service.node.cancelChangeWait(token) }

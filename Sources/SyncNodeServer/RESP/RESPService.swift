@@ -233,6 +233,9 @@ package final class RESPService: UVStreamServer.Delegate, @unchecked Sendable { 
         session.finished = true
         session.closed = true
         session.dump = nil
+        // A blocked DECIDE.CHANGES lets go of its wait and its timer now, not at the next
+        // change or a day later.
+        session.feedBlock?.abandon()
         openSessions -= 1
         if !session.authenticated { unauthenticatedSessions -= 1 }
         clientBytes -= session.chargedBytes

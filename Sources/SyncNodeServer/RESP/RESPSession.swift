@@ -37,6 +37,8 @@ final class RESPSession {
     /// A DECIDE.CHANGES BLOCK is pending (`FeedBlock`): ending the input closes the session
     /// then, unanswered, as for WAIT.
     var blocksOnFeed = false
+    /// That DECIDE.CHANGES BLOCK, let go of when the connection closes.
+    var feedBlock: FeedBlock?
     /// QUIT or a protocol error: nothing more is read or answered.
     @exclusivity(unchecked) var finished = false
     /// Its connection's `didClose` came: nothing of it is charged any more.
