@@ -25,16 +25,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-failures = 0
+import checks
+from checks import check
 
-
-def check(name, condition, detail=""):
-    global failures
-    if condition:
-        print(f"PASS {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}" + (f"\n     {detail}" if detail else ""))
 
 
 def client(address, retries=3):
@@ -168,7 +161,7 @@ def main():
           f"reader {len(built)} keys, A {len(held)}; differing {[k for k in set(built) | set(held) if built.get(k) != held.get(k)][:3]}")
     print(f"summary: {len(acknowledged)} writes acknowledged, {len(positions)} changes read, "
           f"{reader.reconnects} reconnects, feed {reader.feed}")
-    sys.exit(1 if failures else 0)
+    sys.exit(1 if checks.failures else 0)
 
 
 if __name__ == "__main__":

@@ -16,16 +16,8 @@ import time
 
 import redis
 
-failures = 0
-
-
-def check(name, condition, detail=""):
-    global failures
-    if condition:
-        print(f"PASS {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}" + (f"\n     {detail}" if detail else ""))
+import checks
+from checks import check
 
 
 def raises(call, text):
@@ -347,8 +339,8 @@ def main():
         acceptable = reply == b"" or reply.startswith(b"-ERR") or b"-ERR" in reply
         check(f"malformed: {name} gets an error or a close", acceptable, repr(reply[:120]))
     check("the peer still answers after every malformed request", connect(sys.argv[1]).ping())
-    print(f"{'all' if failures == 0 else failures} {'passed' if failures == 0 else 'failed'}")
-    return 1 if failures else 0
+    print(f"{'all' if checks.failures == 0 else checks.failures} {'passed' if checks.failures == 0 else 'failed'}")
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

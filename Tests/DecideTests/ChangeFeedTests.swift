@@ -139,7 +139,7 @@ import Testing
         for index in 0..<2_000 { node.decide(Large(index: index)) }
         let bounds = try #require(node.changeFeedBounds)
         #expect(bounds.retainedBytes <= limit)
-        #expect(bounds.retainedChanges >= 50 && bounds.retainedChanges <= 64, "about 1,170 bytes a change: \(bounds.retainedChanges) retained")
+        #expect(bounds.retainedChanges >= 50 && bounds.retainedChanges <= 64, "about 1,020 bytes a record: \(bounds.retainedChanges) retained")
         #expect(bounds.newest == FeedPosition(rawValue: 2_000) && bounds.oldest.rawValue == 2_001 - UInt64(bounds.retainedChanges))
     }
 

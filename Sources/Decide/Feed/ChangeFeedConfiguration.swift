@@ -12,8 +12,8 @@ public struct ChangeFeedConfiguration: Sendable, Equatable {
     /// The most changes retained: 1 to 100,000,000. (A node keeps no feed at all when its
     /// `Node.Configuration.changeFeed` is nil.)
     public var maxRetainedChanges = 1_000_000
-    /// The most bytes retained, counted as `FeedChange` charges them (names, ids, values and a
-    /// fixed overhead per change and write). At least 64 KiB, at most 64 GiB.
+    /// The most bytes retained, counted as the feed keeps them: per change a 5-byte header and
+    /// its delta's wire encoding (`ChangeFeedLog`). At least 64 KiB, at most 64 GiB.
     public var maxRetainedBytes = 64 * 1024 * 1024
 
     /// The defaults: a million changes or 64 MiB, whichever is reached first.

@@ -94,22 +94,17 @@ struct ChangeFeedLog {
     /// numbers it, retains it, drops the oldest past the bounds, and wakes every waiting reader.
     mutating func append(encodedDelta: UnsafeRawBufferPointer, origin: CommittedDelta.Origin) {
         guard !finished else { return }
-        let record = reserve(Self.recordHeaderBytes + encodedDelta.count)
-        record.storeBytes(of: UInt32(Self.recordHeaderBytes + encodedDelta.count).littleEndian, toByteOffset: 0, as: UInt32.self)
+        let recordBytes = Self.recordHeaderBytes + encodedDelta.count
+        let record = reserve(recordBytes)
+        record.storeBytes(of: UInt32(recordBytes).littleEndian, toByteOffset: 0, as: UInt32.self)
         record.storeBytes(of: Self.code(of: origin), toByteOffset: 4, as: UInt8.self)
         (record + Self.recordHeaderBytes).copyMemory(from: encodedDelta.baseAddress!, byteCount: encodedDelta.count)
-        if let store {
-            store.appendFeedRecordHoldingExclusion(UnsafeRawBufferPointer(start: record, count: Self.recordHeaderBytes + encodedDelta.count),
-                                                   position: newest)
-        }
-        let dropped = evicted
-        while count > 1 && (count > maxChanges || bytes > maxBytes) { dropOldest() }
-        if let store {
-            if evicted != dropped { store.trimFeedHoldingExclusion(below: oldest) }
-        } else {
-            servable = newest
-            if !waiters.isEmpty { wakeAll() }
-        }
+        store?.appendFeedRecordHoldingExclusion(UnsafeRawBufferPointer(start: record, count: recordBytes), position: newest)
+        keepWithinBounds()
+        // A durable node's readers get it once the store wrote it (`markDurable`).
+        guard store == nil else { return }
+        servable = newest
+        if !waiters.isEmpty { wakeAll() }
     }
 
     /// Takes back a record `loadFeed` found in the store at start, at `position`; false when it
@@ -121,9 +116,7 @@ struct ChangeFeedLog {
         }
         guard position == newest + 1, record.count >= Self.recordHeaderBytes else { return false }
         reserve(record.count).copyMemory(from: record.baseAddress!, byteCount: record.count)
-        let dropped = evicted
-        while count > 1 && (count > maxChanges || bytes > maxBytes) { dropOldest() }
-        if evicted != dropped { store?.trimFeedHoldingExclusion(below: oldest) }
+        keepWithinBounds()
         servable = newest
         return true
     }
@@ -159,6 +152,16 @@ struct ChangeFeedLog {
         let encoded = codec.encode(delta, afterTypeByte: nil)
         encoded.withUnsafeBytes { append(encodedDelta: $0, origin: origin) }
     }
+
+    /// Drops the oldest changes past the bounds (the newest always stays); a durable node's
+    /// store drops their rows with its next group.
+    private mutating func keepWithinBounds() {
+        guard isPastBounds else { return }
+        repeat { dropOldest() } while isPastBounds
+        store?.trimFeedHoldingExclusion(below: oldest)
+    }
+
+    private var isPastBounds: Bool { count > 1 && (count > maxChanges || bytes > maxBytes) }
 
     private mutating func dropOldest() {
         let length = chunks[0].recordBytes(at: oldestOffset)

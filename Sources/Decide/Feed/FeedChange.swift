@@ -23,20 +23,6 @@ public struct FeedChange: Sendable {
         self.origin = origin
     }
 
-    /// What retaining the change is charged against `ChangeFeedConfiguration.maxRetainedBytes`:
-    /// its names, ids and values, and a fixed overhead for the change and each write (what the
-    /// arrays and references cost beside the bytes).
-    var retainedBytes: Int {
-        var bytes = Self.overheadBytes
-        for write in delta.writes {
-            bytes += Self.writeOverheadBytes + write.key.name.utf8.count + write.key.elementCount + (write.packedValue?.count ?? 0)
-        }
-        return bytes
-    }
-
-    static let overheadBytes = 96
-    static let writeOverheadBytes = 64
-
     /// The change with only the writes `filter` accepts; nil when it accepts none.
     func filtered(by filter: ChangeFilter) -> FeedChange? {
         if filter.acceptsEverything { return self }

@@ -44,7 +44,7 @@ public final class Node: Sendable {
     /// DecideTesting's view of every decision (`tapDecisions`), and whether one is set.
     let decisionTap = Mutex<(@Sendable (TappedDecision) -> Void)?>(nil)
     /// The id of the node's change feed (`NodeCore.feed`), nil when it keeps none
-    /// (`ChangeFeedConfiguration.maxRetainedChanges` 0).
+    /// (`Configuration.changeFeed` nil).
     let changeFeedID: ChangeFeedID?
     let tappingDecisions = Atomic<Bool>(false)
 

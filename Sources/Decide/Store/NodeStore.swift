@@ -113,5 +113,4 @@ package enum StoreChange: Sendable {
     /// other removal of an entry the node no longer holds. Every entry the store holds for a key
     /// is one the node merged, so one at most the removed version is superseded by the removal.
     case remove(StateKey, upTo: Version)
-
 }

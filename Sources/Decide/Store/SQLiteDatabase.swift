@@ -207,9 +207,12 @@ final class SQLiteDatabase: StoreFile {
     /// Inside a transaction: the feed's table and a fresh feed id in meta.
     private func createFeed() throws(StorageError) {
         try execute("CREATE TABLE feed(position INTEGER PRIMARY KEY NOT NULL, record BLOB NOT NULL)")
-        var generator = SystemRandomNumberGenerator()
-        let id = UInt64.random(in: 1...UInt64.max, using: &generator)
-        try execute("INSERT INTO meta(key, value) VALUES('feed_id', \(Int64(bitPattern: id)))")
+        try insertNewFeedID()
+    }
+
+    /// Inside a transaction: a fresh feed id in meta, where none is.
+    private func insertNewFeedID() throws(StorageError) {
+        try execute("INSERT INTO meta(key, value) VALUES('feed_id', \(Int64(bitPattern: ChangeFeedID.random().rawValue)))")
     }
 
     func startNewFeed() throws(StorageError) {
@@ -217,9 +220,7 @@ final class SQLiteDatabase: StoreFile {
         do throws(StorageError) {
             try execute("DELETE FROM feed")
             try execute("DELETE FROM meta WHERE key = 'feed_id'")
-            var generator = SystemRandomNumberGenerator()
-            let id = UInt64.random(in: 1...UInt64.max, using: &generator)
-            try execute("INSERT INTO meta(key, value) VALUES('feed_id', \(Int64(bitPattern: id)))")
+            try insertNewFeedID()
             try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")
